@@ -1,0 +1,123 @@
+"""The ``forgetbench`` command line. Bad input: one line on stderr, exit 2, nothing written."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+
+def _threads(n: int | None) -> None:
+    import torch
+
+    # Deliberate: with another busy process, 2 torch threads ran generate 25-45x slower than 1 here.
+    torch.set_num_threads(n or int(os.environ.get("FORGETBENCH_THREADS", "1")))
+
+
+def cmd_compress(args) -> int:
+    from forgetbench.compress.pipeline import compress_dir
+    from forgetbench.compress.recipe import load_recipe
+
+    recipe = load_recipe(args.recipe, calibration_override=args.calibration)  # validate before any work
+    _threads(args.threads)
+    report = compress_dir(args.model_dir, recipe, args.out, progress=not args.quiet)
+    sizes = report["sizes"]
+    for step in report["steps"]:
+        if "prune" in step:
+            o = step["prune"]["overall"]
+            print(f"prune: {o['zeros']:,}/{o['numel']:,} weights zeroed (sparsity {o['sparsity']:.4f}) "
+                  f"over {len(step['prune']['units'])} units, {step['seconds']:.2f}s")
+        else:
+            q = step["quantize"]
+            print(f"quantize: {len(q['activation_amax'])} activation sites, {len(q['weights'])} weight matrices "
+                  f"({q['config']['calibrator']} calibration), {step['seconds']:.2f}s")
+    line = f"sizes: dense {sizes['dense_bytes']:,} B"
+    for k in ("int8", "sparse"):
+        if f"{k}_bytes" in sizes:
+            line += f", {k} {sizes[f'{k}_bytes']:,} B ({sizes[f'{k}_ratio']:.3f}x)"
+    print(line + f"; nominal {sizes['nominal_ratio']:.3f}x")
+    print(f"wrote {args.out}")
+    return 0
+
+
+def cmd_make_tiny(args) -> int:
+    from forgetbench.errors import ForgetbenchError
+    from forgetbench.io import atomic_directory
+    from forgetbench.models.tiny import build_tiny_m2m100
+
+    src = Path(args.text)
+    if not src.is_file():
+        raise ForgetbenchError(f"{src} not found; give a text file (one sentence per line) or a calibration TSV")
+    lines = [ln for ln in src.read_text(encoding="utf-8").splitlines() if ln.strip()]
+    sents = [c for ln in lines for c in (ln.split("\t")[2:] if ln.count("\t") == 3 else [ln])]
+    _threads(1)
+    with atomic_directory(args.out) as tmp:
+        model, _ = build_tiny_m2m100(tmp, sents, spm_vocab=args.vocab, seed=args.seed, d_model=args.d_model,
+                                     layers=args.layers)
+    print(f"wrote {args.out}: random M2M100 with {sum(p.numel() for p in model.parameters()):,} parameters")
+    return 0
+
+
+def cmd_recipes(args) -> int:
+    from forgetbench.compress.recipe import RECIPE_DIRS, load_recipe
+
+    seen = set()
+    for d in RECIPE_DIRS:
+        for f in sorted(d.glob("*.yaml")) if d.is_dir() else []:
+            if f.stem in seen:
+                continue
+            seen.add(f.stem)
+            r = load_recipe(str(f))
+            print(f"{r.name:12s} {' -> '.join(s.kind for s in r.steps):20s} {r.description}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="forgetbench", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    c = sub.add_parser("compress", help="apply a compression recipe to a model folder")
+    c.add_argument("model_dir")
+    c.add_argument("--recipe", required=True, help="a recipe YAML file or a shipped name (prune-30, prune-45, ptq-int8)")
+    c.add_argument("--out", required=True, help="output folder (must not exist)")
+    c.add_argument("--calibration", help="calibration TSV overriding the recipe's (src_lang, tgt_lang, source, target)")
+    c.add_argument("--threads", type=int, help="torch threads (default 1, or $FORGETBENCH_THREADS)")
+    c.add_argument("--quiet", action="store_true")
+    c.set_defaults(func=cmd_compress)
+
+    t = sub.add_parser("make-tiny", help="build a tiny random M2M-100 with its own SPM vocabulary (tests, demos)")
+    t.add_argument("text", help="training text for the SPM: one sentence per line, or a calibration TSV")
+    t.add_argument("--out", required=True)
+    t.add_argument("--vocab", type=int, default=2000)
+    t.add_argument("--d-model", type=int, default=64)
+    t.add_argument("--layers", type=int, default=2)
+    t.add_argument("--seed", type=int, default=0)
+    t.set_defaults(func=cmd_make_tiny)
+
+    r = sub.add_parser("recipes", help="list shipped compression recipes")
+    r.set_defaults(func=cmd_recipes)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    from forgetbench.errors import ForgetbenchError
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except ForgetbenchError as e:
+        print(f"forgetbench: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("forgetbench: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+
+

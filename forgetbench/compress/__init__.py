@@ -1,0 +1,13 @@
+"""Compression hooks shared by every model: layer-wise magnitude pruning and Wu et al. int8 PTQ.
+
+    from forgetbench.compress import prune, PruneConfig, quantize, QuantConfig
+    report = prune(model, PruneConfig(sparsity=0.3, scope="layer"))
+    state = quantize(model, QuantConfig(calibrator="mse"), calibrate=run_forwards)
+"""
+
+from forgetbench.compress.prune import PruneConfig, PruneReport, prune
+from forgetbench.compress.ptq import QuantConfig, QuantState, attach, quantize
+from forgetbench.compress.units import resolve_units, seq2seq_unit_map
+
+__all__ = ["PruneConfig", "PruneReport", "prune", "QuantConfig", "QuantState", "attach", "quantize",
+           "resolve_units", "seq2seq_unit_map"]

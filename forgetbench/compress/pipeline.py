@@ -1,0 +1,131 @@
+"""Apply a recipe to a model directory and write the compressed model, atomically.
+
+Output folder (nothing is overwritten; it appears only when complete):
+
+- ``config.json`` + ``model.safetensors`` (+ tokenizer files): the compressed model as dense
+  weights; loads with plain ``from_pretrained``. Pruned zeros and quantised weights are in it.
+- ``quantization.json``: activation ranges of every quantisation site (fake-quant PTQ); plain
+  transformers ignores it, ``load_compressed`` re-installs the activation quantisers from it.
+- ``model.int8.safetensors`` / ``model.sparse.safetensors``: real int8 and sparse artefacts.
+- ``compression.json``: recipe, realised sparsity per unit, sizes, SHA-256 of every input.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from forgetbench.compress.artefacts import load_int8, load_sparse, save_int8, save_sparse
+from forgetbench.compress.calibration import read_calibration_tsv, seq2seq_calibration
+from forgetbench.compress.prune import prune
+from forgetbench.compress.ptq import QuantState, attach, quantize
+from forgetbench.compress.recipe import Recipe
+from forgetbench.errors import ForgetbenchError
+from forgetbench.io import atomic_directory, atomic_write_json, sha256_file
+
+
+def apply_recipe(model: nn.Module, recipe: Recipe, tokenizer=None, progress: bool = False) -> tuple[dict, QuantState | None]:
+    """Run the recipe's steps in order on ``model`` (in place)."""
+    steps, qstate = [], None
+    for step in recipe.steps:
+        t0 = time.perf_counter()
+        if step.kind == "prune":
+            rep = prune(model, step.config)
+            steps.append({"prune": rep.to_dict(), "seconds": round(time.perf_counter() - t0, 3)})
+        else:
+            calibrate, calib_info = None, None
+            if step.calibration is not None:
+                if tokenizer is None:
+                    raise ForgetbenchError("calibration needs the model's tokenizer (tokenizer files in the model folder)")
+                c = step.calibration
+                rows = read_calibration_tsv(c.data, c.max_sentences, c.seed)
+                calibrate = seq2seq_calibration(tokenizer, rows, c.batch_size, c.max_length, progress=progress)
+                calib_info = {"data": str(c.data), "sha256": sha256_file(c.data), "sentences": len(rows),
+                              "directions": sorted({f"{r[0]}-{r[1]}" for r in rows})}
+            qstate = quantize(model, step.config, calibrate)
+            steps.append({"quantize": qstate.to_dict() | {"calibration": calib_info},
+                          "seconds": round(time.perf_counter() - t0, 3)})
+    return {"recipe": recipe.raw, "recipe_name": recipe.name, "steps": steps}, qstate
+
+
+def _nominal_ratio(recipe: Recipe) -> float:
+    """The study's size accounting: p-pruned counts (1-p), int8 0.25 (METHOD.md §1.1)."""
+    r = 1.0
+    for s in recipe.steps:
+        r *= (1 - s.config.sparsity) if s.kind == "prune" else 0.25
+    return r
+
+
+def load_model_dir(model_dir: str | Path, eager: bool = True):
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    d = Path(model_dir)
+    if not (d / "config.json").is_file():
+        raise ForgetbenchError(f"{d} is not a model folder (no config.json); give a folder saved with save_pretrained")
+    kw = {"attn_implementation": "eager"} if eager else {}
+    model = AutoModelForSeq2SeqLM.from_pretrained(str(d), **kw).eval()
+    try:
+        tok = AutoTokenizer.from_pretrained(str(d))
+    except (OSError, ValueError, TypeError):
+        tok = None
+    return model, tok
+
+
+def compress_dir(model_dir: str | Path, recipe: Recipe, out_dir: str | Path, progress: bool = True) -> dict:
+    model_dir = Path(model_dir)
+    model, tok = load_model_dir(model_dir)
+    inputs = {str(p.relative_to(model_dir)): sha256_file(p) for p in sorted(model_dir.iterdir())
+              if p.is_file() and p.suffix in (".safetensors", ".json", ".model", ".bin")}
+    t0 = time.perf_counter()
+    report, qstate = apply_recipe(model, recipe, tok, progress=progress)
+    seconds = time.perf_counter() - t0
+    with atomic_directory(out_dir) as tmp:
+        model.save_pretrained(tmp)
+        if tok is not None:
+            tok.save_pretrained(tmp)
+        sizes = {"dense_bytes": os.path.getsize(tmp / "model.safetensors")}
+        if qstate is not None:
+            atomic_write_json(tmp / "quantization.json", qstate.to_dict())
+            if qstate.weight_amax:
+                stats = save_int8(model, qstate.weight_amax, tmp / "model.int8.safetensors")
+                sizes |= {"int8_bytes": os.path.getsize(tmp / "model.int8.safetensors"), "int8": stats}
+        if any(s.kind == "prune" for s in recipe.steps):
+            stats = save_sparse(model, tmp / "model.sparse.safetensors")
+            sizes |= {"sparse_bytes": os.path.getsize(tmp / "model.sparse.safetensors"), "sparse": stats}
+        for k in ("int8", "sparse"):
+            if f"{k}_bytes" in sizes:
+                sizes[f"{k}_ratio"] = sizes[f"{k}_bytes"] / sizes["dense_bytes"]
+        sizes["nominal_ratio"] = _nominal_ratio(recipe)
+        report |= {
+            "format": "forgetbench-compression-v1",
+            "model_dir": str(model_dir.resolve()),
+            "inputs_sha256": inputs | ({"recipe": sha256_file(recipe.source)} if Path(recipe.source).is_file() else {}),
+            "sizes": sizes,
+            "seconds": round(seconds, 3),
+            "environment": {"torch": torch.__version__, "threads": torch.get_num_threads(),
+                            "python": platform.python_version(), "loadavg": os.getloadavg()[0]},
+        }
+        atomic_write_json(tmp / "compression.json", report)
+    return report
+
+
+def load_compressed(out_dir: str | Path, artefact: str = "dense"):
+    """Load a ``forgetbench compress`` output: weights from the chosen artefact, activation quantisers re-installed."""
+    out = Path(out_dir)
+    model, tok = load_model_dir(out)
+    if artefact in ("int8", "sparse"):
+        sd = (load_int8 if artefact == "int8" else load_sparse)(out / f"model.{artefact}.safetensors")
+        missing, unexpected = model.load_state_dict(sd, strict=False)
+        if unexpected or any(not k.endswith("embed_positions.weights") for k in missing):
+            raise ForgetbenchError(f"{out}: {artefact} artefact does not match the model (missing {missing[:3]}, unexpected {unexpected[:3]})")
+    elif artefact != "dense":
+        raise ForgetbenchError(f"unknown artefact {artefact!r}; choose dense, int8 or sparse")
+    qfile = out / "quantization.json"
+    qstate = attach(model, QuantState.from_dict(json.loads(qfile.read_text()))) if qfile.is_file() else None
+    return model, tok, qstate

@@ -1,0 +1,174 @@
+"""Layer-wise magnitude pruning (METHOD.md §1.1).
+
+``prune(model, PruneConfig(sparsity=0.3))`` zeros, in every selection group, exactly
+k = ⌊p·n⌉ (round half up) weights with the smallest |w|. Ties at the threshold are broken
+deterministically by position (unit order, parameter order, flat index), so the count is exact
+even when many weights share one magnitude. Masks are boolean, computed chunk by chunk and
+written straight into the weight storage, so every tied view sees the same zeros.
+
+Scopes: ``layer`` (one threshold per unit; the thesis default), ``module`` (per weight matrix),
+``attn-ffn`` (attention and feed-forward parts of a unit separately), ``global`` (one threshold
+over all units).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+import torch
+from torch import nn
+
+from forgetbench.compress.threshold import CHUNK, kth_smallest_abs
+from forgetbench.compress.units import Unit, UnitParam, resolve_units
+from forgetbench.errors import ForgetbenchError
+
+SCOPES = ("layer", "module", "attn-ffn", "global")
+
+
+@dataclass(frozen=True)
+class PruneConfig:
+    sparsity: float
+    scope: str = "layer"
+    include_embeddings: bool = True
+
+    def __post_init__(self):
+        if not isinstance(self.sparsity, (int, float)) or isinstance(self.sparsity, bool):
+            raise ForgetbenchError(f"sparsity must be a number in [0, 1), got {self.sparsity!r}")
+        if not 0.0 <= float(self.sparsity) < 1.0:
+            raise ForgetbenchError(f"sparsity must be in [0, 1), got {self.sparsity}")
+        if self.scope not in SCOPES:
+            raise ForgetbenchError(f"unknown pruning scope {self.scope!r}; choose one of {', '.join(SCOPES)}")
+
+
+@dataclass
+class GroupReport:
+    name: str
+    numel: int
+    pruned: int
+    threshold: float | None
+
+
+@dataclass
+class UnitReport:
+    name: str
+    numel: int
+    zeros: int
+    params: list[str]
+    tied: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def sparsity(self) -> float:
+        return self.zeros / self.numel if self.numel else 0.0
+
+
+@dataclass
+class PruneReport:
+    config: PruneConfig
+    units: list[UnitReport]
+    groups: list[GroupReport]
+
+    @property
+    def numel(self) -> int:
+        return sum(u.numel for u in self.units)
+
+    @property
+    def zeros(self) -> int:
+        return sum(u.zeros for u in self.units)
+
+    @property
+    def sparsity(self) -> float:
+        return self.zeros / self.numel if self.numel else 0.0
+
+    def to_dict(self) -> dict:
+        return {
+            "config": asdict(self.config),
+            "overall": {"numel": self.numel, "zeros": self.zeros, "sparsity": self.sparsity},
+            "units": [
+                {"name": u.name, "numel": u.numel, "zeros": u.zeros, "sparsity": u.sparsity, "params": u.params}
+                | ({"tied": u.tied} if u.tied else {})
+                for u in self.units
+            ],
+            "groups": [asdict(g) for g in self.groups],
+        }
+
+
+def num_to_prune(p: float, n: int) -> int:
+    """⌊p·n⌉ with halves rounded up (not banker's rounding)."""
+    return int(math.floor(p * n + 0.5))
+
+
+def selection_groups(units: list[Unit], scope: str) -> list[tuple[str, list[UnitParam]]]:
+    if scope == "layer":
+        return [(u.name, list(u.params)) for u in units]
+    if scope == "module":
+        return [(f"{u.name}/{p.name}", [p]) for u in units for p in u.params]
+    if scope == "attn-ffn":
+        out: list[tuple[str, list[UnitParam]]] = []
+        for u in units:
+            by_group: dict[str, list[UnitParam]] = {}
+            for p in u.params:
+                by_group.setdefault(p.group, []).append(p)
+            out += [(f"{u.name}/{g}", ps) for g, ps in by_group.items()]
+        return out
+    return [("global", [p for u in units for p in u.params])]
+
+
+@torch.no_grad()
+def prune_smallest(params: list[torch.Tensor], k: int, chunk: int = CHUNK) -> float | None:
+    """Zero exactly the k smallest-|w| elements over ``params`` in place; returns the threshold."""
+    if k <= 0:
+        return None
+    t = kth_smallest_abs(params, k, chunk)
+    n_less = sum(int((p.detach().reshape(-1).float().abs() < t).sum()) for p in params)
+    ties_left = k - n_less  # elements equal to t that must go, first ones by position
+    for p in params:
+        flat = p.data.view(-1) if p.data.is_contiguous() else None
+        if flat is None:
+            raise ForgetbenchError("cannot prune a non-contiguous parameter in place")
+        for s in range(0, flat.numel(), chunk):
+            c = flat[s : s + chunk]
+            a = c.float().abs()
+            mask = a < t
+            if ties_left > 0:
+                eq = (a == t).nonzero().flatten()[:ties_left]
+                mask[eq] = True
+                ties_left -= eq.numel()
+            c.masked_fill_(mask, 0)
+    return t
+
+
+def prune(
+    model: nn.Module,
+    config: PruneConfig | None = None,
+    units: list[dict] | None = None,
+    **kwargs,
+) -> PruneReport:
+    """Magnitude-prune ``model`` in place; returns realised sparsity per unit and overall."""
+    config = config or PruneConfig(**kwargs)
+    resolved = resolve_units(model, units, include_embeddings=config.include_embeddings)
+    for u in resolved:
+        for p in u.params:
+            if p.param.device.type == "meta":
+                raise ForgetbenchError(
+                    f"{p.name} is on the meta device (offloaded): in-place pruning would be lost; "
+                    "use streamed compression from the checkpoint shards instead"
+                )
+    groups = []
+    for gname, gparams in selection_groups(resolved, config.scope):
+        tensors = [p.param for p in gparams]
+        n = sum(t.numel() for t in tensors)
+        k = num_to_prune(config.sparsity, n)
+        thr = prune_smallest(tensors, k)
+        groups.append(GroupReport(gname, n, k, thr))
+    unit_reports = [
+        UnitReport(
+            u.name,
+            u.numel,
+            sum(int((p.param == 0).sum()) for p in u.params),
+            [p.name for p in u.params],
+            {p.name: p.aliases for p in u.params if p.aliases},
+        )
+        for u in resolved
+    ]
+    return PruneReport(config, unit_reports, groups)

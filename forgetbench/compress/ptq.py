@@ -1,0 +1,178 @@
+"""8-bit post-training quantisation, Wu et al. (2020) recipe, as fake quantisation (METHOD.md §1.2).
+
+    state = quantize(model, QuantConfig(calibrator="mse"), calibrate=lambda m: run_forwards(m))
+
+1. Activation sites (see ``sites``) are installed in *calibrate* mode and ``calibrate(model)``
+   runs forward passes (model-agnostic: any callable) while every site collects statistics.
+2. Each site's per-tensor range is computed by the chosen calibrator.
+3. Linear weights are fake-quantised in place, per output channel (max); tied weights once.
+4. Sites switch to *quant* mode: every later forward is fake-quantised.
+
+The returned ``QuantState`` holds the ranges; ``state.to_dict()`` serialises them and
+``attach(model, QuantState.from_dict(...))`` restores activation quantisation on a reloaded model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+import torch
+from torch import nn
+
+from forgetbench.compress.calibrators import CALIBRATORS, make_calibrator
+from forgetbench.compress.quantizer import fake_quant, per_channel_amax
+from forgetbench.compress.sites import SITE_KINDS, SiteRegistry, attach_sites, excluded, remove_handles
+from forgetbench.compress.units import _storage_key
+from forgetbench.errors import ForgetbenchError
+
+ACTIVATION_KINDS = tuple(k for k in SITE_KINDS if k != "linear_weight")
+
+
+@dataclass(frozen=True)
+class QuantConfig:
+    calibrator: str = "mse"
+    num_bins: int = 2048
+    percentile: float = 99.99
+    start_bin: int = 128
+    sites: dict = field(default_factory=lambda: {k: True for k in SITE_KINDS})
+    exclude: tuple = ()
+
+    def __post_init__(self):
+        if self.calibrator not in CALIBRATORS:
+            raise ForgetbenchError(f"unknown calibrator {self.calibrator!r}; choose one of {', '.join(CALIBRATORS)}")
+        unknown = set(self.sites) - set(SITE_KINDS)
+        if unknown:
+            raise ForgetbenchError(f"unknown quantisation site kind(s) {sorted(unknown)}; known: {', '.join(SITE_KINDS)}")
+        if not isinstance(self.num_bins, int) or self.num_bins < 16:
+            raise ForgetbenchError(f"num_bins must be an integer >= 16, got {self.num_bins!r}")
+        if not 0 < float(self.percentile) <= 100:
+            raise ForgetbenchError(f"percentile must be in (0, 100], got {self.percentile}")
+
+    @property
+    def kinds(self) -> set[str]:
+        return {k for k in SITE_KINDS if self.sites.get(k, True)}
+
+    @property
+    def needs_calibration(self) -> bool:
+        return bool(self.kinds & set(ACTIVATION_KINDS))
+
+    def make_calibrator(self):
+        if self.calibrator == "max":
+            return make_calibrator("max")
+        return make_calibrator(self.calibrator, num_bins=self.num_bins, percentile=self.percentile,
+                               start_bin=self.start_bin)
+
+
+@dataclass
+class QuantState:
+    config: QuantConfig
+    activation_amax: dict[str, float]
+    weight_amax: dict[str, torch.Tensor]  # qualified Linear weight name -> per-output-channel amax
+    registry: SiteRegistry | None = None
+    handles: list = field(default_factory=list)
+
+    def remove(self) -> None:
+        """Remove activation quantisation hooks (weights stay quantised)."""
+        remove_handles(self.handles)
+        self.handles = []
+
+    def to_dict(self) -> dict:
+        cfg = asdict(self.config)
+        cfg["exclude"] = list(cfg["exclude"])
+        return {
+            "format": "forgetbench-quant-v1",
+            "config": cfg,
+            "activation_amax": dict(sorted(self.activation_amax.items())),
+            "weights": sorted(self.weight_amax),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> QuantState:
+        if d.get("format") != "forgetbench-quant-v1":
+            raise ForgetbenchError(f"not a forgetbench quantisation state (format={d.get('format')!r})")
+        cfg = dict(d["config"])
+        cfg["exclude"] = tuple(cfg.get("exclude", ()))
+        return cls(QuantConfig(**cfg), {k: float(v) for k, v in d["activation_amax"].items()},
+                   {k: None for k in d.get("weights", [])})
+
+
+def _ensure_eager(model: nn.Module, kinds: set[str]) -> None:
+    cfg = getattr(model, "config", None)
+    if {"attn_qk", "attn_pv"} & kinds and cfg is not None and getattr(cfg, "_attn_implementation", "eager") != "eager":
+        if not hasattr(model, "set_attn_implementation"):
+            raise ForgetbenchError("attention sites need eager attention; load the model with attn_implementation='eager'")
+        model.set_attn_implementation("eager")
+
+
+@torch.no_grad()
+def quantize_weights(model: nn.Module, exclude: tuple | list = ()) -> dict[str, torch.Tensor]:
+    """Fake-quantise every Linear weight per output channel, in place; tied storage once."""
+    done: set = set()
+    amaxes = {}
+    for name, mod in model.named_modules():
+        if not isinstance(mod, nn.Linear) or excluded(f"{name}.weight", list(exclude)):
+            continue
+        key = _storage_key(mod.weight)
+        if key in done:
+            continue
+        done.add(key)
+        amax = per_channel_amax(mod.weight, axis=0)
+        mod.weight.data.copy_(fake_quant(mod.weight.data, amax, axis=0))
+        amaxes[f"{name}.weight"] = amax
+    return amaxes
+
+
+def quantize(model: nn.Module, config: QuantConfig | None = None,
+             calibrate: Callable[[nn.Module], None] | None = None,
+             attention_blocks: list[str] | None = None, residual_blocks: list[str] | None = None) -> QuantState:
+    """Fake-quantise ``model`` in place with the Wu et al. recipe; see the module docstring."""
+    config = config or QuantConfig()
+    kinds = config.kinds
+    if config.needs_calibration and calibrate is None:
+        raise ForgetbenchError(
+            "activation quantisation needs calibration data: pass calibrate=<callable running forward passes> "
+            "(CLI: a 'calibration' block in the quantize step, or --calibration FILE)"
+        )
+    _ensure_eager(model, kinds)
+    was_training = model.training
+    model.eval()
+    registry = SiteRegistry(config.make_calibrator)
+    handles, present = attach_sites(model, registry, kinds & set(ACTIVATION_KINDS), list(config.exclude),
+                                    attention_blocks, residual_blocks)
+    amax: dict[str, float] = {}
+    if config.needs_calibration:
+        registry.set_mode("calibrate")
+        with torch.no_grad():
+            calibrate(model)
+        if not registry.quantizers:
+            remove_handles(handles)
+            raise ForgetbenchError("calibration ran no forward pass through any quantisation site")
+        missing = [k for k in sorted(present) if not any(q.kind == k for q in registry.quantizers.values())]
+        if missing:
+            remove_handles(handles)
+            raise ForgetbenchError(
+                f"site kind(s) {missing} never executed during calibration: is attention eager, and are the "
+                "attention/residual blocks declared for this model?"
+            )
+        for name, q in registry.quantizers.items():
+            q.amax = amax[name] = q.calibrator.compute_amax()
+            q.calibrator = None  # free histograms
+    weight_amax = quantize_weights(model, config.exclude) if "linear_weight" in kinds else {}
+    registry.set_mode("quant")
+    model.train(was_training)
+    return QuantState(config, amax, weight_amax, registry, handles)
+
+
+def attach(model: nn.Module, state: QuantState, attention_blocks: list[str] | None = None,
+           residual_blocks: list[str] | None = None) -> QuantState:
+    """Re-install activation quantisation from saved ranges on a model whose weights are already quantised."""
+    kinds = state.config.kinds & set(ACTIVATION_KINDS)
+    _ensure_eager(model, kinds)
+    registry = SiteRegistry(state.config.make_calibrator)
+    for name, a in state.activation_amax.items():
+        q = registry.get(name, "restored")
+        q.amax = a
+    registry.set_mode("quant")
+    handles, _ = attach_sites(model, registry, kinds, list(state.config.exclude), attention_blocks, residual_blocks)
+    return QuantState(state.config, dict(state.activation_amax), state.weight_amax, registry, handles)

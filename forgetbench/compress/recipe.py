@@ -1,0 +1,155 @@
+"""Compression recipes: a YAML list of steps, validated up front with one-line errors.
+
+    name: prune-30
+    steps:
+      - prune: {sparsity: 0.30, scope: layer}
+      - quantize:
+          calibrator: mse
+          sites: {linear_input: true, linear_weight: true, attn_qk: true, attn_pv: true, residual: true}
+          calibration: {data: ../../data/calibration/ntrex128-calib.tsv, max_sentences: 256}
+
+Relative calibration paths resolve against the recipe file's folder.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from forgetbench.compress.prune import PruneConfig
+from forgetbench.compress.ptq import QuantConfig
+from forgetbench.errors import ForgetbenchError
+
+PRUNE_KEYS = {"sparsity", "scope", "include_embeddings"}
+QUANT_KEYS = {"calibrator", "num_bins", "percentile", "start_bin", "sites", "exclude", "calibration"}
+CALIB_KEYS = {"data", "max_sentences", "batch_size", "max_length", "seed"}
+STEP_KINDS = ("prune", "quantize")
+
+
+@dataclass(frozen=True)
+class Calibration:
+    data: Path
+    max_sentences: int = 256
+    batch_size: int = 16
+    max_length: int = 128
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Step:
+    kind: str
+    config: PruneConfig | QuantConfig
+    calibration: Calibration | None = None
+
+
+@dataclass(frozen=True)
+class Recipe:
+    name: str
+    steps: tuple[Step, ...]
+    source: str = ""
+    description: str = ""
+    raw: dict = field(default_factory=dict, compare=False)
+
+
+def _fail(where: str, msg: str):
+    raise ForgetbenchError(f"{where}: {msg}")
+
+
+def _unknown(where: str, got: set, allowed: set) -> None:
+    extra = sorted(set(got) - allowed)
+    if extra:
+        _fail(where, f"unknown key(s) {extra}; allowed: {', '.join(sorted(allowed))}")
+
+
+def _calibration(where: str, d, base: Path, override: Path | None) -> Calibration | None:
+    if override is not None:
+        d = dict(d or {}) | {"data": str(override)}
+        base = Path.cwd()
+    if d is None:
+        return None
+    if not isinstance(d, dict) or "data" not in d:
+        _fail(where, "calibration needs a 'data' key: a TSV of src_lang, tgt_lang, source, target")
+    _unknown(f"{where}: calibration", set(d), CALIB_KEYS)
+    path = Path(d["data"])
+    path = path if path.is_absolute() else (base / path)
+    if not path.is_file():
+        _fail(where, f"calibration data {path} not found")
+    for k in ("max_sentences", "batch_size", "max_length"):
+        if k in d and (not isinstance(d[k], int) or isinstance(d[k], bool) or d[k] < 1):
+            _fail(where, f"calibration.{k} must be a positive integer, got {d[k]!r}")
+    return Calibration(path.resolve(), **{k: d[k] for k in ("max_sentences", "batch_size", "max_length", "seed") if k in d})
+
+
+def parse_recipe(data: dict, source: str = "<recipe>", base: Path | None = None,
+                 calibration_override: Path | None = None) -> Recipe:
+    base = base or Path.cwd()
+    if not isinstance(data, dict):
+        _fail(source, "a recipe is a mapping with 'name' and 'steps'")
+    _unknown(source, set(data), {"name", "description", "steps"})
+    steps_raw = data.get("steps")
+    if not isinstance(steps_raw, list) or not steps_raw:
+        _fail(source, "'steps' must be a non-empty list of {prune: ...} / {quantize: ...}")
+    steps = []
+    for i, s in enumerate(steps_raw, 1):
+        where = f"{source}: step {i}"
+        if not isinstance(s, dict) or len(s) != 1:
+            _fail(where, "each step is a one-key mapping: {prune: {...}} or {quantize: {...}}")
+        (kind, opts), = s.items()
+        if kind not in STEP_KINDS:
+            _fail(where, f"unknown step {kind!r}; known: {', '.join(STEP_KINDS)}")
+        opts = opts or {}
+        if not isinstance(opts, dict):
+            _fail(where, f"options of {kind} must be a mapping")
+        try:
+            if kind == "prune":
+                _unknown(where, set(opts), PRUNE_KEYS)
+                if "sparsity" not in opts:
+                    _fail(where, "prune needs 'sparsity' (a number in [0, 1))")
+                steps.append(Step(kind, PruneConfig(**opts)))
+            else:
+                _unknown(where, set(opts), QUANT_KEYS)
+                q = {k: v for k, v in opts.items() if k != "calibration"}
+                if "exclude" in q:
+                    q["exclude"] = tuple(q["exclude"])
+                cfg = QuantConfig(**q)
+                calib = _calibration(where, opts.get("calibration"), base, calibration_override)
+                if cfg.needs_calibration and calib is None:
+                    _fail(where, "activation quantisation needs calibration data: add calibration: {data: FILE.tsv} "
+                                 "or pass --calibration FILE.tsv")
+                steps.append(Step(kind, cfg, calib))
+        except ForgetbenchError as e:
+            msg = str(e)
+            raise ForgetbenchError(msg if msg.startswith(where) else f"{where}: {msg}") from None
+        except TypeError as e:
+            _fail(where, str(e))
+    name = data.get("name") or Path(source).stem
+    return Recipe(str(name), tuple(steps), source, str(data.get("description", "")), data)
+
+
+RECIPE_DIRS = (Path.cwd() / "configs" / "recipes", Path(__file__).resolve().parents[2] / "configs" / "recipes")
+
+
+def find_recipe(name_or_path: str) -> Path:
+    p = Path(name_or_path)
+    if p.is_file():
+        return p
+    for d in RECIPE_DIRS:
+        for cand in (d / name_or_path, d / f"{name_or_path}.yaml"):
+            if cand.is_file():
+                return cand
+    known = sorted({f.stem for d in RECIPE_DIRS if d.is_dir() for f in d.glob("*.yaml")})
+    raise ForgetbenchError(f"recipe {name_or_path!r} not found (not a file, not a shipped recipe: {', '.join(known)})")
+
+
+def load_recipe(name_or_path: str, calibration_override: str | Path | None = None) -> Recipe:
+    path = find_recipe(name_or_path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        raise ForgetbenchError(f"{where}: not valid YAML ({getattr(e, 'problem', e)})") from None
+    override = Path(calibration_override) if calibration_override else None
+    return parse_recipe(data, str(path), path.parent, override)

@@ -1,0 +1,211 @@
+"""Quantisation sites: where fake quantisation is applied, each kind a switch.
+
+- ``linear_input`` / ``linear_weight``: input and weight of every ``nn.Linear`` (forward
+  pre-hooks; weights are quantised once, in place, per output channel).
+- ``attn_qk`` / ``attn_pv``: both operands of the two attention matrix products (Q·Kᵀ and
+  softmax·V) in self- and cross-attention.
+- ``residual``: both operands of every residual addition.
+
+The last three have no hook point in Hugging Face's layer code. Instead of forking the model
+file, an *op scope* wraps a block's ``forward`` in a ``TorchFunctionMode`` that sees the ops the
+block executes in its own code (not in its children): in an eager attention block the 1st and
+2nd ``matmul`` are Q·Kᵀ and softmax·V; in a Transformer layer every same-shape tensor addition
+is a residual add (2 per encoder layer, 3 per decoder layer in M2M-100). This holds for any model
+whose attention is written with ``torch.matmul`` (HF "eager"), and for user blocks declared the
+same way. Site names: ``<module>.input``, ``<module>.weight``, ``<attn>.qk.0|1``,
+``<attn>.pv.0|1``, ``<layer>.residual.<j>.0|1`` (0 = left operand, the residual stream).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable
+
+import torch
+from torch import nn
+from torch.overrides import TorchFunctionMode
+
+from forgetbench.compress.quantizer import fake_quant
+from forgetbench.errors import ForgetbenchError
+
+SITE_KINDS = ("linear_input", "linear_weight", "attn_qk", "attn_pv", "residual")
+_MATMUL = {torch.matmul, torch.Tensor.matmul, torch.Tensor.__matmul__}
+_ADD = {torch.add, torch.Tensor.add, torch.Tensor.__add__, torch.Tensor.__radd__}
+
+
+class ActQuantizer:
+    """One activation site: collects statistics while calibrating, fake-quantises afterwards."""
+
+    def __init__(self, name: str, kind: str, calibrator):
+        self.name, self.kind, self.calibrator = name, kind, calibrator
+        self.mode = "calibrate"
+        self.amax: float | None = None
+        self.calls = 0
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls += 1
+        if self.mode == "calibrate":
+            self.calibrator.collect(x)
+            return x
+        if self.mode == "quant":
+            return fake_quant(x, self.amax)
+        return x
+
+
+class _OpMode(TorchFunctionMode):
+    def __init__(self, scope: OpScope):
+        super().__init__()
+        self.scope = scope
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if self.scope.depth == 0 and func in self.scope.funcs:
+            args = self.scope.intercept(args)
+        return func(*args, **kwargs)
+
+
+class OpScope:
+    """Intercepts ``funcs`` executed by ``module``'s own forward code and passes operands to sites."""
+
+    def __init__(self, module: nn.Module, funcs: set, site: Callable[[int, int, torch.Tensor], torch.Tensor],
+                 accept: Callable[[tuple], bool]):
+        self.module, self.funcs, self.site, self.accept = module, funcs, site, accept
+        self.depth = 0
+        self.calls = 0
+        self.handles = []
+        original = module.forward
+
+        def forward(*args, **kwargs):
+            self.depth, self.calls = 0, 0
+            with _OpMode(self):
+                return original(*args, **kwargs)
+
+        module.forward = forward
+        for child in module.children():
+            self.handles.append(child.register_forward_pre_hook(self._enter))
+            self.handles.append(child.register_forward_hook(self._leave, always_call=True))
+
+    def _enter(self, *_):
+        self.depth += 1
+
+    def _leave(self, *_):
+        self.depth -= 1
+
+    def intercept(self, args: tuple) -> tuple:
+        if not self.accept(args):
+            return args
+        j = self.calls
+        self.calls += 1
+        return (self.site(j, 0, args[0]), self.site(j, 1, args[1]), *args[2:])
+
+    def remove(self):
+        for h in self.handles:
+            h.remove()
+        if "forward" in self.module.__dict__:
+            del self.module.forward
+
+
+def _is_residual_add(args: tuple) -> bool:
+    return (
+        len(args) >= 2
+        and isinstance(args[0], torch.Tensor)
+        and isinstance(args[1], torch.Tensor)
+        and args[0].shape == args[1].shape
+        and args[0].is_floating_point()
+        and args[1].is_floating_point()
+    )
+
+
+def _is_matmul(args: tuple) -> bool:
+    return len(args) >= 2 and isinstance(args[0], torch.Tensor) and isinstance(args[1], torch.Tensor)
+
+
+def default_attention_blocks(model: nn.Module) -> list[str]:
+    return [n for n, m in model.named_modules() if all(hasattr(m, a) for a in ("q_proj", "k_proj", "v_proj"))]
+
+
+def default_residual_blocks(model: nn.Module) -> list[str]:
+    declared = getattr(model, "forgetbench_residual_blocks", None)
+    if declared is not None:
+        return [n for n, _ in model.named_modules() if any(fnmatch.fnmatchcase(n, g) for g in declared)]
+    return [n for n, m in model.named_modules() if type(m).__name__.endswith(("EncoderLayer", "DecoderLayer"))]
+
+
+def excluded(name: str, patterns: list[str]) -> bool:
+    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
+class SiteRegistry:
+    """All activation quantizers of a model, created lazily on first execution while calibrating."""
+
+    def __init__(self, make_calibrator: Callable[[], object]):
+        self.make_calibrator = make_calibrator
+        self.quantizers: dict[str, ActQuantizer] = {}
+        self.mode = "calibrate"
+
+    def get(self, name: str, kind: str) -> ActQuantizer:
+        q = self.quantizers.get(name)
+        if q is None:
+            if self.mode != "calibrate":
+                raise ForgetbenchError(
+                    f"quantisation site {name} ran but was never calibrated (a code path the calibration "
+                    "data did not exercise); calibrate with data that runs it, or exclude the site"
+                )
+            q = self.quantizers[name] = ActQuantizer(name, kind, self.make_calibrator())
+        return q
+
+    def set_mode(self, mode: str) -> None:
+        self.mode = mode
+        for q in self.quantizers.values():
+            q.mode = mode
+
+
+def attach_sites(model: nn.Module, registry: SiteRegistry, kinds: set[str], exclude: list[str],
+                 attention_blocks: list[str] | None = None, residual_blocks: list[str] | None = None
+                 ) -> tuple[list, set[str]]:
+    """Install activation sites of the given kinds; returns removable handles and the kinds that have blocks."""
+    handles: list = []
+    present: set[str] = set()
+    modules = dict(model.named_modules())
+    if "linear_input" in kinds:
+        for name, mod in modules.items():
+            if isinstance(mod, nn.Linear) and not excluded(f"{name}.input", exclude):
+                site = f"{name}.input"
+
+                def pre_hook(_m, args, _site=site):
+                    return (registry.get(_site, "linear_input")(args[0]), *args[1:])
+
+                handles.append(mod.register_forward_pre_hook(pre_hook))
+    attn_kinds = {"attn_qk", "attn_pv"} & kinds
+    if attn_kinds:
+        names = default_attention_blocks(model) if attention_blocks is None else attention_blocks
+        present |= attn_kinds if names else set()
+        labels = ("qk", "pv")
+        for name in names:
+
+            def attn_site(j, operand, x, _name=name):
+                if j >= len(labels):
+                    raise ForgetbenchError(f"{_name}: more than two matmuls in one attention call; not an eager attention")
+                kind = f"attn_{labels[j]}"
+                site = f"{_name}.{labels[j]}.{operand}"
+                if kind not in kinds or excluded(site, exclude):
+                    return x
+                return registry.get(site, kind)(x)
+
+            handles.append(OpScope(modules[name], _MATMUL, attn_site, _is_matmul))
+    if "residual" in kinds:
+        names = default_residual_blocks(model) if residual_blocks is None else residual_blocks
+        present |= {"residual"} if names else set()
+        for name in names:
+
+            def res_site(j, operand, x, _name=name):
+                site = f"{_name}.residual.{j}.{operand}"
+                return x if excluded(site, exclude) else registry.get(site, "residual")(x)
+
+            handles.append(OpScope(modules[name], _ADD, res_site, _is_residual_add))
+    return handles, present
+
+
+def remove_handles(handles: list) -> None:
+    for h in handles:
+        h.remove()

@@ -1,0 +1,1 @@
+"""SMaLL-100-style distillation of students."""

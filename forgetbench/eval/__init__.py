@@ -1,0 +1,1 @@
+"""Evaluation: benchmarks, translation runs, per-sentence metrics and analyses."""

@@ -1,0 +1,1 @@
+"""Loading, tokenizers, device maps and checkpoint conversion."""

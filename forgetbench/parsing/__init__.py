@@ -1,0 +1,1 @@
+"""Dependency parsers on Universal Dependencies."""

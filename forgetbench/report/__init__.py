@@ -1,0 +1,1 @@
+"""Per-language fairness reports (HTML, Markdown, CSV, summary.json)."""

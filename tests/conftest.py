@@ -1,0 +1,48 @@
+import os
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+torch.set_num_threads(1)
+
+REPO = Path(__file__).resolve().parents[1]
+CALIB = REPO / "data" / "calibration" / "ntrex128-calib.tsv"
+
+
+def calib_rows(n=None):
+    from forgetbench.compress.calibration import read_calibration_tsv
+
+    rows = read_calibration_tsv(CALIB)
+    return rows if n is None else rows[:n]
+
+
+@pytest.fixture(scope="session")
+def tiny_dir(tmp_path_factory):
+    """A tiny random M2M-100 (d=64, 2+2 layers) with a real SPM vocabulary, saved once per session."""
+    from forgetbench.models.tiny import build_tiny_m2m100
+
+    d = tmp_path_factory.mktemp("tiny") / "m2m"
+    sents = [c for r in calib_rows() for c in r[2:]]
+    build_tiny_m2m100(d, sents, spm_vocab=1000, d_model=64, layers=2, heads=4, ffn=128, seed=0)
+    return d
+
+
+@pytest.fixture
+def tiny(tiny_dir):
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    model = AutoModelForSeq2SeqLM.from_pretrained(str(tiny_dir), attn_implementation="eager").eval()
+    return model, AutoTokenizer.from_pretrained(str(tiny_dir))
+
+
+@pytest.fixture
+def batch(tiny):
+    _, tok = tiny
+    rows = [r for r in calib_rows() if r[0] == "en" and r[1] == "de"][:4]
+    tok.src_lang, tok.tgt_lang = "en", "de"
+    return tok([r[2] for r in rows], text_target=[r[3] for r in rows], padding=True, return_tensors="pt")

@@ -1,0 +1,100 @@
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+from transformers import AutoModelForSeq2SeqLM
+
+from forgetbench.cli import main
+from forgetbench.compress.artefacts import load_int8, load_sparse
+from forgetbench.compress.pipeline import apply_recipe, load_compressed, load_model_dir
+from forgetbench.compress.recipe import load_recipe
+
+from .conftest import CALIB, REPO
+
+
+def _logits(model, batch):
+    with torch.no_grad():
+        return model(**batch).logits
+
+
+@pytest.mark.parametrize("recipe", ["prune-30", "prune-45"])
+def test_prune_round_trip_plain_transformers(tiny_dir, tmp_path, batch, recipe):
+    out = tmp_path / "out"
+    assert main(["compress", str(tiny_dir), "--recipe", recipe, "--out", str(out), "--quiet"]) == 0
+    mem, tok = load_model_dir(tiny_dir)
+    apply_recipe(mem, load_recipe(recipe), tok)
+    plain = AutoModelForSeq2SeqLM.from_pretrained(str(out)).eval()  # plain transformers, default attention
+    assert torch.allclose(_logits(plain, batch), _logits(mem, batch), atol=1e-5, rtol=0)
+    rep = json.loads((out / "compression.json").read_text())
+    p = float(recipe.split("-")[1]) / 100
+    assert rep["steps"][0]["prune"]["overall"]["sparsity"] == pytest.approx(p, abs=1e-4)
+    assert {u["name"] for u in rep["steps"][0]["prune"]["units"]} >= {"embeddings", "decoder.layers.1"}
+    assert len(rep["inputs_sha256"]["model.safetensors"]) == 64 and "recipe" in rep["inputs_sha256"]
+    sparse = load_sparse(out / "model.sparse.safetensors")
+    for k, v in plain.state_dict().items():
+        if k in sparse:
+            assert torch.equal(sparse[k], v), k
+    assert rep["sizes"]["sparse_bytes"] < rep["sizes"]["dense_bytes"]
+    assert rep["sizes"]["nominal_ratio"] == pytest.approx(1 - p)
+
+
+def test_ptq_round_trip_and_int8_artefact(tiny_dir, tmp_path, batch):
+    out = tmp_path / "ptq"
+    assert main(["compress", str(tiny_dir), "--recipe", "ptq-int8", "--out", str(out), "--quiet"]) == 0
+    mem, tok = load_model_dir(tiny_dir)
+    apply_recipe(mem, load_recipe("ptq-int8"), tok)
+    ref = _logits(mem, batch)
+    for artefact in ("dense", "int8"):
+        model, _, qstate = load_compressed(out, artefact)
+        assert qstate is not None and len(qstate.activation_amax) == 77
+        assert torch.equal(_logits(model, batch), ref), artefact
+    # plain transformers loads the int8-rounded weights (activation ranges live in quantization.json)
+    plain = AutoModelForSeq2SeqLM.from_pretrained(str(out)).eval()
+    sd = load_int8(out / "model.int8.safetensors")
+    for k, v in plain.state_dict().items():
+        if k in sd:
+            assert torch.equal(sd[k], v), k
+    rep = json.loads((out / "compression.json").read_text())
+    assert rep["sizes"]["int8"]["linear_ratio"] <= 0.27
+    assert rep["sizes"]["int8_ratio"] < 0.3
+    assert rep["steps"][0]["quantize"]["calibration"]["sentences"] == 256
+
+
+BAD = {
+    "unknown_step": "steps:\n  - distill: {alpha: 0.5}\n",
+    "sparsity": "steps:\n  - prune: {sparsity: 1.2}\n",
+    "no_calibration": "steps:\n  - quantize: {calibrator: mse}\n",
+    "missing_calib_file": "steps:\n  - quantize: {calibration: {data: nowhere.tsv}}\n",
+    "bad_key": "steps:\n  - prune: {sparsity: 0.3, sparsty: 0.2}\n",
+    "bad_yaml": "steps: [prune: {sparsity: 0.3}\n",
+    "calibrator": "steps:\n  - quantize: {calibrator: minmax, calibration: {data: CALIB}}\n",
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_recipe_one_line_exit_2_nothing_written(tiny_dir, tmp_path, capsys, case):
+    r = tmp_path / "bad.yaml"
+    r.write_text(BAD[case].replace("CALIB", str(CALIB)))
+    out = tmp_path / "out"
+    assert main(["compress", str(tiny_dir), "--recipe", str(r), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("forgetbench: error: ") and str(r) in err[0]
+    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["bad.yaml"]
+
+
+def test_existing_output_is_never_overwritten(tiny_dir, tmp_path, capsys):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    assert main(["compress", str(tiny_dir), "--recipe", "prune-30", "--out", str(out)]) == 2
+    assert "already exists" in capsys.readouterr().err
+    assert [p.name for p in out.iterdir()] == ["keep.txt"]
+
+
+def test_cli_exit_code_in_a_real_process(tiny_dir, tmp_path):
+    p = subprocess.run([sys.executable, "-m", "forgetbench.cli", "compress", str(tiny_dir), "--recipe", "nope",
+                        "--out", str(tmp_path / "o")], capture_output=True, text=True, cwd=REPO)
+    assert p.returncode == 2
+    assert p.stderr.strip().startswith("forgetbench: error: recipe 'nope' not found")

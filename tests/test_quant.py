@@ -1,0 +1,183 @@
+import copy
+from collections import Counter
+
+import numpy as np
+import pytest
+import torch
+
+from forgetbench.compress import QuantConfig, attach, quantize
+from forgetbench.compress.calibration import seq2seq_calibration
+from forgetbench.compress.calibrators import HistogramCalibrator, MaxCalibrator
+from forgetbench.compress.ptq import QuantState
+from forgetbench.compress.quantizer import fake_quant, per_channel_amax
+from forgetbench.compress.sites import SITE_KINDS
+from forgetbench.errors import ForgetbenchError
+
+from .conftest import calib_rows
+from .toy_parser import ToyParser
+
+
+def test_fake_quant_matches_hand_computation():
+    x = torch.tensor([0.0, 0.3, -1.1, 2.0, 5.0, -7.0])
+    s = 2.0 / 127
+    # x/s = 0, 19.05, -69.85, 127, 317.5, -444.5 -> round, clamp to [-127, 127]
+    expected = torch.tensor([0, 19, -70, 127, 127, -127], dtype=torch.float32) * s
+    assert torch.allclose(fake_quant(x, 2.0), expected, atol=0, rtol=1e-6)
+
+
+def test_per_channel_weight_quant_matches_hand_computation():
+    w = torch.tensor([[0.5, -1.0, 0.25], [0.01, 0.02, -0.04]])
+    amax = per_channel_amax(w, axis=0)
+    assert torch.equal(amax, torch.tensor([1.0, 0.04]))
+    q = fake_quant(w, amax, axis=0)
+    exp0 = torch.round(torch.tensor([0.5, -1.0, 0.25]) * 127) / 127
+    exp1 = torch.round(torch.tensor([0.01, 0.02, -0.04]) / (0.04 / 127)) * (0.04 / 127)
+    assert torch.allclose(q, torch.stack([exp0, exp1]), rtol=1e-6, atol=0)
+    assert fake_quant(torch.zeros(3), 0.0).eq(0).all()  # zero range: zeros stay zeros
+
+
+def _sample_mse(x, amax):
+    return float(((x - fake_quant(x, amax)) ** 2).mean())
+
+
+def test_mse_calibrator_minimises_mse_on_known_distribution():
+    torch.manual_seed(0)
+    x = torch.distributions.Laplace(0.0, 1.0).sample((400_000,))
+    cal = HistogramCalibrator("mse")
+    for chunk in x.split(50_000):  # several batches, growing range
+        cal.collect(chunk)
+    amax = cal.compute_amax()
+    grid = np.linspace(1.0, float(x.abs().max()), 400)
+    errs = [_sample_mse(x, a) for a in grid]
+    best = grid[int(np.argmin(errs))]
+    assert amax < 0.9 * float(x.abs().max())  # clips the tail, unlike max (8-bit optimum for Laplace(1) ~ 9.9)
+    assert _sample_mse(x, amax) <= 1.01 * min(errs)
+    assert abs(amax - best) / best < 0.1
+
+
+def test_percentile_and_max_and_entropy_calibrators():
+    x = torch.linspace(-1, 1, 100_001)
+    mx = MaxCalibrator()
+    mx.collect(x)
+    assert mx.compute_amax() == 1.0
+    pc = HistogramCalibrator("percentile", percentile=99.0)
+    pc.collect(x)
+    assert pc.compute_amax() == pytest.approx(0.99, abs=1e-3)
+    # entropy clips a lone far outlier that max would keep
+    y = torch.cat([torch.randn(200_000, generator=torch.Generator().manual_seed(1)), torch.tensor([40.0])])
+    en = HistogramCalibrator("entropy")
+    en.collect(y)
+    a = en.compute_amax()
+    assert 2.0 < a < 10.0
+
+
+def _calibration(tok, n=32):
+    return seq2seq_calibration(tok, calib_rows()[:n], batch_size=8)
+
+
+def _logits(model, batch):
+    with torch.no_grad():
+        return model(**batch).logits
+
+
+def test_sites_cover_every_linear_attention_product_and_residual(tiny):
+    model, tok = tiny
+    st = quantize(model, QuantConfig(calibrator="max"), _calibration(tok))
+    kinds = Counter(q.kind for q in st.registry.quantizers.values())
+    cfg = model.config
+    n_attn = cfg.encoder_layers + 2 * cfg.decoder_layers
+    assert kinds["attn_qk"] == kinds["attn_pv"] == 2 * n_attn
+    assert kinds["residual"] == 2 * (2 * cfg.encoder_layers + 3 * cfg.decoder_layers)
+    n_linear = sum(isinstance(m, torch.nn.Linear) for m in model.modules())
+    assert kinds["linear_input"] == n_linear
+    assert len(st.weight_amax) == n_linear  # lm_head shares `shared`'s storage and is quantised once
+    assert "model.encoder.layers.0.residual.1.0" in st.activation_amax
+    assert "model.decoder.layers.1.encoder_attn.pv.0" in st.activation_amax
+
+
+@pytest.mark.parametrize("off", SITE_KINDS)
+def test_each_site_switch_leaves_its_tensors_untouched(tiny, off):
+    model, tok = tiny
+    w_before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    sites = {k: k != off for k in SITE_KINDS}
+    st = quantize(model, QuantConfig(calibrator="max", sites=sites), _calibration(tok, 16))
+    assert not any(q.kind == off for q in st.registry.quantizers.values())
+    assert {q.kind for q in st.registry.quantizers.values()} == set(SITE_KINDS) - {off, "linear_weight"}
+    changed = [n for n, p in model.named_parameters() if not torch.equal(p, w_before[n])]
+    if off == "linear_weight":
+        assert changed == []
+    else:
+        assert changed and all(n.endswith("weight") and "layer_norm" not in n for n in changed)
+
+
+def test_only_one_site_kind_changes_only_that_kind(tiny, batch):
+    model, tok = tiny
+    ref = _logits(copy.deepcopy(model), batch)
+    sites = {k: k == "residual" for k in SITE_KINDS}
+    st = quantize(model, QuantConfig(calibrator="max", sites=sites), _calibration(tok, 16))
+    assert {q.kind for q in st.registry.quantizers.values()} == {"residual"}
+    out = _logits(model, batch)
+    assert not torch.equal(out, ref)
+    st.remove()  # weights untouched (linear_weight off), so removing the sites restores fp32 exactly
+    assert torch.equal(_logits(model, batch), ref)
+
+
+def test_quantised_model_differs_but_stays_close(tiny, batch):
+    model, tok = tiny
+    ref = _logits(copy.deepcopy(model), batch)
+    quantize(model, QuantConfig(calibrator="mse"), _calibration(tok))
+    out = _logits(model, batch)
+    assert not torch.equal(out, ref)
+    cos = torch.nn.functional.cosine_similarity(out.flatten(), ref.flatten(), dim=0)
+    assert cos > 0.95
+    assert (out.argmax(-1) == ref.argmax(-1)).float().mean() > 0.8
+
+
+def test_attention_sites_switch_sdpa_model_to_eager(tiny_dir):
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    model = AutoModelForSeq2SeqLM.from_pretrained(str(tiny_dir), attn_implementation="sdpa").eval()
+    tok = AutoTokenizer.from_pretrained(str(tiny_dir))
+    st = quantize(model, QuantConfig(calibrator="max"), _calibration(tok, 8))
+    assert model.config._attn_implementation == "eager"
+    assert any(q.kind == "attn_qk" for q in st.registry.quantizers.values())
+
+
+def test_generate_runs_quantised_with_kv_cache(tiny, batch):
+    model, tok = tiny
+    quantize(model, QuantConfig(calibrator="percentile"), _calibration(tok, 16))
+    out = model.generate(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                         forced_bos_token_id=tok.get_lang_id("de"), max_new_tokens=6, do_sample=False)
+    assert out.shape[0] == 4 and out.shape[1] <= 8
+
+
+def test_missing_calibration_is_an_error(tiny):
+    model, _ = tiny
+    with pytest.raises(ForgetbenchError, match="calibration"):
+        quantize(model, QuantConfig())
+    # weights only: no calibration needed
+    quantize(model, QuantConfig(sites={k: k == "linear_weight" for k in SITE_KINDS}))
+
+
+def test_state_round_trip_restores_identical_outputs(tiny, tiny_dir, batch):
+    model, tok = tiny
+    st = quantize(model, QuantConfig(calibrator="entropy"), _calibration(tok, 16))
+    out = _logits(model, batch)
+    from transformers import AutoModelForSeq2SeqLM
+
+    fresh = AutoModelForSeq2SeqLM.from_pretrained(str(tiny_dir), attn_implementation="eager").eval()
+    fresh.load_state_dict(model.state_dict())
+    attach(fresh, QuantState.from_dict(st.to_dict()))
+    assert torch.equal(_logits(fresh, batch), out)
+
+
+def test_same_quantize_call_on_non_mt_module():
+    torch.manual_seed(0)
+    m = ToyParser().eval()
+    words = torch.randint(0, 60, (4, 7))
+    ref = m(words)
+    st = quantize(m, QuantConfig(calibrator="mse"), calibrate=lambda mod: [mod(torch.randint(0, 60, (4, 7))) for _ in range(4)])
+    assert sorted(st.activation_amax) == ["mlp.dep.input", "mlp.head.input"]
+    assert sorted(st.weight_amax) == ["mlp.dep.weight", "mlp.head.weight"]
+    out = m(words)
+    assert not torch.equal(out, ref) and torch.allclose(out, ref, atol=0.05 * float(ref.abs().max()))
