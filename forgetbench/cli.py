@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -59,6 +60,47 @@ def cmd_make_tiny(args) -> int:
     return 0
 
 
+def cmd_train_mt(args) -> int:
+    from forgetbench.distill.train_mt import load_config, train
+
+    cfg = load_config(args.config)
+    if args.steps:
+        cfg.train.steps = args.steps
+    train(cfg, args.out, progress=not args.quiet)
+    return 0
+
+
+def cmd_sweep(args) -> int:
+    from forgetbench.eval.sweep import load_sweep, run_sweep
+    from forgetbench.report.build import write_report
+
+    cfg = load_sweep(args.config)  # validated before any work
+    run_dir = Path(args.out or Path("runs") / cfg.name)
+    rank, world, barrier = 0, 1, None
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # launched with `accelerate launch --num_processes N`
+        from accelerate import PartialState
+
+        state = PartialState(cpu=True)
+        rank, world, barrier = state.process_index, state.num_processes, state.wait_for_everyone
+    summary = run_sweep(cfg, run_dir, progress=not args.quiet, rank=rank, world=world, barrier=barrier)
+    if rank == 0:
+        html_path = write_report(summary, run_dir / "report")
+        print(f"report: {html_path}")
+    return 0
+
+
+def cmd_report(args) -> int:
+    from forgetbench.errors import ForgetbenchError
+    from forgetbench.report.build import write_report
+
+    run = Path(args.run_dir)
+    f = run / "report" / "summary.json"
+    if not f.is_file():
+        raise ForgetbenchError(f"{run}: no report/summary.json; run `forgetbench sweep` first")
+    print(f"report: {write_report(json.loads(f.read_text()), run / 'report')}")
+    return 0
+
+
 def cmd_recipes(args) -> int:
     from forgetbench.compress.recipe import RECIPE_DIRS, load_recipe
 
@@ -94,6 +136,23 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--layers", type=int, default=2)
     t.add_argument("--seed", type=int, default=0)
     t.set_defaults(func=cmd_make_tiny)
+
+    tm = sub.add_parser("train-mt", help="train a multilingual M2M-100-architecture model from scratch (resumable)")
+    tm.add_argument("config")
+    tm.add_argument("--out", required=True, help="run folder; rerunning resumes from its checkpoint")
+    tm.add_argument("--steps", type=int, help="override train.steps")
+    tm.add_argument("--quiet", action="store_true")
+    tm.set_defaults(func=cmd_train_mt)
+
+    sw = sub.add_parser("sweep", help="compress variants, translate, score, analyse and report (resumable)")
+    sw.add_argument("config")
+    sw.add_argument("--out", help="run folder (default runs/<name>); rerunning resumes")
+    sw.add_argument("--quiet", action="store_true")
+    sw.set_defaults(func=cmd_sweep)
+
+    rp = sub.add_parser("report", help="rewrite the report of a run from its summary.json")
+    rp.add_argument("run_dir")
+    rp.set_defaults(func=cmd_report)
 
     r = sub.add_parser("recipes", help="list shipped compression recipes")
     r.set_defaults(func=cmd_recipes)

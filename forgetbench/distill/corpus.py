@@ -1,0 +1,139 @@
+"""Training corpora for small multilingual MT models, from WMT news and Tatoeba (training only).
+
+Evaluation sets never leak in: every pair whose English or foreign side (whitespace- and
+case-normalised) occurs in FLORES-101 devtest, NTREX-128 or TICO-19 test (any language) is
+dropped, and the count is reported. NTREX-128 is the human translation of WMT newstest2019's
+English side, so this filter matters: it removes the newstest2019 English sentences.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from forgetbench.errors import ForgetbenchError
+
+# M2M-100 code -> (ISO 639-3 file code, WMT folders, Tatoeba folder)
+SOURCES: dict[str, tuple[str, tuple[str, ...], str | None]] = {
+    "de": ("deu", ("eng-deu", "deu-eng"), "deu-eng"),
+    "ru": ("rus", ("eng-rus", "rus-eng"), "eng-rus"),
+    "cs": ("ces", ("eng-ces",), "ces-eng"),
+    "fr": ("fra", ("eng-fra", "fra-eng"), "eng-fra"),
+    "es": ("spa", ("eng-spa", "spa-eng"), "eng-spa"),
+    "fi": ("fin", ("eng-fin", "fin-eng"), "eng-fin"),
+    "tr": ("tur", ("eng-tur",), "eng-tur"),
+    "zh": ("zho", ("eng-zho", "zho-eng"), "eng-zho"),
+    "ja": ("jpn", ("eng-jpn", "jpn-eng"), "eng-jpn"),
+    "it": ("ita", (), "eng-ita"),
+    "hu": ("hun", ("eng-hun",), "eng-hun"),
+    "pt": ("por", (), "eng-por"),
+    "uk": ("ukr", (), "eng-ukr"),
+    "nl": ("nld", (), "eng-nld"),
+    "he": ("heb", (), "eng-heb"),
+    "ar": ("ara", (), "ara-eng"),
+    "pl": ("pol", (), "eng-pol"),
+    "ha": ("hau", ("eng-hau", "hau-eng"), None),
+    "hi": ("hin", ("eng-hin",), "eng-hin"),
+    "id": ("ind", (), "eng-ind"),
+    "et": ("est", ("eng-est",), "eng-est"),
+    "ta": ("tam", ("eng-tam", "tam-eng"), "eng-tam"),
+    "sw": ("swa", (), "eng-swa"),
+    "vi": ("vie", (), "eng-vie"),
+    "ko": ("kor", (), "eng-kor"),
+    "af": ("afr", (), "afr-eng"),
+    "mr": ("mar", (), "eng-mar"),
+    "ur": ("urd", (), "eng-urd"),
+    "bn": ("ben", (), "ben-eng"),
+    "te": ("tel", (), "eng-tel"),
+}
+
+
+def normalise(s: str) -> str:
+    return re.sub(r"\s+", " ", s.strip().lower())
+
+
+@dataclass
+class CorpusStats:
+    raw: dict[str, int]
+    dropped_eval_overlap: dict[str, int]
+    dropped_length: dict[str, int]
+    duplicates: dict[str, int]
+    train: dict[str, int]
+    dev: dict[str, int]
+
+
+def _read_lines(p: Path) -> list[str]:
+    return p.read_text(encoding="utf-8").splitlines()
+
+
+def eval_sentences(shared: Path) -> set[str]:
+    """Normalised sentences of every evaluation set we report on."""
+    out: set[str] = set()
+    files = list((shared / "flores101" / "devtest").glob("*.devtest")) + list((shared / "ntrex128").glob("*.txt"))
+    files += [p for p in (shared / "tico19").rglob("*") if p.is_file() and p.suffix in (".txt", ".tsv", ".csv")]
+    if not files:
+        raise ForgetbenchError(f"no evaluation sets under {shared}: cannot check for test-set leakage")
+    for p in files:
+        for line in _read_lines(p):
+            for cell in line.split("\t") if p.suffix == ".tsv" else [line]:
+                if len(cell.strip()) > 15:  # short strings ("Yes.", numbers) are not leakage
+                    out.add(normalise(cell))
+    return out
+
+
+def raw_pairs(shared: Path, lang: str) -> list[tuple[str, str]]:
+    """(english, foreign) pairs for ``lang`` from WMT news and Tatoeba test sets."""
+    if lang not in SOURCES:
+        raise ForgetbenchError(f"no training source for language {lang!r}; known: {', '.join(sorted(SOURCES))}")
+    iso, wmt_dirs, tato = SOURCES[lang]
+    pairs: list[tuple[str, str]] = []
+    for d in wmt_dirs:
+        folder = shared / "wmt_news" / d
+        for fx in sorted(folder.glob(f"*.{iso}")):
+            fe = fx.with_suffix(".eng")
+            if fe.is_file():
+                xs, es = _read_lines(fx), _read_lines(fe)
+                if len(xs) == len(es):
+                    pairs += list(zip(es, xs, strict=True))
+    if tato:
+        folder = shared / "tatoeba" / "test-v2021-08-07" / tato
+        xs = _read_lines(folder / f"tatoeba-test-v2021-08-07.{iso}")
+        es = _read_lines(folder / "tatoeba-test-v2021-08-07.eng")
+        pairs += list(zip(es, xs, strict=True))
+    return pairs
+
+
+def build_corpus(shared: Path, langs: list[str], dev_per_language: int = 100, max_chars: int = 300,
+                 seed: int = 0) -> tuple[dict[str, list[tuple[str, str]]], dict[str, list[tuple[str, str]]], CorpusStats]:
+    shared = Path(shared)
+    banned = eval_sentences(shared)
+    rng = random.Random(seed)
+    train, dev = {}, {}
+    st = CorpusStats({}, {}, {}, {}, {}, {})
+    for lang in langs:
+        pairs = raw_pairs(shared, lang)
+        st.raw[lang] = len(pairs)
+        seen, kept = set(), []
+        n_eval = n_len = n_dup = 0
+        for e, x in pairs:
+            e, x = e.strip(), x.strip()
+            if not e or not x or len(e) > max_chars or len(x) > max_chars:
+                n_len += 1
+                continue
+            ne, nx = normalise(e), normalise(x)
+            if ne in banned or nx in banned:
+                n_eval += 1
+                continue
+            if (ne, nx) in seen:
+                n_dup += 1
+                continue
+            seen.add((ne, nx))
+            kept.append((e, x))
+        rng.shuffle(kept)
+        n_dev = min(dev_per_language, len(kept) // 10)
+        dev[lang], train[lang] = kept[:n_dev], kept[n_dev:]
+        st.dropped_eval_overlap[lang], st.dropped_length[lang], st.duplicates[lang] = n_eval, n_len, n_dup
+        st.train[lang], st.dev[lang] = len(train[lang]), len(dev[lang])
+    return train, dev, st

@@ -1,0 +1,51 @@
+"""Cross-attention "relative alignment" variance and λ (METHOD.md §2).
+
+α = cross-attention averaged over all layers and heads, teacher-forced on the model's own output;
+rows i over target positions, columns j over source positions (each row sums to 1):
+
+    μ_i = Σ_j j·α_ij ;  var = 1/(|I||J|) Σ_i Σ_j α_ij (μ_i − j)² ;  λ = var_comp / var_base
+
+**Decision:** λ is reported as the ratio of subset means, plus the per-sentence distribution.
+Padding rows and columns are excluded. Needs eager attention (HF returns no cross-attentions
+under SDPA).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from forgetbench.models.generation import encode_sources, target_ids
+
+
+def alignment_variance(alpha: torch.Tensor) -> float:
+    """var of one sentence's cross-attention ``alpha`` [|I|, |J|] (rows sum to 1)."""
+    alpha = alpha.double()
+    n_tgt, n_src = alpha.shape
+    j = torch.arange(n_src, dtype=torch.float64)
+    mu = (alpha * j).sum(-1, keepdim=True)
+    return float((alpha * (mu - j) ** 2).sum() / (n_tgt * n_src))
+
+
+@torch.inference_mode()
+def cross_attention_variance(model, tokenizer, srcs: list[str], hyps: list[str], src_lang: str, tgt_lang: str,
+                             max_length: int = 256) -> list[float]:
+    if getattr(model.config, "_attn_implementation", "eager") != "eager":
+        model.set_attn_implementation("eager")
+    enc = encode_sources(tokenizer, srcs, src_lang, tgt_lang, max_length)
+    labels = target_ids(tokenizer, hyps, tgt_lang, max_length)
+    pad = tokenizer.pad_token_id
+    dec_in = torch.full_like(labels, pad)
+    dec_in[:, 0] = model.config.decoder_start_token_id
+    dec_in[:, 1:] = labels[:, :-1]
+    dec_mask = (labels != pad).long()
+    out = model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"], decoder_input_ids=dec_in,
+                decoder_attention_mask=dec_mask, output_attentions=True)
+    att = torch.stack(out.cross_attentions).float().mean(dim=(0, 2))  # [B, T, S]
+    res = []
+    for b in range(att.shape[0]):
+        n_tgt = int(dec_mask[b].sum())
+        n_src = int(enc["attention_mask"][b].sum())
+        a = att[b, :n_tgt, :n_src]
+        a = a / a.sum(-1, keepdim=True)  # renormalise rows over real source positions
+        res.append(alignment_variance(a))
+    return res

@@ -1,0 +1,57 @@
+"""Per-sentence statistics stored beside the translations: language identity and cross-attention variance."""
+
+from __future__ import annotations
+
+from tqdm.auto import tqdm
+
+from forgetbench.eval import lid
+from forgetbench.eval.hallucination import cross_attention_variance
+from forgetbench.eval.store import Store
+from forgetbench.eval.translate import Job, length_batches
+
+REF = "__ref__"  # pseudo-variant holding statistics of the references
+
+
+def lid_pass(store: Store, variants: list[str], jobs: list[Job]) -> None:
+    """``on_target`` = 1/0 per hypothesis (and per reference under ``__ref__``); NULL when undefined."""
+    for job in jobs:
+        cov = lid.coverage(job.tgt)
+        srcs, refs = job.lines()
+        key = (job.benchmark.name, job.src, job.tgt)
+        todo = [i for i in range(len(refs)) if i not in store.stats_done("on_target", REF, *key)]
+        if todo:
+            pred = lid.identify([refs[i] for i in todo], cov.identifier)
+            store.add_stats([(REF, *key, i, "on_target", None if cov.identifier == "undefined" else float(lid.matches(p, job.tgt)))
+                             for i, p in zip(todo, pred, strict=True)])
+        for v in variants:
+            rows = {r["idx"]: r["hyp"] for r in store.translations(v, job.benchmark.name) if r["src"] == job.src and r["tgt"] == job.tgt}
+            done = store.stats_done("on_target", v, *key)
+            todo = [i for i in rows if i not in done]
+            if todo:
+                pred = lid.identify([rows[i] for i in todo], cov.identifier)
+                store.add_stats([(v, *key, i, "on_target", None if cov.identifier == "undefined" else float(lid.matches(p, job.tgt)))
+                                 for i, p in zip(todo, pred, strict=True)])
+
+
+def xattn_pass(store: Store, variant: str, model, tokenizer, jobs: list[Job], batch_size: int = 32,
+               progress: bool = True) -> None:
+    """``xattn_var`` per translated sentence of one variant (teacher-forced on its own output)."""
+    plan = []
+    for job in jobs:
+        key = (job.benchmark.name, job.src, job.tgt)
+        rows = {r["idx"]: r["hyp"] for r in store.translations(variant, job.benchmark.name)
+                if r["src"] == job.src and r["tgt"] == job.tgt}
+        done = store.stats_done("xattn_var", variant, *key)
+        todo = [i for i in rows if i not in done]
+        if todo:
+            plan.append((job, key, rows, todo))
+    bar = tqdm(total=sum(len(p[3]) for p in plan), desc=f"cross-attention {variant}", unit="sent",
+               disable=None if progress else True)
+    for job, key, rows, todo in plan:
+        srcs, _ = job.lines()
+        for batch in length_batches(todo, srcs, batch_size):
+            var = cross_attention_variance(model, tokenizer, [srcs[i] for i in batch], [rows[i] for i in batch],
+                                           job.src, job.tgt)
+            store.add_stats([(variant, *key, i, "xattn_var", v) for i, v in zip(batch, var, strict=True)])
+            bar.update(len(batch))
+    bar.close()

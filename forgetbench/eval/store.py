@@ -1,0 +1,92 @@
+"""The run store: one SQLite file per run directory.
+
+One row per (variant, benchmark, pair, sentence) with the hypothesis and per-sentence scores.
+Rows are written one batch per transaction, so a killed run (even SIGKILL) loses at most the
+batch in flight and a rerun never duplicates rows (primary key + ``INSERT OR IGNORE``).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS variants (
+  name TEXT PRIMARY KEY, model_dir TEXT NOT NULL, model_sha256 TEXT NOT NULL, info TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS translations (
+  variant TEXT NOT NULL, benchmark TEXT NOT NULL, src TEXT NOT NULL, tgt TEXT NOT NULL, idx INTEGER NOT NULL,
+  hyp TEXT NOT NULL, chrf REAL NOT NULL, seconds REAL NOT NULL,
+  PRIMARY KEY (variant, benchmark, src, tgt, idx));
+CREATE TABLE IF NOT EXISTS sentence_stats (
+  variant TEXT NOT NULL, benchmark TEXT NOT NULL, src TEXT NOT NULL, tgt TEXT NOT NULL, idx INTEGER NOT NULL,
+  name TEXT NOT NULL, value REAL,
+  PRIMARY KEY (variant, benchmark, src, tgt, idx, name));
+"""
+
+
+class Store:
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(str(self.path), timeout=60)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=FULL")
+        self.db.executescript(SCHEMA)
+
+    def close(self):
+        self.db.close()
+
+    def set_meta(self, key: str, value) -> None:
+        with self.db:
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
+
+    def meta(self, key: str, default=None):
+        row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return json.loads(row[0]) if row else default
+
+    def add_variant(self, name: str, model_dir: str, model_sha256: str, info: dict) -> None:
+        with self.db:
+            self.db.execute("INSERT OR REPLACE INTO variants VALUES (?, ?, ?, ?)",
+                            (name, model_dir, model_sha256, json.dumps(info)))
+
+    def variants(self) -> dict[str, dict]:
+        return {n: {"model_dir": d, "model_sha256": h, **json.loads(i)}
+                for n, d, h, i in self.db.execute("SELECT * FROM variants")}
+
+    def done(self, variant: str, benchmark: str, src: str, tgt: str) -> set[int]:
+        cur = self.db.execute("SELECT idx FROM translations WHERE variant=? AND benchmark=? AND src=? AND tgt=?",
+                              (variant, benchmark, src, tgt))
+        return {r[0] for r in cur}
+
+    def add_translations(self, rows: list[tuple]) -> None:
+        """rows: (variant, benchmark, src, tgt, idx, hyp, chrf, seconds); one transaction."""
+        with self.db:
+            self.db.executemany("INSERT OR IGNORE INTO translations VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+
+    def translations(self, variant: str | None = None, benchmark: str | None = None) -> list[sqlite3.Row]:
+        q, args = "SELECT * FROM translations WHERE 1=1", []
+        if variant:
+            q, args = q + " AND variant=?", [*args, variant]
+        if benchmark:
+            q, args = q + " AND benchmark=?", [*args, benchmark]
+        self.db.row_factory = sqlite3.Row
+        try:
+            return self.db.execute(q + " ORDER BY variant, benchmark, src, tgt, idx", args).fetchall()
+        finally:
+            self.db.row_factory = None
+
+    def stats_done(self, name: str, variant: str, benchmark: str, src: str, tgt: str) -> set[int]:
+        cur = self.db.execute("SELECT idx FROM sentence_stats WHERE name=? AND variant=? AND benchmark=? AND src=? AND tgt=?",
+                              (name, variant, benchmark, src, tgt))
+        return {r[0] for r in cur}
+
+    def add_stats(self, rows: list[tuple]) -> None:
+        """rows: (variant, benchmark, src, tgt, idx, name, value)."""
+        with self.db:
+            self.db.executemany("INSERT OR REPLACE INTO sentence_stats VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+
+    def stats(self, name: str) -> dict[tuple, float | None]:
+        cur = self.db.execute("SELECT variant, benchmark, src, tgt, idx, value FROM sentence_stats WHERE name=?", (name,))
+        return {(v, b, s, t, i): val for v, b, s, t, i, val in cur}

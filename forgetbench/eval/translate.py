@@ -1,0 +1,62 @@
+"""Translation runner: variants x pairs x sentences into the run store, batched by length, resumable."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from tqdm.auto import tqdm
+
+from forgetbench.eval.benchmarks import Benchmark
+from forgetbench.eval.metrics import sentence_chrf
+from forgetbench.eval.store import Store
+from forgetbench.models.generation import translate
+
+
+@dataclass(frozen=True)
+class Job:
+    benchmark: Benchmark
+    src: str
+    tgt: str
+    limit: int | None = None
+
+    def lines(self) -> tuple[list[str], list[str]]:
+        s, r = self.benchmark.pair(self.src, self.tgt)
+        return (s, r) if self.limit is None else (s[: self.limit], r[: self.limit])
+
+
+def length_batches(indices: list[int], texts: list[str], batch_size: int) -> list[list[int]]:
+    order = sorted(indices, key=lambda i: (len(texts[i]), i))
+    return [order[k : k + batch_size] for k in range(0, len(order), batch_size)]
+
+
+def pending(store: Store, variant: str, jobs: list[Job]) -> list[tuple[Job, list[int]]]:
+    out = []
+    for job in jobs:
+        srcs, _ = job.lines()
+        done = store.done(variant, job.benchmark.name, job.src, job.tgt)
+        todo = [i for i in range(len(srcs)) if i not in done]
+        if todo:
+            out.append((job, todo))
+    return out
+
+
+def run_variant(store: Store, variant: str, model, tokenizer, jobs: list[Job], batch_size: int = 32,
+                num_beams: int = 1, max_new_tokens: int = 128, progress: bool = True) -> int:
+    """Translate every pending sentence of ``jobs`` with one variant; returns sentences translated."""
+    plan = pending(store, variant, jobs)
+    total = sum(len(t) for _, t in plan)
+    bar = tqdm(total=total, desc=f"translate {variant}", unit="sent", disable=None if progress else True)
+    n = 0
+    for job, todo in plan:
+        srcs, refs = job.lines()
+        for batch in length_batches(todo, srcs, batch_size):
+            t0 = time.perf_counter()
+            hyps = translate(model, tokenizer, [srcs[i] for i in batch], job.src, job.tgt, num_beams, max_new_tokens)
+            dt = (time.perf_counter() - t0) / len(batch)
+            store.add_translations([(variant, job.benchmark.name, job.src, job.tgt, i, h, sentence_chrf(h, refs[i]), dt)
+                                    for i, h in zip(batch, hyps, strict=True)])
+            n += len(batch)
+            bar.update(len(batch))
+    bar.close()
+    return n

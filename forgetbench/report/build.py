@@ -1,0 +1,219 @@
+"""The per-language fairness report: report.html (self-contained), report.md, CSVs, summary.json.
+
+Every number in the HTML comes from ``summary.json`` (the same dict), and every table carries the
+signatures (model hashes, data hashes, SPM hash, metric settings). Model text is HTML-escaped.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import html
+import io
+import json
+import math
+from pathlib import Path
+
+from forgetbench.eval.languages import TIERS, language
+from forgetbench.io import atomic_write_json, atomic_write_text
+
+
+def _f(x, nd=2, pct=False):
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "undefined" if pct else "–"
+    return f"{x:.{nd}f}{' %' if pct else ''}"
+
+
+def _png(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+def figures(S: dict) -> dict[str, str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    comps = [v for v in S["variants"] if v != S["base"]]
+    kept = [p for p in S["pairs"] if p["kept"]]
+    out = {}
+    # relative spBLEU difference vs bitext of the pair (thesis fig 5.3)
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    for v in comps:
+        xs = [min(language(p["src"]).bitext_m, language(p["tgt"]).bitext_m) for p in kept]
+        ys = [p["rel"][v]["spBLEU"] for p in kept]
+        ax.scatter(xs, ys, s=14, alpha=0.7, label=v)
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_xlabel("bitext with English of the pair's poorer language (M pairs, thesis table)")
+    ax.set_ylabel("relative spBLEU difference (%)")
+    ax.legend(fontsize=8)
+    out["scatter"] = _png(fig)
+    # per-tier bars (fig 5.4)
+    for view, tiers in S["tiers"].items():
+        fig, ax = plt.subplots(figsize=(6.4, 3.2))
+        w = 0.8 / max(1, len(comps))
+        for k, v in enumerate(comps):
+            vals = [tiers["tier"][t][v]["spBLEU"] if tiers["tier"][t]["pairs"] else 0 for t in TIERS]
+            ax.bar([i + k * w for i in range(len(TIERS))], vals, width=w, label=v)
+        ax.set_xticks([i + 0.4 - w / 2 for i in range(len(TIERS))],
+                      [f"{t}\n({tiers['tier'][t]['pairs']} pairs)" for t in TIERS], fontsize=8)
+        ax.axhline(0, color="grey", lw=0.8)
+        ax.set_ylabel("mean relative spBLEU diff (%)")
+        ax.set_title(f"by pair tier ({view} tiers)", fontsize=9)
+        ax.legend(fontsize=8)
+        out[f"tiers_{view}"] = _png(fig)
+    # Δ chrF histogram by tier (fig 5.5)
+    if comps:
+        fig, axes = plt.subplots(1, len(comps), figsize=(3.2 * len(comps), 3.0), squeeze=False)
+        for ax, v in zip(axes[0], comps, strict=True):
+            for t in TIERS:
+                ds = S["delta"][v]["deltas_by_tier"].get(t, [])
+                if ds:
+                    ax.hist(ds, bins=30, alpha=0.5, label=f"{t} ({len(ds)})")
+            ax.set_title(v, fontsize=9)
+            ax.set_xlabel("ΔchrF per sentence")
+            ax.legend(fontsize=7)
+        out["delta_hist"] = _png(fig)
+    return out
+
+
+def _table(headers: list[str], rows: list[list], cls: str = "") -> str:
+    h = "".join(f"<th>{html.escape(str(x))}</th>" for x in headers)
+    b = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
+    return f'<table class="{cls}"><thead><tr>{h}</tr></thead><tbody>{b}</tbody></table>'
+
+
+def tables(S: dict) -> dict[str, tuple[list[str], list[list]]]:
+    """Every table of the report as (headers, rows) — shared by HTML, Markdown and CSV."""
+    base = S["base"]
+    comps = [v for v in S["variants"] if v != base]
+    T = {}
+    T["variants"] = (["variant", "nominal size", "disk (real artefact)", "avg spBLEU", "avg chrF", "rel. spBLEU %",
+                      "rel. chrF %", "pairs improved"],
+                     [[r["variant"], _f(r["size"].get("nominal_ratio")),
+                       _disk(r["size"]), _f(r["spBLEU"]), _f(r["chrF"]), _f(r.get("rel_spBLEU")), _f(r.get("rel_chrF")),
+                       r.get("improved_pairs", "–")] for r in S["variant_table"]])
+    for view, tiers in S["tiers"].items():
+        for axis in ("tier", "src_tier", "tgt_tier"):
+            T[f"{axis}_{view}"] = ([axis.replace("_", " "), "pairs"] + [f"{v} rel. spBLEU %" for v in comps]
+                                   + [f"{v} rel. chrF %" for v in comps],
+                                   [[t, tiers[axis][t]["pairs"]] + [_f(tiers[axis][t][v]["spBLEU"]) for v in comps]
+                                    + [_f(tiers[axis][t][v]["chrF"]) for v in comps] for t in TIERS])
+    T["delta"] = (["variant", "sentences", "losers", "losers %", "winners", "winners %"],
+                  [[v, S["delta"][v]["sentences"], S["delta"][v]["losers"], _f(S["delta"][v]["losers_pct"], pct=True),
+                    S["delta"][v]["winners"], _f(S["delta"][v]["winners_pct"], pct=True)] for v in comps])
+    T["off_target"] = (["variant", "losers: base", "losers: compressed", "n (losers)", "overall: base", "overall: compressed"],
+                       [[v, _f(S["off_target"][v]["losers"]["base"]["off_target_pct"], pct=True),
+                         _f(S["off_target"][v]["losers"]["compressed"]["off_target_pct"], pct=True),
+                         S["off_target"][v]["losers"]["base"]["n"],
+                         _f(S["off_target"][v]["overall"]["base"]["off_target_pct"], pct=True),
+                         _f(S["off_target"][v]["overall"]["compressed"]["off_target_pct"], pct=True)] for v in comps])
+    T["hallucination"] = (["variant", "λ losers", "λ winners", "λ all", "median per-sentence ratio (losers)", "n losers"],
+                          [[v, _f(S["hallucination"][v]["losers"]["lambda"]), _f(S["hallucination"][v]["winners"]["lambda"]),
+                            _f(S["hallucination"][v]["all"]["lambda"]),
+                            _f(S["hallucination"][v]["losers"]["per_sentence"]["median"]),
+                            S["hallucination"][v]["losers"]["n"]] for v in comps])
+    T["lid"] = (["language", "code", "identifier"], [[c["name"], c["lang"], c["identifier"]] for c in S["lid_coverage"]])
+    for v in comps:
+        ranked = sorted((p for p in S["pairs"] if p["kept"]), key=lambda p: p["rel"][v]["spBLEU"] or 0)
+        T[f"pairs_{v}"] = (["pair", "benchmark", "tier", "base spBLEU", f"{v} spBLEU", "rel. %", "base chrF", f"{v} chrF"],
+                           [[f"{p['src']}-{p['tgt']}", p["benchmark"], p["tier"]["thesis"],
+                             _f(p["scores"][base]["spBLEU"]), _f(p["scores"][v]["spBLEU"]), _f(p["rel"][v]["spBLEU"]),
+                             _f(p["scores"][base]["chrF"]), _f(p["scores"][v]["chrF"])] for p in ranked])
+    return T
+
+
+def _disk(size: dict) -> str:
+    for k in ("int8_ratio", "sparse_ratio"):
+        if k in size:
+            return f"{size[k]:.3f}× ({k.split('_')[0]})"
+    return "1.000× (dense)" if size else "–"
+
+
+def markdown(S: dict, T: dict) -> str:
+    def md(headers, rows):
+        return "\n".join(["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+                         + ["| " + " | ".join(str(c).replace("|", "\\|") for c in r) + " |" for r in rows])
+
+    parts = [f"# forgetbench report: {S['name']}", "",
+             f"Base `{S['base']}`; {len([p for p in S['pairs'] if p['kept']])} of {len(S['pairs'])} pairs kept "
+             f"(base spBLEU ≥ {S['thresholds']['bleu_filter']}); ΔchrF threshold ±{S['thresholds']['delta']}.", "",
+             "## Size and score per variant", md(*T["variants"]), ""]
+    for view in S["tiers"]:
+        parts += [f"## Relative difference by pair tier ({view} tiers)", md(*T[f"tier_{view}"]), ""]
+    parts += ["## ΔchrF losers and winners", md(*T["delta"]), "", "## Off-target translations", md(*T["off_target"]), "",
+              "## Cross-attention λ", md(*T["hallucination"]), "", "## Language identification coverage", md(*T["lid"]), "",
+              "## Signatures", "```", json.dumps(S["signatures"], indent=1, ensure_ascii=False), "```", ""]
+    return "\n".join(parts)
+
+
+CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}
+table{border-collapse:collapse;margin:.6em 0;font-size:13px}td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}
+td:first-child,th:first-child{text-align:left}th{background:#f3f3f3}h2{margin-top:1.6em;border-bottom:1px solid #ddd}
+.ex td{text-align:left;max-width:420px}code,pre{background:#f6f6f6;font-size:12px}pre{padding:.6em;overflow-x:auto}
+img{max-width:100%}.lang{display:inline-block;vertical-align:top;margin:0 1.2em 1em 0}"""
+
+
+def html_report(S: dict, T: dict, figs: dict[str, str]) -> str:
+    e = html.escape
+    base = S["base"]
+    comps = [v for v in S["variants"] if v != base]
+    img = lambda k, alt: f'<img alt="{e(alt)}" src="data:image/png;base64,{figs[k]}">' if k in figs else ""  # noqa: E731
+    out = [f"<!doctype html><html><head><meta charset='utf-8'><title>forgetbench: {e(S['name'])}</title>",
+           f"<style>{CSS}</style></head><body>", f"<h1>Who pays for compression? — {e(S['name'])}</h1>",
+           f"<p>Base <b>{e(base)}</b> vs {', '.join(e(v) for v in comps)}. "
+           f"{len([p for p in S['pairs'] if p['kept']])} of {len(S['pairs'])} pairs kept (base spBLEU ≥ "
+           f"{S['thresholds']['bleu_filter']}); ΔchrF losers &lt; −{S['thresholds']['delta']}, winners &gt; "
+           f"+{S['thresholds']['delta']}; run {S['run']['seconds']} s, {S['run']['threads']} thread(s).</p>",
+           "<h2>Size and score per variant</h2>", _table(*T["variants"]),
+           "<h2>Relative difference vs resource of the pair</h2>", img("scatter", "relative difference vs bitext")]
+    for view in S["tiers"]:
+        out += [f"<h2>By resource tier ({e(view)} tiers)</h2>", img(f"tiers_{view}", f"per-tier bars {view}")]
+        for axis in ("tier", "src_tier", "tgt_tier"):
+            out += [f"<h3>{e(axis.replace('_', ' '))}</h3>", _table(*T[f"{axis}_{view}"])]
+    out += ["<h2>ΔchrF per sentence</h2>", _table(*T["delta"]), img("delta_hist", "delta chrF histogram by tier"),
+            "<h2>Off-target translations</h2>", _table(*T["off_target"]),
+            "<h2>Hallucination: cross-attention λ</h2>", _table(*T["hallucination"])]
+    for v in comps:
+        out += [f"<h2>Pairs, most losing first — {e(v)}</h2>", _table(*T[f"pairs_{v}"])]
+        for subset in ("losers", "winners"):
+            rows = [[x["pair"], _f(x["delta_chrF"]), x["source"], x["reference"], x["base"], x["compressed"]]
+                    for x in S["examples"][v][subset]]
+            out += [f"<h3>Example {subset} — {e(v)}</h3>",
+                    _table(["pair", "ΔchrF", "source", "reference", base, v], rows, "ex")]
+    out.append("<h2>Per language</h2>")
+    for L in S["languages"]:
+        rows = []
+        for role in ("as_source", "as_target"):
+            r = L[role]
+            rows.append([role.replace("_", " "), r["pairs"], _f(r["base_spBLEU"])]
+                        + [f"{_f(r[v]['rel_spBLEU'])} / {_f(r[v]['losers_pct'], pct=True)}" for v in comps])
+        out += [f"<div class='lang'><h3>{e(L['name'])} ({e(L['lang'])})</h3><p>tier {e(L['tier'])}, bitext "
+                f"{L['bitext_m']} M, LID: {e(L['identifier'])}</p>",
+                _table(["role", "pairs", "base spBLEU"] + [f"{v}: rel. % / losers" for v in comps], rows), "</div>"]
+    out += ["<h2>Language identification coverage</h2>", _table(*T["lid"]),
+            "<h2>Signatures</h2>", f"<pre>{e(json.dumps(S['signatures'], indent=1, ensure_ascii=False))}</pre>",
+            "</body></html>"]
+    return "\n".join(out)
+
+
+def write_report(S: dict, out_dir: str | Path) -> Path:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    T = tables(S)
+    atomic_write_json(out / "summary.json", S)
+    atomic_write_text(out / "report.md", markdown(S, T))
+    atomic_write_text(out / "report.html", html_report(S, T, figures(S)))
+    for name, (headers, rows) in T.items():
+        buf = io.StringIO()
+        w = csv.writer(buf)
+        w.writerow(headers)
+        w.writerows(rows)
+        atomic_write_text(out / f"{name}.csv", buf.getvalue())
+    return out / "report.html"

@@ -1,0 +1,188 @@
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import sacrebleu
+import torch
+
+from forgetbench.cli import main
+from forgetbench.eval import lid
+from forgetbench.eval.analysis import Thresholds, analyse
+from forgetbench.eval.benchmarks import open_benchmark
+from forgetbench.eval.hallucination import alignment_variance
+from forgetbench.eval.languages import LANGUAGES, pair_tier, tier_of_bitext
+from forgetbench.eval.metrics import SpBLEU, corpus_chrf, sentence_chrf
+from forgetbench.eval.sentence_stats import lid_pass
+from forgetbench.eval.store import Store
+from forgetbench.eval.translate import Job
+
+from .conftest import REPO
+
+FLORES = REPO / "data" / "flores101"
+
+
+def test_chrf_and_spbleu_equal_sacrebleu(tiny_dir):
+    b = open_benchmark("flores101", "flores101", FLORES)
+    src, ref = b.pair("en", "de")
+    hyps = [s[: len(s) // 2] + " und so weiter" for s in ref[:50]]
+    refs = ref[:50]
+    assert corpus_chrf(hyps, refs) == sacrebleu.corpus_chrf(hyps, [refs], char_order=6, word_order=0, beta=3).score
+    assert sentence_chrf(hyps[0], refs[0]) == sacrebleu.sentence_chrf(hyps[0], [refs[0]], char_order=6, word_order=0,
+                                                                      beta=3).score
+    sp = SpBLEU(tiny_dir / "sentencepiece.bpe.model")
+    seg = lambda xs: [" ".join(sp.sp.encode(x, out_type=str)) for x in xs]  # noqa: E731
+    assert sp.corpus(hyps, refs) == sacrebleu.corpus_bleu(seg(hyps), [seg(refs)], tokenize="none").score
+    assert sp.signature().startswith("spBLEU-local|spm:") and "tok:none" in sp.signature()
+
+
+def test_language_table_and_tiers():
+    assert len(LANGUAGES) == 101
+    assert LANGUAGES["en"].tier == "High" and LANGUAGES["fr"].tier == "High" and LANGUAGES["sw"].tier == "Low"
+    assert {c for c, L in LANGUAGES.items() if L.tier == "High"} == {"en", "fr", "de", "it", "pt", "ru", "es"}
+    assert pair_tier("de", "sw") == "Low" and pair_tier("en", "fr") == "High"
+    # the thesis labels follow METHOD.md's bitext thresholds for all but one language (xh: 0.13M labelled Very-Low)
+    assert [c for c, L in LANGUAGES.items() if tier_of_bitext(L.bitext_m) != L.tier] == ["xh"]
+
+
+def test_benchmark_line_count_mismatch_is_clear(tmp_path):
+    (tmp_path / "eng.devtest").write_text("a\nb\n")
+    (tmp_path / "deu.devtest").write_text("a\n")
+    b = open_benchmark("x", "flores101", tmp_path)
+    with pytest.raises(Exception, match="line-aligned"):
+        b.pair("en", "de")
+
+
+def test_alignment_variance_hand_computation():
+    a = torch.tensor([[0.5, 0.5, 0.0], [0.0, 0.0, 1.0]])
+    # row 0: mu=0.5, sum a*(mu-j)^2 = .5*.25+.5*.25 = .25 ; row 1: mu=2, 0 ; var = .25/(2*3)
+    assert alignment_variance(a) == pytest.approx(0.25 / 6)
+    diag = torch.eye(3)
+    assert alignment_variance(diag) == 0.0
+
+
+def test_lid_coverage_and_off_target_fixture(tmp_path, tiny_dir):
+    assert lid.coverage("de").identifier == "lid.176"
+    assert lid.coverage("ha").identifier == "cld2"  # lid.176 has no Hausa label
+    assert lid.coverage("ff").identifier in ("cld2", "undefined")
+    d = tmp_path / "fl"
+    d.mkdir()
+    en = ["The weather is very nice today and we are going to the beach with our friends.",
+          "The government announced new measures to support small businesses during the crisis.",
+          "Scientists have discovered a new species of frog in the rainforest of Brazil."]
+    de = ["Das Wetter ist heute sehr schön und wir gehen mit unseren Freunden an den Strand.",
+          "Die Regierung kündigte neue Maßnahmen zur Unterstützung kleiner Unternehmen während der Krise an.",
+          "Wissenschaftler haben im Regenwald Brasiliens eine neue Froschart entdeckt."]
+    (d / "eng.devtest").write_text("\n".join(en) + "\n")
+    (d / "deu.devtest").write_text("\n".join(de) + "\n")
+    job = Job(open_benchmark("fl", "flores101", d), "en", "de")
+    st = Store(tmp_path / "s.sqlite")
+    rows = [("base", "fl", "en", "de", 0, de[0], 90.0, 0.1), ("base", "fl", "en", "de", 1, de[1], 90.0, 0.1),
+            ("base", "fl", "en", "de", 2, de[2], 90.0, 0.1),
+            # compressed: sentence 0 and 1 come out in English (off-target), 2 is German
+            ("comp", "fl", "en", "de", 0, en[0], 10.0, 0.1), ("comp", "fl", "en", "de", 1, en[1], 10.0, 0.1),
+            ("comp", "fl", "en", "de", 2, de[2], 95.0, 0.1)]
+    st.add_translations(rows)
+    st.add_variant("base", "x", "h0", {})
+    st.add_variant("comp", "y", "h1", {})
+    lid_pass(st, ["base", "comp"], [job])
+    sp = SpBLEU(tiny_dir / "sentencepiece.bpe.model")
+    A = analyse(st, [job], "base", ["base", "comp"], sp, Thresholds(bleu_filter=0))
+    assert A.delta["comp"]["losers"] == 2 and A.delta["comp"]["winners"] == 1
+    assert A.off_target["comp"]["losers"]["base"]["off_target_pct"] == 0.0
+    assert A.off_target["comp"]["losers"]["compressed"]["off_target_pct"] == 100.0
+    assert A.off_target["comp"]["overall"]["compressed"]["off_target_pct"] == pytest.approx(200 / 3)
+
+
+def _sweep_config(tmp_path, tiny_dir, name="t", sentences=6, pairs="[en-de, de-en, en-sw]", extra=""):
+    cfg = tmp_path / f"{name}.yaml"
+    cfg.write_text(f"""name: {name}
+model: {tiny_dir}
+variants: {{base: null, prune-30: prune-30, ptq-int8: ptq-int8}}
+benchmarks: [{{name: flores101, kind: flores101, path: {FLORES}}}]
+languages: [de, sw]
+pairs: {pairs}
+sentences: {sentences}
+generation: {{max_new_tokens: 12, batch_size: 4}}
+analysis: {{bleu_filter: 0}}
+{extra}""")
+    return cfg
+
+
+def test_sweep_writes_every_report_file_and_html_matches_summary(tiny_dir, tmp_path):
+    cfg = _sweep_config(tmp_path, tiny_dir)
+    run = tmp_path / "run"
+    assert main(["sweep", str(cfg), "--out", str(run), "--quiet"]) == 0
+    rep = run / "report"
+    for f in ("report.html", "report.md", "summary.json", "variants.csv", "tier_thesis.csv", "delta.csv",
+              "off_target.csv", "hallucination.csv", "lid.csv", "pairs_prune-30.csv"):
+        assert (rep / f).is_file(), f
+    S = json.loads((rep / "summary.json").read_text())
+    html = (rep / "report.html").read_text()
+    assert len(S["pairs"]) == 3 and S["base"] == "base"
+    for row in S["variant_table"]:  # every number of the size/score table appears in the HTML as printed
+        assert f"<td>{row['variant']}</td><td>{row['size']['nominal_ratio']:.2f}</td>" in html
+        assert f"<td>{row['spBLEU']:.2f}</td><td>{row['chrF']:.2f}</td>" in html
+    assert html.count("data:image/png;base64,") >= 3
+    assert {c["lang"] for c in S["lid_coverage"]} == {"en", "de", "sw"}
+    st = Store(run / "store.sqlite")
+    assert len(st.translations()) == 3 * 3 * 6
+    # rerun: nothing left to do, nothing duplicated
+    assert main(["sweep", str(cfg), "--out", str(run), "--quiet"]) == 0
+    assert len(Store(run / "store.sqlite").translations()) == 54
+
+
+def test_model_text_is_escaped_in_html(tmp_path):
+    from forgetbench.report.build import _table
+
+    assert "<script>" not in _table(["a"], [["<script>alert(1)</script>"]])
+
+
+def test_sigkill_resume_gives_every_row_once_and_identical_results(tiny_dir, tmp_path):
+    cfg = _sweep_config(tmp_path, tiny_dir, name="k", sentences=40, pairs="[en-de, de-en, en-sw, sw-en]")
+    ref_run = tmp_path / "ref"
+    assert main(["sweep", str(cfg), "--out", str(ref_run), "--quiet"]) == 0
+    run = tmp_path / "killed"
+    env = os.environ | {"PYTHONPATH": str(REPO)}
+    p = subprocess.Popen([sys.executable, "-m", "forgetbench.cli", "sweep", str(cfg), "--out", str(run), "--quiet"],
+                         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while time.time() < deadline:  # kill once some (not all) translations are in the store
+        if (run / "store.sqlite").exists():
+            try:
+                n = len(Store(run / "store.sqlite").translations())
+            except Exception:
+                n = 0
+            if n >= 20:
+                break
+        time.sleep(0.05)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    n_killed = len(Store(run / "store.sqlite").translations())
+    assert 0 < n_killed < 3 * 4 * 40
+    assert main(["sweep", str(cfg), "--out", str(run), "--quiet"]) == 0
+    a = [tuple(r) for r in Store(run / "store.sqlite").translations()]
+    b = [tuple(r) for r in Store(ref_run / "store.sqlite").translations()]
+    assert len(a) == len(set((r[0], r[1], r[2], r[3], r[4]) for r in a)) == 3 * 4 * 40
+    assert [r[:7] for r in a] == [r[:7] for r in b]  # same hypotheses and scores (timings differ)
+
+
+@pytest.mark.parametrize("bad,msg", [
+    ("languages: [de, xx]\n", "unknown language code 'xx'"),
+    ("analysis: {bleu_filter: -1}\n", "bleu_filter"),
+    ("sentences: 0\n", "sentences"),
+])
+def test_bad_sweep_config(tiny_dir, tmp_path, capsys, bad, msg):
+    cfg = _sweep_config(tmp_path, tiny_dir)
+    text = cfg.read_text()
+    key = bad.split(":")[0]
+    text = re.sub(rf"^{key}:.*$", bad.strip(), text, flags=re.M)
+    cfg.write_text(text)
+    assert main(["sweep", str(cfg), "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and msg in err[0]
+    assert not (tmp_path / "r").exists()
