@@ -91,13 +91,20 @@ def cmd_sweep(args) -> int:
 
 def cmd_report(args) -> int:
     from forgetbench.errors import ForgetbenchError
+    from forgetbench.eval.store import Store
+    from forgetbench.eval.sweep import load_sweep, summarise
     from forgetbench.report.build import write_report
 
     run = Path(args.run_dir)
-    f = run / "report" / "summary.json"
-    if not f.is_file():
-        raise ForgetbenchError(f"{run}: no report/summary.json; run `forgetbench sweep` first")
-    print(f"report: {write_report(json.loads(f.read_text()), run / 'report')}")
+    if not (run / "store.sqlite").is_file():
+        raise ForgetbenchError(f"{run}: not a run folder (no store.sqlite); run `forgetbench sweep` first")
+    source = args.config or Store(run / "store.sqlite").meta("config_source")
+    if not source or not Path(source).is_file():
+        raise ForgetbenchError(f"{run}: its sweep config {source} is gone; pass --config CONFIG.yaml")
+    previous = run / "report" / "summary.json"
+    info = json.loads(previous.read_text())["run"] if previous.is_file() else None
+    summary = summarise(load_sweep(source), run, info)
+    print(f"report: {write_report(summary, run / 'report')}")
     return 0
 
 
@@ -152,6 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     rp = sub.add_parser("report", help="rewrite the report of a run from its summary.json")
     rp.add_argument("run_dir")
+    rp.add_argument("--config", help="the sweep config (default: the one the run was made with)")
     rp.set_defaults(func=cmd_report)
 
     r = sub.add_parser("recipes", help="list shipped compression recipes")

@@ -186,3 +186,53 @@ def test_bad_sweep_config(tiny_dir, tmp_path, capsys, bad, msg):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and msg in err[0]
     assert not (tmp_path / "r").exists()
+
+
+def test_pairs_split_across_two_cpu_processes_with_accelerate(tiny_dir, tmp_path):
+    import shutil
+
+    if shutil.which("accelerate") is None:
+        pytest.skip("accelerate CLI not on PATH")
+    cfg = _sweep_config(tmp_path, tiny_dir, name="two", sentences=5, pairs="[en-de, de-en, en-sw, sw-en]")
+    one, two = tmp_path / "one", tmp_path / "two"
+    assert main(["sweep", str(cfg), "--out", str(one), "--quiet"]) == 0
+    env = os.environ | {"PYTHONPATH": str(REPO)}
+    p = subprocess.run(["accelerate", "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
+                        "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "forgetbench.cli", "sweep", str(cfg),
+                        "--out", str(two), "--quiet"], env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    a = [tuple(r)[:7] for r in Store(two / "store.sqlite").translations()]
+    b = [tuple(r)[:7] for r in Store(one / "store.sqlite").translations()]
+    assert len(a) == 3 * 4 * 5 and a == b
+    S = json.loads((two / "report" / "summary.json").read_text())
+    assert S["run"]["processes"] == 2
+
+
+def test_report_command_recomputes_from_the_store(tiny_dir, tmp_path):
+    cfg = _sweep_config(tmp_path, tiny_dir, name="r", sentences=3)
+    run = tmp_path / "run"
+    assert main(["sweep", str(cfg), "--out", str(run), "--quiet"]) == 0
+    (run / "report" / "report.html").unlink()
+    assert main(["report", str(run)]) == 0
+    assert (run / "report" / "report.html").is_file()
+    assert json.loads((run / "report" / "summary.json").read_text())["pairs"][0]["n"] == 3
+
+
+def test_ntrex_tico_tatoeba_loaders(tmp_path):
+    nt = tmp_path / "ntrex"
+    nt.mkdir()
+    (nt / "newstest2019-src.eng.txt").write_text("a\nb\n")
+    (nt / "newstest2019-ref.deu.txt").write_text("A\nB\n")
+    assert open_benchmark("n", "ntrex128", nt).pair("de", "en") == (["A", "B"], ["a", "b"])
+    ti = tmp_path / "tico" / "en-fr"
+    ti.mkdir(parents=True)
+    (ti / "tico19-test.en").write_text("x\n")
+    (ti / "tico19-test.fr").write_text("y\n")
+    assert open_benchmark("t", "tico19", tmp_path / "tico").pair("en", "fr") == (["x"], ["y"])
+    ta = tmp_path / "tato" / "eng-swa"
+    ta.mkdir(parents=True)
+    (ta / "tatoeba-test-v2021-08-07.eng").write_text("p\n")
+    (ta / "tatoeba-test-v2021-08-07.swa").write_text("q\n")
+    assert open_benchmark("ta", "tatoeba", tmp_path / "tato").pair("sw", "en") == (["q"], ["p"])
+    with pytest.raises(Exception, match="English-centric"):
+        open_benchmark("t", "tico19", tmp_path / "tico").pair("de", "fr")

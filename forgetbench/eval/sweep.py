@@ -239,16 +239,27 @@ def run_sweep(cfg: SweepConfig, run_dir: str | Path, progress: bool = True, rank
         del model
     if barrier:
         barrier()
+    store.close()
     if rank != 0:
         return {}
+    return summarise(cfg, run_dir, {"seconds": round(time.perf_counter() - t0, 1), "processes": world,
+                                    "timings_rank0": timings})
+
+
+def summarise(cfg: SweepConfig, run_dir: str | Path, run_info: dict | None = None) -> dict:
+    """LID pass + analysis of a run store; the report's summary. Needs no model."""
+    run_dir = Path(run_dir)
+    if not (run_dir / "store.sqlite").is_file():
+        raise ForgetbenchError(f"{run_dir}: no store.sqlite; run `forgetbench sweep` first")
+    store = Store(run_dir / "store.sqlite")
+    missing = [v for v in cfg.variants if v not in store.variants()]
+    if missing:
+        raise ForgetbenchError(f"{run_dir}: variants {missing} have no results yet; rerun the sweep to finish them")
     lid_pass(store, list(cfg.variants), cfg.jobs)
     spb = SpBLEU(cfg.spm, official=cfg.spm_official)
     A = analyse(store, cfg.jobs, cfg.base, list(cfg.variants), spb, cfg.thresholds, cfg.tier_views)
-    summary = A.to_dict() | {
-        "name": cfg.name, "model": str(cfg.model), "tier_views": {v.name: v.tiers for v in cfg.tier_views},
-        "run": {"seconds": round(time.perf_counter() - t0, 1), "threads": cfg.threads, "processes": world,
-                "loadavg": os.getloadavg()[0], "timings_rank0": timings, "generation": cfg.generation,
-                "torch": torch.__version__},
-    }
     store.close()
-    return summary
+    run = {"threads": cfg.threads, "loadavg": os.getloadavg()[0], "generation": cfg.generation,
+           "torch": torch.__version__, "seconds": None, "processes": None} | (run_info or {})
+    return A.to_dict() | {"name": cfg.name, "model": str(cfg.model),
+                          "tier_views": {v.name: v.tiers for v in cfg.tier_views}, "run": run}
