@@ -108,6 +108,44 @@ def cmd_report(args) -> int:
     return 0
 
 
+def cmd_plan_devices(args) -> int:
+    from forgetbench.models.device_map import plan
+
+    r = plan(args.model, args.gpus, args.gpu_memory, args.dtype, args.cpu_memory)
+    if args.json:
+        print(json.dumps(r, indent=1))
+        return 0
+    print(f"{r['model']}: {r['parameters'] / 1e9:.2f} B parameters, {r['dtype']}, {r['gpus']} x {r['gpu_memory']}")
+    for dev, b in sorted(r["bytes_per_device"].items()):
+        mods = [m for m, d in r["device_map"].items() if str(d) == dev]
+        print(f"  device {dev}: {b / 2**30:6.2f} GiB  {len(mods):3d} modules  {mods[0]} … {mods[-1]}")
+    tied = set(map(str, r["tied_devices"].values()))
+    print(f"  tied shared/embed_tokens/lm_head on device(s): {', '.join(sorted(tied))}"
+          + ("" if len(tied) == 1 else "  WARNING: split across devices"))
+    return 0
+
+
+def cmd_convert_fairseq(args) -> int:
+    from forgetbench.models.fairseq import convert
+
+    _threads(1)
+    model = convert(args.checkpoint, args.dict, args.spm, args.out, small100=args.small100)
+    print(f"wrote {args.out}: M2M100ForConditionalGeneration, {sum(p.numel() for p in model.parameters()):,} parameters")
+    return 0
+
+
+def cmd_compress_stream(args) -> int:
+    from forgetbench.compress.recipe import load_recipe
+    from forgetbench.compress.streaming import stream_compress
+
+    recipe = load_recipe(args.recipe)
+    _threads(args.threads)
+    rep = stream_compress(args.model_dir, recipe, args.out)
+    print(f"streamed {recipe.name}: read {rep['bytes_read'] / 2**20:.1f} MiB, wrote {rep['bytes_written'] / 2**20:.1f} MiB "
+          f"in {rep['seconds']:.1f}s; wrote {args.out}")
+    return 0
+
+
 def cmd_recipes(args) -> int:
     from forgetbench.compress.recipe import RECIPE_DIRS, load_recipe
 
@@ -161,6 +199,30 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("run_dir")
     rp.add_argument("--config", help="the sweep config (default: the one the run was made with)")
     rp.set_defaults(func=cmd_report)
+
+    pd = sub.add_parser("plan-devices", help="layer -> device split on the meta device (no weights loaded)")
+    pd.add_argument("model", help="a model folder or a known config: m2m100_418M, m2m100_1.2B, m2m100_12B, small100")
+    pd.add_argument("--gpus", type=int, required=True)
+    pd.add_argument("--gpu-memory", required=True, help="per GPU, e.g. 40GiB")
+    pd.add_argument("--cpu-memory", help="allow CPU offload up to this size")
+    pd.add_argument("--dtype", default="bf16")
+    pd.add_argument("--json", action="store_true")
+    pd.set_defaults(func=cmd_plan_devices)
+
+    cf = sub.add_parser("convert-fairseq", help="fairseq M2M-100/SMaLL-100 .pt -> Hugging Face folder (no fairseq)")
+    cf.add_argument("checkpoint")
+    cf.add_argument("--dict", required=True, help="fairseq dict.txt")
+    cf.add_argument("--spm", required=True, help="SentencePiece model")
+    cf.add_argument("--out", required=True)
+    cf.add_argument("--small100", action="store_true", help="SMaLL-100 input format (target code on the encoder side)")
+    cf.set_defaults(func=cmd_convert_fairseq)
+
+    cs = sub.add_parser("compress-stream", help="prune / weight-quantise a sharded safetensors checkpoint unit by unit")
+    cs.add_argument("model_dir")
+    cs.add_argument("--recipe", required=True)
+    cs.add_argument("--out", required=True)
+    cs.add_argument("--threads", type=int)
+    cs.set_defaults(func=cmd_compress_stream)
 
     r = sub.add_parser("recipes", help="list shipped compression recipes")
     r.set_defaults(func=cmd_recipes)

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 import torch
 from torch import nn
 
-from forgetbench.compress.threshold import CHUNK, kth_smallest_abs
+from forgetbench.compress.threshold import CHUNK, kth_smallest_abs_and_rank
 from forgetbench.compress.units import Unit, UnitParam, resolve_units
 from forgetbench.errors import ForgetbenchError
 
@@ -93,6 +93,12 @@ class PruneReport:
         }
 
 
+def numel_zeros(t: torch.Tensor, chunk: int = CHUNK) -> int:
+    """Count zeros chunk by chunk (``(t == 0).sum()`` materialises an int64 copy: 4 GB for a 525 M tensor)."""
+    flat = t.detach().reshape(-1)
+    return sum(int(torch.count_nonzero(flat[s : s + chunk] == 0)) for s in range(0, flat.numel(), chunk))
+
+
 def num_to_prune(p: float, n: int) -> int:
     """⌊p·n⌉ with halves rounded up (not banker's rounding)."""
     return int(math.floor(p * n + 0.5))
@@ -119,8 +125,7 @@ def prune_smallest(params: list[torch.Tensor], k: int, chunk: int = CHUNK) -> fl
     """Zero exactly the k smallest-|w| elements over ``params`` in place; returns the threshold."""
     if k <= 0:
         return None
-    t = kth_smallest_abs(params, k, chunk)
-    n_less = sum(int((p.detach().reshape(-1).float().abs() < t).sum()) for p in params)
+    t, n_less = kth_smallest_abs_and_rank(params, k, chunk)
     ties_left = k - n_less  # elements equal to t that must go, first ones by position
     for p in params:
         flat = p.data.view(-1) if p.data.is_contiguous() else None
@@ -165,7 +170,7 @@ def prune(
         UnitReport(
             u.name,
             u.numel,
-            sum(int((p.param == 0).sum()) for p in u.params),
+            sum(numel_zeros(p.param) for p in u.params),
             [p.name for p in u.params],
             {p.name: p.aliases for p in u.params if p.aliases},
         )

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 
 import torch
 
-CHUNK = 1 << 24
+CHUNK = 1 << 22
 _LOW_BITS = 15
 
 
@@ -33,6 +33,11 @@ def iter_chunks(tensors: Iterable[torch.Tensor], chunk: int = CHUNK) -> Iterator
 
 def kth_smallest_abs(tensors: list[torch.Tensor], k: int, chunk: int = CHUNK) -> float:
     """The k-th smallest |x| (1-based) over all elements of ``tensors``, exactly."""
+    return kth_smallest_abs_and_rank(tensors, k, chunk)[0]
+
+
+def kth_smallest_abs_and_rank(tensors: list[torch.Tensor], k: int, chunk: int = CHUNK) -> tuple[float, int]:
+    """``(t, n_less)``: the k-th smallest |x| and how many elements are strictly smaller (from the histograms)."""
     n = sum(t.numel() for t in tensors)
     if not 1 <= k <= n:
         raise ValueError(f"k={k} outside 1..{n}")
@@ -46,5 +51,7 @@ def kth_smallest_abs(tensors: list[torch.Tensor], k: int, chunk: int = CHUNK) ->
     for c in iter_chunks(tensors, chunk):
         b = _abs_bits(c)
         hist2 += torch.bincount(b[(b >> _LOW_BITS) == hi] & ((1 << _LOW_BITS) - 1), minlength=hist2.numel())
-    lo = int(torch.searchsorted(hist2.cumsum(0), torch.tensor(k - below)))
-    return float(torch.tensor([(hi << _LOW_BITS) | lo], dtype=torch.int32).view(torch.float32)[0])
+    cum2 = hist2.cumsum(0)
+    lo = int(torch.searchsorted(cum2, torch.tensor(k - below)))
+    n_less = below + (int(cum2[lo - 1]) if lo > 0 else 0)
+    return float(torch.tensor([(hi << _LOW_BITS) | lo], dtype=torch.int32).view(torch.float32)[0]), n_less

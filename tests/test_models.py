@@ -1,0 +1,72 @@
+import pytest
+import torch
+
+from forgetbench.errors import ForgetbenchError
+from forgetbench.models.device_map import plan
+from forgetbench.models.generation import translate
+from forgetbench.models.load import load
+from forgetbench.models.tokenizers import load_tokenizer
+
+
+def test_language_codes_do_not_leak_into_decoded_text(tiny_dir):
+    tok = load_tokenizer(tiny_dir)
+    ids = [tok.get_lang_id("de"), *tok("Hallo Welt")["input_ids"][1:-1], tok.eos_token_id]
+    assert "__de__" not in tok.decode(ids, skip_special_tokens=True)
+    assert tok.get_lang_id("de") == tok.convert_tokens_to_ids("__de__")
+
+
+def test_small100_tokenizer_reproduces_the_documented_format(tiny_dir):
+    m2m = load_tokenizer(tiny_dir)
+    s100 = load_tokenizer(tiny_dir, small100=True)
+    body = m2m.convert_tokens_to_ids(m2m.sp_model.encode("Hello world", out_type=str))
+    s100.tgt_lang = "fr"
+    s100.src_lang = "en"  # ignored by SMaLL-100: the target code goes on the source side
+    enc = s100("Hello world", text_target="Bonjour le monde")
+    tgt_body = m2m.convert_tokens_to_ids(m2m.sp_model.encode("Bonjour le monde", out_type=str))
+    assert enc["input_ids"] == [s100.get_lang_id("fr"), *body, s100.eos_token_id]  # [__tgt__] tokens </s>
+    assert enc["labels"] == [*tgt_body, s100.eos_token_id]  # tokens </s>
+    m2m.src_lang, m2m.tgt_lang = "en", "fr"
+    assert m2m("Hello world")["input_ids"] == [m2m.get_lang_id("en"), *body, m2m.eos_token_id]
+
+
+def test_load_with_cpu_and_disk_offload_matches_plain(tiny_dir, tmp_path):
+    m0, tok, sig = load(tiny_dir)
+    assert len(sig.weights_sha256) == 64 and str(sig).startswith(f"model:{tiny_dir}|config:")
+    m1, tok1, _ = load(tiny_dir, device_map="auto", max_memory={"cpu": 800_000}, offload_folder=tmp_path / "off")
+    assert set(m1.hf_device_map.values()) == {"cpu", "disk"} and not m1.training
+    srcs = ["The weather is nice today.", "I like green apples and red cars."]
+    assert translate(m0, tok, srcs, "en", "de", max_new_tokens=8) == translate(m1, tok1, srcs, "en", "de", max_new_tokens=8)
+    tok.tgt_lang = "de"
+    enc = tok(srcs, text_target=srcs, return_tensors="pt", padding=True)
+    with torch.no_grad():
+        assert torch.equal(m0(**enc).logits, m1(**enc).logits)
+    with pytest.raises(ForgetbenchError, match="nothing in memory"):
+        load(tiny_dir, device_map="auto", max_memory={"cpu": 1000}, offload_folder=tmp_path / "off2")
+
+
+def test_8bit_needs_a_gpu_and_says_so(tiny_dir):
+    if torch.cuda.is_available():
+        pytest.skip("has a GPU")
+    with pytest.raises(ForgetbenchError, match="CUDA GPU"):
+        load(tiny_dir, load_in_8bit=True)
+
+
+@pytest.mark.parametrize("gpus,mem", [(2, "40GiB"), (4, "40GiB"), (8, "40GiB"), (2, "80GiB"), (4, "80GiB"), (8, "80GiB")])
+def test_plan_devices_12b_keeps_tied_weights_together(gpus, mem):
+    r = plan("m2m100_12B", gpus, mem, "bf16")
+    assert round(r["parameters"] / 1e9, 1) == 11.8
+    assert len(set(r["tied_devices"].values())) == 1
+    used = {str(d) for d in r["device_map"].values()}
+    assert used <= {str(i) for i in range(gpus)}
+    assert sum(r["bytes_per_device"].values()) == r["parameters"] * 2  # bf16, tied matrix counted once
+    if gpus > 1:
+        assert len(used) > 1  # balanced, not everything on GPU 0
+
+
+def test_plan_devices_small100_and_errors():
+    r = plan("small100", 1, "24GiB", "fp32")
+    assert 0.3e9 < r["parameters"] < 0.36e9  # ~330M
+    with pytest.raises(ForgetbenchError):
+        plan("nope", 2, "40GiB")
+    with pytest.raises(ForgetbenchError):
+        plan("small100", 2, "forty")
