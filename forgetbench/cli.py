@@ -189,11 +189,13 @@ def build_parser() -> argparse.ArgumentParser:
     tm.add_argument("--quiet", action="store_true")
     tm.set_defaults(func=cmd_train_mt)
 
-    sw = sub.add_parser("sweep", help="compress variants, translate, score, analyse and report (resumable)")
-    sw.add_argument("config")
-    sw.add_argument("--out", help="run folder (default runs/<name>); rerunning resumes")
-    sw.add_argument("--quiet", action="store_true")
-    sw.set_defaults(func=cmd_sweep)
+    for name, text in (("sweep", "compress variants, translate, score, analyse and report (resumable)"),
+                       ("eval", "same as sweep; for a config whose only variant is the base model")):
+        sw = sub.add_parser(name, help=text)
+        sw.add_argument("config")
+        sw.add_argument("--out", help="run folder (default runs/<name>); rerunning resumes")
+        sw.add_argument("--quiet", action="store_true")
+        sw.set_defaults(func=cmd_sweep)
 
     rp = sub.add_parser("report", help="rewrite the report of a run from its summary.json")
     rp.add_argument("run_dir")

@@ -69,11 +69,18 @@ def load_model_dir(model_dir: str | Path, eager: bool = True):
     if not (d / "config.json").is_file():
         raise ForgetbenchError(f"{d} is not a model folder (no config.json); give a folder saved with save_pretrained")
     kw = {"attn_implementation": "eager"} if eager else {}
-    model = AutoModelForSeq2SeqLM.from_pretrained(str(d), **kw).eval()
-    try:
-        tok = AutoTokenizer.from_pretrained(str(d))
-    except (OSError, ValueError, TypeError):
-        tok = None
+    # fp32 whatever the stored dtype (the shipped teacher is fp16 on disk): compression and scoring run in fp32
+    model = AutoModelForSeq2SeqLM.from_pretrained(str(d), dtype=torch.float32, **kw).eval()
+    tok = None
+    if (d / "vocab.json").is_file() and (d / "sentencepiece.bpe.model").is_file():
+        from forgetbench.models.tokenizers import load_tokenizer
+
+        tok = load_tokenizer(d, small100=bool(getattr(model.config, "forgetbench_small100", False)))
+    else:
+        try:
+            tok = AutoTokenizer.from_pretrained(str(d))
+        except (OSError, ValueError, TypeError):
+            tok = None
     return model, tok
 
 

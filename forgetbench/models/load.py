@@ -86,9 +86,7 @@ def load(name_or_dir: str | Path, dtype: str | torch.dtype | None = None, device
         config = AutoConfig.from_pretrained(str(name_or_dir))
     except OSError as e:
         raise ForgetbenchError(f"{name_or_dir}: no model config ({str(e).splitlines()[0]}); offline, give a local folder") from None
-    kw = {"attn_implementation": attn_implementation}
-    if dtype is not None:
-        kw["dtype"] = dtype
+    kw = {"attn_implementation": attn_implementation, "dtype": dtype if dtype is not None else torch.float32}
     if device_map is not None:
         kw["device_map"] = device_map
     if max_memory is not None:

@@ -1,0 +1,63 @@
+"""MT-Gender / WinoMT metrics (METHOD.md §2) from per-item gold and predicted genders.
+
+Per language: accuracy; F1 of male and female gold entities (a prediction of "neutral" or
+"unknown" counts as wrong); ΔG = F1_m − F1_f; ΔS = Acc_pro − Acc_anti;
+ψ = (F1_m − F1_f) / (F1_m + F1_f) (+1 all male, −1 all female, 0 unbiased) and
+ψ* = |ψ_anti − ψ_pro| over the anti- and pro-stereotypical subsets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class GenderItem:
+    gold: str  # "male" | "female"
+    predicted: str  # "male" | "female" | "neutral" | "unknown"
+    stereotype: str | None = None  # "pro" | "anti" | None
+
+
+def _f1(items: list[GenderItem], g: str) -> float:
+    tp = sum(1 for x in items if x.gold == g and x.predicted == g)
+    pred = sum(1 for x in items if x.predicted == g)
+    gold = sum(1 for x in items if x.gold == g)
+    if tp == 0:
+        return 0.0
+    p, r = tp / pred, tp / gold
+    return 2 * p * r / (p + r)
+
+
+def _acc(items: list[GenderItem]) -> float | None:
+    return sum(x.gold == x.predicted for x in items) / len(items) if items else None
+
+
+def psi(items: list[GenderItem]) -> float | None:
+    fm, ff = _f1(items, "male"), _f1(items, "female")
+    return (fm - ff) / (fm + ff) if fm + ff else None
+
+
+@dataclass
+class GenderScores:
+    n: int
+    accuracy: float | None
+    f1_male: float
+    f1_female: float
+    delta_g: float
+    delta_s: float | None
+    psi: float | None
+    psi_star: float | None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def gender_scores(items: list[GenderItem]) -> GenderScores:
+    pro = [x for x in items if x.stereotype == "pro"]
+    anti = [x for x in items if x.stereotype == "anti"]
+    fm, ff = _f1(items, "male"), _f1(items, "female")
+    acc_pro, acc_anti = _acc(pro), _acc(anti)
+    p_pro, p_anti = psi(pro), psi(anti)
+    return GenderScores(len(items), _acc(items), fm, ff, fm - ff,
+                        None if acc_pro is None or acc_anti is None else acc_pro - acc_anti,
+                        psi(items), None if p_pro is None or p_anti is None else abs(p_anti - p_pro))

@@ -1,0 +1,190 @@
+"""Offline readers of the grammatical gender of a translated profession noun (MT-Gender).
+
+``read_gender(lang, words, i)`` looks at ``words[i]`` (the aligned translation of the profession)
+and its left context, and returns "male", "female", "neutral" or "unknown".
+
+Covered: de, fr, es, it (determiner + suffix rules, written here from the languages' grammar),
+ru, uk (pymorphy3 with its Russian and Ukrainian dictionaries; the noun's gender, or for
+common-gender nouns the agreeing past-tense verb or adjective nearby). Not covered: he, ar, pl, cs
+(no offline morphology here yet): they get "unknown" and are reported as not covered.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+COVERED = ("de", "fr", "es", "it", "ru", "uk")
+
+_PUNCT = re.compile(r"^[\W_]+|[\W_]+$", re.UNICODE)
+
+
+def _clean(w: str) -> str:
+    return _PUNCT.sub("", w).lower()
+
+
+def _left(words: list[str], i: int, n: int = 3) -> list[str]:
+    return [_clean(w) for w in words[max(0, i - n) : i]][::-1]  # nearest first
+
+
+# ---------------------------------------------------------------- German
+_DE_MASC_ONLY = {"den", "dem", "einen", "einem", "eines", "des", "keinen", "keinem", "seinen", "seinem", "ihren", "ihrem",
+                 "meinen", "meinem", "diesen", "diesem", "dieses", "jenen", "jenem", "unseren", "unserem"}
+_DE_MASC_NOM = {"der", "ein", "kein", "sein", "mein", "dein", "unser", "euer", "dieser", "jener", "jeder"}
+_DE_NOT_FEM_IN = {"medizin", "termin", "kamin", "vitamin", "benzin", "magazin", "berlin", "disziplin", "maschine", "rubin",
+                  "cousin", "delfin", "pinguin", "kabin", "urin", "harlekin"}
+_DE_FEM_NOUNS = {"frau", "krankenschwester", "hebamme", "dame", "putzfrau", "kauffrau", "geschäftsfrau", "hausfrau"}
+_DE_NEUTRAL = {"person", "fachkraft", "lehrkraft", "hilfskraft", "mitglied", "personal", "kraft"}
+
+
+def _de(words, i):
+    w = _clean(words[i])
+    if w in _DE_NEUTRAL or w.endswith(("kraft", "person", "personal")):
+        return "neutral"
+    if w in _DE_FEM_NOUNS or w.endswith(("frau", "schwester")):
+        return "female"
+    if (w.endswith("in") and w not in _DE_NOT_FEM_IN and len(w) > 4) or w.endswith("innen"):
+        return "female"
+    if w.endswith("mann") or w.endswith("männer"):
+        return "male"
+    for d in _left(words, i):
+        if d in _DE_MASC_ONLY or d in _DE_MASC_NOM:
+            return "male"
+        if d in {"die", "eine", "keine", "diese", "seine", "ihre", "meine", "jede"}:
+            # a feminine profession noun carries -in; "die Ärzte", "die Entwickler" are (generic) masculine plurals
+            masc_looking = w.endswith(("er", "e", "en", "t", "ent", "ant", "eur", "or", "ist", "loge", "at", "äre"))
+            return "male" if masc_looking else "female"
+    return "male" if w.endswith(("er", "eur", "ent", "ant", "ist", "or", "loge", "arzt", "at")) else "unknown"
+
+
+# ---------------------------------------------------------------- French
+_FR_M = {"le", "un", "du", "au", "ce", "cet", "mon", "ton", "son", "notre", "votre", "leur", "quel", "aucun", "chaque_m"}
+_FR_F = {"la", "une", "cette", "ma", "ta", "sa", "quelle", "aucune"}
+_FR_FEM_SUFFIX = ("eure", "euse", "rice", "ière", "ienne", "enne", "esse", "ante", "ente", "ée", "oise", "ine", "aise", "ate", "ère",
+                  "ette", "elle")
+_FR_MASC_SUFFIX = ("eur", "ier", "ien", "ant", "ent", "ais", "ois", "in", "é", "at", "er", "ot", "ard", "ien")
+
+
+def _fr_suffix(w):
+    if len(w) > 3 and w[-1] in "sx":  # plural
+        w = w[:-1]
+    if w.endswith(_FR_FEM_SUFFIX):
+        return "female"
+    if w.endswith(_FR_MASC_SUFFIX):
+        return "male"
+    return "unknown"
+
+
+def _fr(words, i):
+    raw = words[i].lower()
+    w = _clean(raw)
+    m = re.match(r"^(l|d|qu|j)['’](.+)$", w) or re.match(r"^(l|d|qu|j)['’](.+)$", raw)
+    if m:  # elided article glued to the noun: gender from the suffix
+        return _fr_suffix(_clean(m.group(2)))
+    for d in _left(words, i, 2):
+        if d in ("mon", "ton", "son") and w[:1] in "aeéèêiîoôuhy":
+            break  # "son avocate": mon/ton/son also stand before vowel-initial feminine nouns
+        if d in _FR_M:
+            return "male"
+        if d in _FR_F:
+            return "female"
+        if d.endswith(("l'", "l’")) or d in ("l", "d", "les", "des", "aux", "ces", "mes", "ses", "leurs", "de"):
+            break
+    return _fr_suffix(w)
+
+
+# ---------------------------------------------------------------- Spanish
+_ES_M = {"el", "un", "del", "al", "este", "ese", "aquel", "los", "unos", "estos", "esos", "aquellos", "otro", "ningún"}
+_ES_F = {"la", "una", "esta", "esa", "aquella", "las", "unas", "estas", "esas", "aquellas", "otra", "ninguna"}
+
+
+def _es(words, i):
+    w = _clean(words[i])
+    for d in _left(words, i, 2):
+        if d in _ES_M:
+            return "male"
+        if d in _ES_F:
+            return "female"
+    if w.endswith(("a", "as")) and not w.endswith(("ista", "istas", "ta", "cía")) or w.endswith(("ora", "oras", "esa")):
+        return "female"
+    if w.endswith(("o", "os", "or", "ores", "ero")):
+        return "male"
+    return "unknown"
+
+
+# ---------------------------------------------------------------- Italian
+_IT_M = {"il", "lo", "un", "uno", "del", "dello", "al", "allo", "nel", "nello", "dal", "dallo", "sul", "questo", "quel", "quello",
+         "i", "gli", "dei", "degli", "ai", "agli", "nessun", "suo", "mio"}
+_IT_F = {"la", "una", "della", "alla", "nella", "dalla", "sulla", "questa", "quella", "le", "delle", "alle", "nelle", "un'",
+         "un’", "sua", "mia", "nessuna"}
+
+
+def _it_suffix(w):
+    if w.endswith(("essa", "trice", "iera", "ina", "ica", "a", "esse", "trici")) and not w.endswith(("ista", "iatra")):
+        return "female"
+    if w.endswith(("o", "ore", "iere", "ino", "ico", "i", "tori")):
+        return "male"
+    return "unknown"
+
+
+def _it(words, i):
+    raw = words[i].lower()
+    m = re.match(r"^(un|l|dell|all|nell|dall|sull)['’](.+)$", raw)
+    if m:
+        if m.group(1) == "un":
+            return "female"  # un' only before feminine nouns
+        return _it_suffix(_clean(m.group(2)))
+    for d in _left(words, i, 2):
+        if d in _IT_M:
+            return "male"
+        if d in _IT_F:
+            return "female"
+    return _it_suffix(_clean(raw))
+
+
+# ---------------------------------------------------------------- Russian, Ukrainian (pymorphy3)
+@cache
+def _morph(lang: str):
+    import pymorphy3
+
+    return pymorphy3.MorphAnalyzer(lang=lang)
+
+
+def _slavic(lang, words, i):
+    m = _morph(lang)
+    w = _clean(words[i])
+    parses = [p for p in m.parse(w) if p.tag.POS == "NOUN"]
+    genders = {p.tag.gender for p in parses[:2] if p.tag.gender}
+    if genders == {"femn"}:
+        return "female"
+    if genders == {"masc"}:
+        # a masculine profession noun may still refer to a woman: trust an agreeing past-tense verb or adjective
+        agree = _agreement(m, words, i)
+        return agree if agree == "female" else "male"
+    if genders == {"neut"}:
+        return "neutral"
+    agree = _agreement(m, words, i)
+    if agree:
+        return agree
+    # feminitives the dictionaries lack (програмістка, продавчиня): productive feminine suffixes
+    if w.endswith(("ка", "иця", "иня", "ница", "щица", "иха", "ша", "ки", "ку", "ицю", "иню")):
+        return "female"
+    return "unknown"
+
+
+def _agreement(m, words, i):
+    for j in [*range(i + 1, min(len(words), i + 4)), *range(i - 1, max(-1, i - 3), -1)]:
+        for p in m.parse(_clean(words[j]))[:1]:
+            if p.tag.POS in ("VERB", "ADJF", "PRTF") and p.tag.gender in ("masc", "femn") and p.tag.number != "plur":
+                return "male" if p.tag.gender == "masc" else "female"
+    return None
+
+
+_READERS = {"de": _de, "fr": _fr, "es": _es, "it": _it, "ru": lambda w, i: _slavic("ru", w, i),
+            "uk": lambda w, i: _slavic("uk", w, i)}
+
+
+def read_gender(lang: str, words: list[str], i: int) -> str:
+    if lang not in _READERS or not 0 <= i < len(words):
+        return "unknown"
+    return _READERS[lang](words, i)
