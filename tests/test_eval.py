@@ -236,3 +236,35 @@ def test_ntrex_tico_tatoeba_loaders(tmp_path):
     assert open_benchmark("ta", "tatoeba", tmp_path / "tato").pair("sw", "en") == (["q"], ["p"])
     with pytest.raises(Exception, match="English-centric"):
         open_benchmark("t", "tico19", tmp_path / "tico").pair("de", "fr")
+
+
+def test_sweep_with_gender_and_word_sense_benchmarks(tiny_dir, tmp_path):
+    extra = (f"bias:\n  mt_gender: {{path: {REPO / 'data' / 'mt_gender'}, languages: [de, ru], sentences: 6}}\n"
+             f"  mucow: {{path: {REPO / 'data' / 'mucow'}, pairs: [en-de], sentences: 5}}\n")
+    cfg = _sweep_config(tmp_path, tiny_dir, name="b", sentences=2, pairs="[en-de]", extra=extra)
+    run = tmp_path / "run"
+    assert main(["sweep", str(cfg), "--out", str(run), "--quiet"]) == 0
+    S = json.loads((run / "report" / "summary.json").read_text())
+    g = S["bias"]["gender"]
+    assert set(g) == {"base", "prune-30", "ptq-int8"} and set(g["base"]["languages"]) == {"de", "ru"}
+    assert g["base"]["languages"]["de"]["n"] == 6
+    assert "relative_to_base" in g["ptq-int8"]
+    ws = S["bias"]["word_sense"]["en-de"]
+    assert ws["base"]["n"] == 5 and ws["base"]["correct"] + ws["base"]["wrong"] + ws["base"]["both"] + ws["base"]["miss"] == 5
+    html = (run / "report" / "report.html").read_text()
+    assert "Gender bias (MT-Gender)" in html and "Word sense (MuCoW)" in html
+    st = Store(run / "store.sqlite")
+    assert len(st.stats("gender_pred")) == 3 * 2 * 6
+
+
+def test_piece_to_word_alignment_map(tiny_dir):
+    from forgetbench.eval.alignment import find_word, piece_words
+    from forgetbench.models.tokenizers import load_tokenizer
+
+    tok = load_tokenizer(tiny_dir)
+    tok.src_lang = "en"
+    ids = tok("The developer argued with the designer")["input_ids"]
+    words = piece_words(tok, ids)
+    assert words[0] is None and words[-1] is None  # language code and </s>
+    assert max(w for w in words if w is not None) == 5
+    assert find_word("The developer argued .".split(), "developer") == 1

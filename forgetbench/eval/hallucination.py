@@ -1,4 +1,4 @@
-"""Cross-attention "relative alignment" variance and λ (METHOD.md §2).
+"""Cross-attention "relative alignment" variance and λ (METHOD.md §2), and word alignment from it.
 
 α = cross-attention averaged over all layers and heads, teacher-forced on the model's own output;
 rows i over target positions, columns j over source positions (each row sums to 1):
@@ -27,8 +27,9 @@ def alignment_variance(alpha: torch.Tensor) -> float:
 
 
 @torch.inference_mode()
-def cross_attention_variance(model, tokenizer, srcs: list[str], hyps: list[str], src_lang: str, tgt_lang: str,
-                             max_length: int = 256) -> list[float]:
+def cross_attention(model, tokenizer, srcs: list[str], hyps: list[str], src_lang: str, tgt_lang: str,
+                    max_length: int = 256) -> list[tuple[torch.Tensor, list[int], list[int]]]:
+    """Per sentence: α [target tokens, source tokens] (padding removed, rows renormalised), source ids, label ids."""
     if getattr(model.config, "_attn_implementation", "eager") != "eager":
         model.set_attn_implementation("eager")
     enc = encode_sources(tokenizer, srcs, src_lang, tgt_lang, max_length)
@@ -43,9 +44,11 @@ def cross_attention_variance(model, tokenizer, srcs: list[str], hyps: list[str],
     att = torch.stack(out.cross_attentions).float().mean(dim=(0, 2))  # [B, T, S]
     res = []
     for b in range(att.shape[0]):
-        n_tgt = int(dec_mask[b].sum())
-        n_src = int(enc["attention_mask"][b].sum())
+        n_tgt, n_src = int(dec_mask[b].sum()), int(enc["attention_mask"][b].sum())
         a = att[b, :n_tgt, :n_src]
-        a = a / a.sum(-1, keepdim=True)  # renormalise rows over real source positions
-        res.append(alignment_variance(a))
+        res.append((a / a.sum(-1, keepdim=True), enc["input_ids"][b, :n_src].tolist(), labels[b, :n_tgt].tolist()))
     return res
+
+
+def cross_attention_variance(model, tokenizer, srcs, hyps, src_lang, tgt_lang, max_length: int = 256) -> list[float]:
+    return [alignment_variance(a) for a, _, _ in cross_attention(model, tokenizer, srcs, hyps, src_lang, tgt_lang, max_length)]

@@ -31,6 +31,7 @@ import yaml
 from forgetbench.compress.pipeline import compress_dir, load_compressed, load_model_dir
 from forgetbench.compress.recipe import Recipe, load_recipe
 from forgetbench.errors import ForgetbenchError
+from forgetbench.eval import bias as biasmod
 from forgetbench.eval.analysis import Thresholds, TierView, analyse
 from forgetbench.eval.benchmarks import Benchmark, open_benchmark
 from forgetbench.eval.languages import TIERS, language
@@ -41,7 +42,7 @@ from forgetbench.eval.translate import Job, run_variant
 from forgetbench.io import sha256_file
 
 TOP_KEYS = {"name", "model", "variants", "benchmarks", "languages", "pairs", "sentences", "generation", "metrics",
-            "analysis", "tiers", "threads", "base"}
+            "analysis", "tiers", "threads", "base", "bias"}
 
 
 @dataclass
@@ -59,6 +60,7 @@ class SweepConfig:
     threads: int
     source: Path
     raw: dict = field(default_factory=dict)
+    bias: biasmod.BiasConfig | None = None
 
 
 def _err(src, msg):
@@ -173,8 +175,9 @@ def load_sweep(path: str | Path) -> SweepConfig:
         if not counts.is_file():
             _err(src, f"tiers.{vname}.counts: {counts} not found")
         views.append(TierView(vname, training_tiers(counts, spec.get("thresholds", [1000, 10000, 30000]))))
+    bias = biasmod.load_bias(raw.get("bias"), base_dir, _path)
     return SweepConfig(str(raw.get("name") or src.stem), model, variants, base, jobs, gen, spm,
-                       bool(metrics.get("spm_official", False)), th, views, int(raw.get("threads") or 1), src, raw)
+                       bool(metrics.get("spm_official", False)), th, views, int(raw.get("threads") or 1), src, raw, bias)
 
 
 def _dir_sha256(d: Path) -> str:
@@ -235,6 +238,12 @@ def run_sweep(cfg: SweepConfig, run_dir: str | Path, progress: bool = True, rank
                         cfg.generation["max_new_tokens"], progress)
         t2 = time.perf_counter()
         xattn_pass(store, name, model, tok, my_jobs, cfg.generation["batch_size"], progress)
+        bias_jobs = biasmod.jobs(cfg.bias)[rank::world]
+        if bias_jobs:
+            run_variant(store, name, model, tok, bias_jobs, cfg.generation["batch_size"], cfg.generation["num_beams"],
+                        cfg.generation["max_new_tokens"], progress)
+            if cfg.bias.gender_jobs:
+                biasmod.gender_pass(store, name, model, tok, cfg.bias, cfg.generation["batch_size"], progress)
         timings[name] = {"translated": n, "translate_s": round(t2 - t1, 2), "xattn_s": round(time.perf_counter() - t2, 2)}
         del model
     if barrier:
@@ -258,8 +267,9 @@ def summarise(cfg: SweepConfig, run_dir: str | Path, run_info: dict | None = Non
     lid_pass(store, list(cfg.variants), cfg.jobs)
     spb = SpBLEU(cfg.spm, official=cfg.spm_official)
     A = analyse(store, cfg.jobs, cfg.base, list(cfg.variants), spb, cfg.thresholds, cfg.tier_views)
+    bias_summary = biasmod.analyse_bias(store, cfg.bias, cfg.base, list(cfg.variants))
     store.close()
     run = {"threads": cfg.threads, "loadavg": os.getloadavg()[0], "generation": cfg.generation,
            "torch": torch.__version__, "seconds": None, "processes": None} | (run_info or {})
-    return A.to_dict() | {"name": cfg.name, "model": str(cfg.model),
+    return A.to_dict() | {"bias": bias_summary, "name": cfg.name, "model": str(cfg.model),
                           "tier_views": {v.name: v.tiers for v in cfg.tier_views}, "run": run}

@@ -119,6 +119,21 @@ def tables(S: dict) -> dict[str, tuple[list[str], list[list]]]:
                             _f(S["hallucination"][v]["all"]["lambda"]),
                             _f(S["hallucination"][v]["losers"]["per_sentence"]["median"]),
                             S["hallucination"][v]["losers"]["n"]] for v in comps])
+    bias = S.get("bias") or {}
+    if bias.get("gender"):
+        T["gender"] = (["variant", "accuracy", "F1 male", "F1 female", "ΔG", "ΔS", "ψ", "ψ*", "rel. ψ %", "rel. accuracy %"],
+                       [[v, _f(g["average"]["accuracy"], 3), _f(g["average"]["f1_male"], 3), _f(g["average"]["f1_female"], 3),
+                         _f(g["average"]["delta_g"], 3), _f(g["average"]["delta_s"], 3), _f(g["average"]["psi"], 3),
+                         _f(g["average"]["psi_star"], 3), _f(g.get("relative_to_base", {}).get("psi")),
+                         _f(g.get("relative_to_base", {}).get("accuracy"))] for v, g in bias["gender"].items()])
+        T["gender_languages"] = (["variant", "language", "n", "accuracy", "F1 male", "F1 female", "ψ", "ψ*"],
+                                 [[v, lang, d["n"], _f(d["accuracy"], 3), _f(d["f1_male"], 3), _f(d["f1_female"], 3),
+                                   _f(d["psi"], 3), _f(d["psi_star"], 3)]
+                                  for v, g in bias["gender"].items() for lang, d in g["languages"].items()])
+    if bias.get("word_sense"):
+        T["word_sense"] = (["pair", "variant", "n", "accuracy", "wrong-sense rate", "miss rate", "rel. accuracy %"],
+                           [[pair, v, d["n"], _f(d["accuracy"], 3), _f(d["wrong_rate"], 3), _f(d["miss_rate"], 3),
+                             _f(d.get("relative_accuracy"))] for pair, res in bias["word_sense"].items() for v, d in res.items()])
     T["lid"] = (["language", "code", "identifier"], [[c["name"], c["lang"], c["identifier"]] for c in S["lid_coverage"]])
     for v in comps:
         ranked = sorted((p for p in S["pairs"] if p["kept"]), key=lambda p: p["rel"][v]["spBLEU"] or 0)
@@ -148,7 +163,12 @@ def markdown(S: dict, T: dict) -> str:
     for view in S["tiers"]:
         parts += [f"## Relative difference by pair tier ({view} tiers)", md(*T[f"tier_{view}"]), ""]
     parts += ["## ΔchrF losers and winners", md(*T["delta"]), "", "## Off-target translations", md(*T["off_target"]), "",
-              "## Cross-attention λ", md(*T["hallucination"]), "", "## Language identification coverage", md(*T["lid"]), "",
+              "## Cross-attention λ", md(*T["hallucination"]), ""]
+    if "gender" in T:
+        parts += ["## Gender bias (MT-Gender)", md(*T["gender"]), "", md(*T["gender_languages"]), ""]
+    if "word_sense" in T:
+        parts += ["## Word sense (MuCoW)", md(*T["word_sense"]), ""]
+    parts += ["## Language identification coverage", md(*T["lid"]), "",
               "## Signatures", "```", json.dumps(S["signatures"], indent=1, ensure_ascii=False), "```", ""]
     return "\n".join(parts)
 
@@ -180,6 +200,12 @@ def html_report(S: dict, T: dict, figs: dict[str, str]) -> str:
     out += ["<h2>ΔchrF per sentence</h2>", _table(*T["delta"]), img("delta_hist", "delta chrF histogram by tier"),
             "<h2>Off-target translations</h2>", _table(*T["off_target"]),
             "<h2>Hallucination: cross-attention λ</h2>", _table(*T["hallucination"])]
+    if "gender" in T:
+        out += ["<h2>Gender bias (MT-Gender)</h2>", "<p>ψ = (F1<sub>m</sub> − F1<sub>f</sub>)/(F1<sub>m</sub> + F1<sub>f</sub>); "
+                "ψ* = |ψ<sub>anti</sub> − ψ<sub>pro</sub>|; profession aligned by the model's cross-attention.</p>",
+                _table(*T["gender"]), _table(*T["gender_languages"])]
+    if "word_sense" in T:
+        out += ["<h2>Word sense (MuCoW)</h2>", _table(*T["word_sense"])]
     for v in comps:
         out += [f"<h2>Pairs, most losing first — {e(v)}</h2>", _table(*T[f"pairs_{v}"])]
         for subset in ("losers", "winners"):

@@ -1,0 +1,193 @@
+"""Gender (MT-Gender) and word-sense (MuCoW) benchmarks inside a sweep.
+
+    bias:
+      mt_gender: {path: ../data/mt_gender, languages: [de, fr, es, it, ru, uk], sentences: 200}
+      mucow: {path: ../data/mucow, pairs: [en-de, en-ru], sentences: 300}
+
+MT-Gender: en.txt (gold gender, profession index, sentence, profession; items also in en_pro.txt /
+en_anti.txt are pro- / anti-stereotypical) is translated into each language; the profession is
+aligned with the model's own cross-attention and its gender read by ``gender_readers``. Items
+with gold "neutral" are skipped (the metrics are over male and female entities).
+MuCoW: the pair's source sentences are translated and scored against the sense keys.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from forgetbench.errors import ForgetbenchError
+from forgetbench.eval.alignment import align_words
+from forgetbench.eval.gender_metrics import GenderItem, gender_scores
+from forgetbench.eval.gender_readers import COVERED, read_gender
+from forgetbench.eval.store import Store
+from forgetbench.eval.translate import length_batches
+from forgetbench.eval.word_sense import mucow_scores, read_mucow
+
+GENDER_CODE = {"unknown": 0.0, "male": 1.0, "female": 2.0, "neutral": 3.0}
+GENDER_NAME = {v: k for k, v in GENDER_CODE.items()}
+
+
+@dataclass(frozen=True)
+class SourceSet:
+    """A benchmark of sources only (references are not used); quacks like ``Benchmark`` for the runner."""
+
+    name: str
+    sources: tuple[str, ...]
+    digest: str
+
+    def pair(self, src, tgt):
+        return list(self.sources), list(self.sources)
+
+    def sha256(self, src, tgt):
+        return self.digest
+
+
+@dataclass(frozen=True)
+class BiasJob:
+    benchmark: SourceSet
+    src: str
+    tgt: str
+    limit: int | None = None
+
+    def lines(self):
+        s, r = self.benchmark.pair(self.src, self.tgt)
+        return (s, r) if self.limit is None else (s[: self.limit], r[: self.limit])
+
+
+@dataclass(frozen=True)
+class GenderRow:
+    gold: str
+    index: int
+    sentence: str
+    profession: str
+    stereotype: str | None
+
+
+def read_mt_gender(folder: Path) -> list[GenderRow]:
+    f = folder / "en.txt"
+    if not f.is_file():
+        raise ForgetbenchError(f"MT-Gender: {f} not found")
+    pro = set((folder / "en_pro.txt").read_text(encoding="utf-8").splitlines()) if (folder / "en_pro.txt").is_file() else set()
+    anti = set((folder / "en_anti.txt").read_text(encoding="utf-8").splitlines()) if (folder / "en_anti.txt").is_file() else set()
+    rows = []
+    for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
+        cols = line.split("\t")
+        if len(cols) != 4:
+            raise ForgetbenchError(f"{f}:{n}: expected 4 tab-separated columns")
+        rows.append(GenderRow(cols[0], int(cols[1]), cols[2], cols[3],
+                              "pro" if line in pro else "anti" if line in anti else None))
+    return rows
+
+
+@dataclass
+class BiasConfig:
+    gender_rows: list[GenderRow]
+    gender_jobs: list[BiasJob]
+    mucow: dict  # pair -> (items, job)
+
+
+def load_bias(spec: dict | None, base_dir: Path, resolve) -> BiasConfig | None:
+    from forgetbench.io import sha256_file
+
+    if not spec:
+        return None
+    rows, gjobs, mucow = [], [], {}
+    if "mt_gender" in spec:
+        g = spec["mt_gender"]
+        folder = resolve(base_dir, g["path"])
+        rows = read_mt_gender(folder)
+        rows = [r for r in rows if r.gold in ("male", "female")][: g.get("sentences")]
+        langs = g.get("languages", list(COVERED))
+        bad = [x for x in langs if x not in COVERED]
+        if bad:
+            raise ForgetbenchError(f"mt_gender: no gender reader for {bad}; covered: {', '.join(COVERED)}")
+        src = SourceSet("mt_gender", tuple(r.sentence for r in rows), sha256_file(folder / "en.txt"))
+        gjobs = [BiasJob(src, "en", lang) for lang in langs]
+    if "mucow" in spec:
+        m = spec["mucow"]
+        folder = resolve(base_dir, m["path"])
+        for pair in m.get("pairs", ["en-de", "en-ru"]):
+            s, t = pair.split("-")
+            srcs, _, items = read_mucow(folder, pair)
+            n = m.get("sentences")
+            srcs, items = srcs[:n], items[:n]
+            job = BiasJob(SourceSet(f"mucow:{pair}", tuple(srcs), sha256_file(folder / f"{pair}.key.txt")), s, t)
+            mucow[pair] = (items, job)
+    return BiasConfig(rows, gjobs, mucow)
+
+
+def jobs(bias: BiasConfig | None) -> list[BiasJob]:
+    return [] if bias is None else [*bias.gender_jobs, *(j for _, j in bias.mucow.values())]
+
+
+def gender_pass(store: Store, variant: str, model, tokenizer, bias: BiasConfig, batch_size: int = 32,
+                progress: bool = True) -> None:
+    """Align the profession word, read its gender, store ``gender_pred`` per translated item."""
+    for job in bias.gender_jobs:
+        key = (job.benchmark.name, job.src, job.tgt)
+        hyps = {r["idx"]: r["hyp"] for r in store.translations(variant, job.benchmark.name) if r["tgt"] == job.tgt}
+        done = store.stats_done("gender_pred", variant, *key)
+        todo = [i for i in hyps if i not in done]
+        srcs = [r.sentence for r in bias.gender_rows]
+        for batch in tqdm(length_batches(todo, srcs, batch_size), desc=f"gender {variant} en-{job.tgt}",
+                          disable=None if progress else True):
+            tgt_idx = align_words(model, tokenizer, [srcs[i] for i in batch], [hyps[i] for i in batch], "en", job.tgt,
+                                  [bias.gender_rows[i].index for i in batch])
+            rows = []
+            for i, ti in zip(batch, tgt_idx, strict=True):
+                words = hyps[i].split()
+                g = read_gender(job.tgt, words, ti) if ti is not None else "unknown"
+                rows.append((variant, *key, i, "gender_pred", GENDER_CODE[g]))
+            store.add_stats(rows)
+
+
+def _rel(c, b):
+    return None if c is None or b in (None, 0) else (c - b) / abs(b) * 100
+
+
+def analyse_bias(store: Store, bias: BiasConfig | None, base: str, variants: list[str]) -> dict:
+    if bias is None:
+        return {}
+    out: dict = {"gender": {}, "word_sense": {}}
+    preds = store.stats("gender_pred")
+    for v in variants:
+        per_lang = {}
+        for job in bias.gender_jobs:
+            items = []
+            for i, r in enumerate(bias.gender_rows):
+                p = preds.get((v, job.benchmark.name, job.src, job.tgt, i))
+                if p is not None:
+                    items.append(GenderItem(r.gold, GENDER_NAME[p], r.stereotype))
+            if items:
+                per_lang[job.tgt] = gender_scores(items).to_dict()
+        keys = ("accuracy", "f1_male", "f1_female", "delta_g", "delta_s", "psi", "psi_star")
+        avg = {k: _mean(d[k] for d in per_lang.values()) for k in keys}
+        out["gender"][v] = {"languages": per_lang, "average": avg}
+    for v in variants:
+        if v == base:
+            continue
+        b, c = out["gender"][base]["average"], out["gender"][v]["average"]
+        out["gender"][v]["relative_to_base"] = {k: _rel(c[k], b[k]) for k in ("accuracy", "psi", "psi_star", "delta_g")}
+    for pair, (items, job) in bias.mucow.items():
+        res = {}
+        for v in variants:
+            hyps = {r["idx"]: r["hyp"] for r in store.translations(v, job.benchmark.name)}
+            idx = sorted(hyps)
+            if not idx:
+                continue
+            s = mucow_scores([items[i] for i in idx], [hyps[i] for i in idx], job.tgt)
+            s.pop("outcomes")
+            res[v] = s
+        for v in res:
+            if v != base and base in res:
+                res[v]["relative_accuracy"] = _rel(res[v]["accuracy"], res[base]["accuracy"])
+        out["word_sense"][pair] = res
+    return out
+
+
+def _mean(xs):
+    xs = [x for x in xs if x is not None]
+    return sum(xs) / len(xs) if xs else None
