@@ -1,0 +1,86 @@
+import itertools
+
+import numpy as np
+import pytest
+import torch
+
+from forgetbench.parsing.conll import read_conllu, with_predictions
+from forgetbench.parsing.decode import eisner, mst, tree_score
+from forgetbench.parsing.metrics import score, tree_problems
+
+
+def _trees(n, projective=False):
+    for heads in itertools.product(range(n + 1), repeat=n):
+        h = list(heads)
+        if tree_problems(h) is not None:
+            continue
+        if projective and not _is_projective(h):
+            continue
+        yield h
+
+
+def _is_projective(heads):
+    arcs = [(min(h, d), max(h, d)) for d, h in enumerate(heads, 1)]
+    for (a, b), (c, d) in itertools.combinations(arcs, 2):
+        if a < c < b < d or c < a < d < b:
+            return False
+    return True
+
+
+def _best(S, projective):
+    return max(tree_score(S, np.array([-1, *h])) for h in _trees(len(S) - 1, projective))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_mst_and_eisner_match_brute_force(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 6))
+    S = rng.normal(size=(n + 1, n + 1))
+    if seed % 3 == 0:
+        S[0, 1:] += 3.0  # tempt several root children
+    h = mst(S)
+    assert tree_problems(h) is None
+    assert tree_score(S, np.array([-1, *h])) == pytest.approx(_best(S, False))
+    (he,) = eisner(torch.tensor(S)[None], [n])
+    assert tree_problems(he) is None and _is_projective(he)
+    assert tree_score(S, np.array([-1, *he])) == pytest.approx(_best(S, True))
+
+
+def test_eisner_batched_with_padding_equals_one_by_one():
+    rng = np.random.default_rng(7)
+    lens = [3, 5, 2]
+    S = torch.tensor(rng.normal(size=(3, 6, 6)))
+    batched = eisner(S, lens)
+    for b, n in enumerate(lens):
+        assert batched[b] == eisner(S[b : b + 1, : n + 1, : n + 1], [n])[0]
+
+
+def test_metrics_hand_computed(tmp_path):
+    gold = [([2, 0, 2, 3], ["nsubj", "root", "obj:ext", "punct"])]
+    system = [([2, 0, 2, 2], ["nsubj", "root", "obj", "det"])]
+    s = score(gold, system)
+    # UAS: heads 2,0,2 right, 3 vs 2 wrong -> 3/4 ; LAS: obj:ext == obj after stripping -> 3/4
+    assert s.uas == 75.0 and s.las == 75.0
+    # CLAS: gold content {nsubj, root, obj} = 3, system content {nsubj, root, obj} = 3 (det is functional), correct 3
+    assert s.clas == 100.0
+    s2 = score(gold, [([2, 0, 1, 3], ["nsubj", "root", "nmod", "punct"])])
+    # word 3 gets the wrong head (so it is wrong for UAS, LAS, CLAS); words 1, 2, 4 are right -> 3/4
+    # content: gold 3, system 3 (nmod), correct 2 -> F1 = 4/6
+    assert s2.uas == 75.0 and s2.las == 75.0 and s2.clas == pytest.approx(100 * 4 / 6)
+    assert score(gold, [([0, 0, 2, 3], ["root"] * 4)]).invalid_trees == 1
+    assert tree_problems([2, 1, 0]) == "cycle"
+
+
+def test_conllu_multiword_tokens_and_empty_nodes(tmp_path):
+    text = ("# text = Vámonos al mar.\n"
+            "1-2\tVámonos\t_\t_\t_\t_\t_\t_\t_\t_\n1\tVamos\tir\tVERB\t_\t_\t0\troot\t_\t_\n"
+            "2\tnos\tnosotros\tPRON\t_\t_\t1\tobj\t_\t_\n3-4\tal\t_\t_\t_\t_\t_\t_\t_\t_\n"
+            "3\ta\ta\tADP\t_\t_\t5\tcase\t_\t_\n4\tel\tel\tDET\t_\t_\t5\tdet\t_\t_\n"
+            "4.1\tpues\t_\tADV\t_\t_\t_\t_\t1:advmod\t_\n"
+            "5\tmar\tmar\tNOUN\t_\t_\t1\tobl\t_\t_\n6\t.\t.\tPUNCT\t_\t_\t1\tpunct\t_\t_\n\n")
+    p = tmp_path / "x.conllu"
+    p.write_text(text)
+    (s,) = read_conllu(p)
+    assert s.forms == ["Vamos", "nos", "a", "el", "mar", "."] and s.heads == [0, 1, 5, 5, 1, 1]
+    out = with_predictions(s, [0, 1, 1, 5, 1, 1], ["root", "obj", "case", "det", "obl", "punct"]).serialize()
+    assert "1-2\tVámonos" in out and "4.1\tpues" in out and "3\ta\ta\tADP\t_\t_\t1\tcase" in out
