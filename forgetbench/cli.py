@@ -146,6 +146,28 @@ def cmd_compress_stream(args) -> int:
     return 0
 
 
+def cmd_parse(args) -> int:
+    from forgetbench.parsing import train as ptrain
+
+    if args.action == "train":
+        info = ptrain.train(args.train, args.dev, args.out, minutes=args.minutes, threads=args.threads or 1,
+                            seed=args.seed, progress=not args.quiet)
+        print(f"best dev LAS {info['dev']['las']:.2f} (epoch {info['best_epoch']} of {info['epochs']}, "
+              f"{info['train_seconds']:.0f}s); wrote {args.out}")
+    elif args.action == "eval":
+        from forgetbench.parsing.conll import read_conllu
+
+        _threads(args.threads)
+        model, vocab = ptrain.load_parser(args.model)
+        s = ptrain.evaluate(model, vocab, read_conllu(args.data))
+        print(json.dumps(s.to_dict()))
+    else:
+        _threads(args.threads)
+        ptrain.predict_file(args.model, args.data, args.out)
+        print(f"wrote {args.out}")
+    return 0
+
+
 def cmd_recipes(args) -> int:
     from forgetbench.compress.recipe import RECIPE_DIRS, load_recipe
 
@@ -225,6 +247,24 @@ def build_parser() -> argparse.ArgumentParser:
     cs.add_argument("--out", required=True)
     cs.add_argument("--threads", type=int)
     cs.set_defaults(func=cmd_compress_stream)
+
+    pa = sub.add_parser("parse", help="biaffine dependency parser: train | eval | predict")
+    psub = pa.add_subparsers(dest="action", required=True)
+    pt = psub.add_parser("train")
+    pt.add_argument("--train", required=True)
+    pt.add_argument("--dev", required=True)
+    pt.add_argument("--out", required=True)
+    pt.add_argument("--minutes", type=float, default=15.0)
+    pt.add_argument("--seed", type=int, default=1)
+    for q in (pt, psub.add_parser("eval"), psub.add_parser("predict")):
+        q.add_argument("--threads", type=int)
+        q.add_argument("--quiet", action="store_true")
+        if q is not pt:
+            q.add_argument("model")
+            q.add_argument("data")
+            q.set_defaults(func=cmd_parse)
+    pt.set_defaults(func=cmd_parse)
+    psub.choices["predict"].add_argument("--out", required=True)
 
     r = sub.add_parser("recipes", help="list shipped compression recipes")
     r.set_defaults(func=cmd_recipes)

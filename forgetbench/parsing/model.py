@@ -1,0 +1,105 @@
+"""Biaffine dependency parser (Dozat & Manning; METHOD.md §4), sized for CPU training.
+
+word + character + UPOS embeddings → BiLSTM → four MLPs (arc-dep, arc-head, rel-dep, rel-head) →
+biaffine arc scores s[b, h, d] and biaffine label scores; cross-entropy on heads and on labels
+given the gold head. Units for the compression hooks are declared (``forgetbench_units``), so
+``prune``/``quantize`` work on it unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+from torch import nn
+
+
+@dataclass
+class ParserConfig:
+    n_words: int
+    n_chars: int
+    n_tags: int
+    n_rels: int
+    word_dim: int = 100
+    char_dim: int = 50
+    char_hidden: int = 100
+    tag_dim: int = 50
+    lstm_hidden: int = 200
+    lstm_layers: int = 2
+    arc_mlp: int = 300
+    rel_mlp: int = 100
+    dropout: float = 0.33
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class MLP(nn.Module):
+    def __init__(self, d_in: int, d_out: int, dropout: float):
+        super().__init__()
+        self.linear = nn.Linear(d_in, d_out)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x):
+        return self.drop(nn.functional.leaky_relu(self.linear(x), 0.1))
+
+
+class Biaffine(nn.Module):
+    """s[b, o, h, d] = [x_d; 1]ᵀ W_o [y_h; 1] (bias on both sides)."""
+
+    def __init__(self, d: int, n_out: int = 1):
+        super().__init__()
+        self.n_out = n_out
+        self.weight = nn.Parameter(torch.zeros(n_out, d + 1, d + 1))
+
+    def forward(self, dep, head):
+        dep = torch.cat([dep, torch.ones_like(dep[..., :1])], -1)
+        head = torch.cat([head, torch.ones_like(head[..., :1])], -1)
+        s = torch.matmul(torch.matmul(dep.unsqueeze(1), self.weight), head.unsqueeze(1).transpose(-1, -2))
+        return s  # [B, O, D(dep), H(head)]
+
+
+class BiaffineParser(nn.Module):
+    forgetbench_units = [
+        {"unit": "embeddings", "module": "embed"},
+        {"unit": "char_encoder", "module": "char_lstm"},
+        {"unit": "encoder.lstm", "module": "lstm"},
+        {"unit": "mlp", "module": "mlp", "groups": {"arc": ["arc_*"], "rel": ["rel_*"]}},
+        {"unit": "biaffine", "module": "scorer"},
+    ]
+    forgetbench_residual_blocks: list = []
+
+    def __init__(self, cfg: ParserConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.embed = nn.ModuleDict({"word": nn.Embedding(cfg.n_words, cfg.word_dim, padding_idx=0),
+                                    "char": nn.Embedding(cfg.n_chars, cfg.char_dim, padding_idx=0),
+                                    "tag": nn.Embedding(cfg.n_tags, cfg.tag_dim, padding_idx=0)})
+        self.char_lstm = nn.LSTM(cfg.char_dim, cfg.char_hidden // 2, batch_first=True, bidirectional=True)
+        d_in = cfg.word_dim + cfg.char_hidden + cfg.tag_dim
+        self.lstm = nn.LSTM(d_in, cfg.lstm_hidden, num_layers=cfg.lstm_layers, batch_first=True, bidirectional=True,
+                            dropout=cfg.dropout)
+        d = 2 * cfg.lstm_hidden
+        self.mlp = nn.ModuleDict({"arc_dep": MLP(d, cfg.arc_mlp, cfg.dropout), "arc_head": MLP(d, cfg.arc_mlp, cfg.dropout),
+                                  "rel_dep": MLP(d, cfg.rel_mlp, cfg.dropout), "rel_head": MLP(d, cfg.rel_mlp, cfg.dropout)})
+        self.scorer = nn.ModuleDict({"arc": Biaffine(cfg.arc_mlp, 1), "rel": Biaffine(cfg.rel_mlp, cfg.n_rels)})
+        self.drop = nn.Dropout(cfg.dropout)
+
+    def forward(self, words, chars, tags):
+        """words/tags [B, L] (position 0 = root), chars [B, L, C]; returns arc [B, L(dep), L(head)], rel [B, R, L, L]."""
+        B, L, C = chars.shape
+        c = self.embed["char"](chars.view(B * L, C))
+        c_len = (chars.view(B * L, C) != 0).sum(-1).clamp(min=1).cpu()
+        packed = nn.utils.rnn.pack_padded_sequence(c, c_len, batch_first=True, enforce_sorted=False)
+        _, (h, _) = self.char_lstm(packed)
+        char_vec = torch.cat([h[0], h[1]], -1).view(B, L, -1)
+        x = torch.cat([self.embed["word"](words), char_vec, self.embed["tag"](tags)], -1)
+        lengths = (words != 0).sum(-1).cpu()
+        out, _ = self.lstm(nn.utils.rnn.pack_padded_sequence(self.drop(x), lengths, batch_first=True, enforce_sorted=False))
+        h, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=L)
+        h = self.drop(h)
+        arc = self.scorer["arc"](self.mlp["arc_dep"](h), self.mlp["arc_head"](h)).squeeze(1)
+        rel = self.scorer["rel"](self.mlp["rel_dep"](h), self.mlp["rel_head"](h))
+        mask = words != 0
+        arc = arc.masked_fill(~mask.unsqueeze(1), -1e9)  # heads must be real positions
+        return arc, rel

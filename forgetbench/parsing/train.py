@@ -1,0 +1,195 @@
+"""Train, evaluate and run the biaffine parser; models are saved like HF models (config + safetensors).
+
+Gold tokenisation and gold UPOS tags (the predicted-tag mode is not built yet). Threads are set
+deliberately (default 1). Model selection on dev LAS (MST decoding); the best model is written
+atomically whenever dev LAS improves, so an interrupted run keeps its best model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+from tqdm.auto import tqdm
+
+from forgetbench.errors import ForgetbenchError
+from forgetbench.io import atomic_directory, atomic_write_json
+from forgetbench.parsing.conll import Sentence, read_conllu, with_predictions, write_conllu
+from forgetbench.parsing.decode import mst
+from forgetbench.parsing.metrics import ParseScores, score
+from forgetbench.parsing.model import BiaffineParser, ParserConfig
+
+PAD, UNK, ROOT = "<pad>", "<unk>", "<root>"
+
+
+@dataclass
+class Vocab:
+    words: list[str]
+    chars: list[str]
+    tags: list[str]
+    rels: list[str]
+
+    def __post_init__(self):
+        self.w2i = {w: i for i, w in enumerate(self.words)}
+        self.c2i = {c: i for i, c in enumerate(self.chars)}
+        self.t2i = {t: i for i, t in enumerate(self.tags)}
+        self.r2i = {r: i for i, r in enumerate(self.rels)}
+
+    @classmethod
+    def build(cls, sents: list[Sentence], min_freq: int = 2) -> Vocab:
+        wc = Counter(f.lower() for s in sents for f in s.forms)
+        cc = Counter(c for s in sents for f in s.forms for c in f)
+        return cls([PAD, UNK, ROOT] + sorted(w for w, n in wc.items() if n >= min_freq),
+                   [PAD, UNK, ROOT] + sorted(cc), [PAD, UNK, ROOT] + sorted({t for s in sents for t in s.upos}),
+                   sorted({r for s in sents for r in s.deprels}))
+
+    def to_dict(self) -> dict:
+        return {"words": self.words, "chars": self.chars, "tags": self.tags, "rels": self.rels}
+
+
+def batchify(sents: list[Sentence], vocab: Vocab, max_chars: int = 20) -> dict[str, torch.Tensor]:
+    L = max(len(s.words) for s in sents) + 1
+    C = min(max_chars, max(len(f) for s in sents for f in s.forms))
+    B = len(sents)
+    words = torch.zeros(B, L, dtype=torch.long)
+    tags = torch.zeros(B, L, dtype=torch.long)
+    chars = torch.zeros(B, L, max(C, 1), dtype=torch.long)
+    heads = torch.full((B, L), -100, dtype=torch.long)
+    rels = torch.full((B, L), -100, dtype=torch.long)
+    for b, s in enumerate(sents):
+        words[b, 0], tags[b, 0], chars[b, 0, 0] = 2, 2, 2
+        for i, (f, t) in enumerate(zip(s.forms, s.upos, strict=True), 1):
+            words[b, i] = vocab.w2i.get(f.lower(), 1)
+            tags[b, i] = vocab.t2i.get(t, 1)
+            for k, c in enumerate(f[:C]):
+                chars[b, i, k] = vocab.c2i.get(c, 1)
+            heads[b, i] = s.heads[i - 1]
+            rels[b, i] = vocab.r2i.get(s.deprels[i - 1], -100)
+    return {"words": words, "chars": chars, "tags": tags, "heads": heads, "rels": rels}
+
+
+def batches(sents: list[Sentence], max_tokens: int, shuffle: bool, rng: random.Random | None = None) -> list[list[Sentence]]:
+    order = sorted(range(len(sents)), key=lambda i: len(sents[i].words))
+    out, cur, cur_max = [], [], 0
+    for i in order:
+        n = len(sents[i].words) + 1
+        if cur and (len(cur) + 1) * max(cur_max, n) > max_tokens:
+            out.append(cur)
+            cur, cur_max = [], 0
+        cur.append(sents[i])
+        cur_max = max(cur_max, n)
+    if cur:
+        out.append(cur)
+    if shuffle:
+        (rng or random).shuffle(out)
+    return out
+
+
+def loss_fn(arc, rel, b):
+    mask = b["heads"] != -100
+    arc_loss = torch.nn.functional.cross_entropy(arc[mask], b["heads"][mask])
+    gold_heads = b["heads"].clamp(min=0)
+    rel_at_gold = rel.permute(0, 2, 3, 1).gather(2, gold_heads[..., None, None].expand(-1, -1, 1, rel.shape[1])).squeeze(2)
+    rmask = b["rels"] != -100
+    rel_loss = torch.nn.functional.cross_entropy(rel_at_gold[rmask], b["rels"][rmask])
+    return arc_loss + rel_loss
+
+
+@torch.no_grad()
+def predict(model: BiaffineParser, vocab: Vocab, sents: list[Sentence], max_tokens: int = 4000,
+            progress: bool = False) -> list[tuple[list[int], list[str]]]:
+    model.eval()
+    preds: dict[int, tuple[list[int], list[str]]] = {}
+    index = {id(s): k for k, s in enumerate(sents)}
+    for bs in tqdm(batches(sents, max_tokens, shuffle=False), disable=None if progress else True, desc="parse"):
+        b = batchify(bs, vocab)
+        arc, rel = model(b["words"], b["chars"], b["tags"])
+        for k, s in enumerate(bs):
+            n = len(s.words)
+            S = arc[k, : n + 1, : n + 1].T.double().numpy()  # S[h, d]
+            heads = mst(S)
+            labels = rel[k, :, torch.arange(1, n + 1), torch.tensor(heads)].argmax(0).tolist()
+            preds[index[id(s)]] = (heads, [vocab.rels[r] for r in labels])
+    return [preds[k] for k in range(len(sents))]
+
+
+def evaluate(model, vocab, sents: list[Sentence]) -> ParseScores:
+    return score([(s.heads, s.deprels) for s in sents], predict(model, vocab, sents))
+
+
+def save_parser(model: BiaffineParser, vocab: Vocab, out_dir: Path, info: dict) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(out_dir / "model.safetensors"))
+    atomic_write_json(out_dir / "config.json", {"model_type": "forgetbench-biaffine", **model.cfg.to_dict()})
+    atomic_write_json(out_dir / "vocab.json", vocab.to_dict())
+    atomic_write_json(out_dir / "training.json", info)
+
+
+def load_parser(model_dir: str | Path) -> tuple[BiaffineParser, Vocab]:
+    d = Path(model_dir)
+    if not (d / "config.json").is_file():
+        raise ForgetbenchError(f"{d}: not a parser folder (no config.json)")
+    cfg = json.loads((d / "config.json").read_text())
+    if cfg.pop("model_type", None) != "forgetbench-biaffine":
+        raise ForgetbenchError(f"{d}: config.json is not a forgetbench biaffine parser")
+    model = BiaffineParser(ParserConfig(**cfg))
+    model.load_state_dict(load_file(str(d / "model.safetensors")))
+    return model.eval(), Vocab(**json.loads((d / "vocab.json").read_text()))
+
+
+def train(train_file: str | Path, dev_file: str | Path, out_dir: str | Path, minutes: float = 15.0, max_epochs: int = 200,
+          seed: int = 1, threads: int = 1, max_tokens: int = 3000, lr: float = 2e-3, progress: bool = True,
+          **model_kw) -> dict:
+    torch.set_num_threads(threads)
+    torch.manual_seed(seed)
+    rng = random.Random(seed)
+    tr, dv = read_conllu(train_file), read_conllu(dev_file)
+    vocab = Vocab.build(tr)
+    model = BiaffineParser(ParserConfig(len(vocab.words), len(vocab.chars), len(vocab.tags), len(vocab.rels), **model_kw))
+    opt = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.9))
+    out = Path(out_dir)
+    t0 = time.perf_counter()
+    best, history, tokens = -1.0, [], 0
+    with atomic_directory(out) as tmp:
+        for epoch in range(1, max_epochs + 1):
+            model.train()
+            for bs in tqdm(batches(tr, max_tokens, True, rng), disable=None if progress else True, desc=f"epoch {epoch}"):
+                b = batchify(bs, vocab)
+                # word dropout: rare words become <unk> so the model learns to use characters and tags
+                drop = (torch.rand(b["words"].shape) < 0.1) & (b["words"] > 2)
+                arc, rel = model(b["words"].masked_fill(drop, 1), b["chars"], b["tags"])
+                loss = loss_fn(arc, rel, b)
+                opt.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
+                opt.step()
+                tokens += int((b["heads"] != -100).sum())
+            dev = evaluate(model, vocab, dv)
+            elapsed = time.perf_counter() - t0
+            history.append({"epoch": epoch, "dev_las": dev.las, "dev_uas": dev.uas, "elapsed_s": round(elapsed, 1),
+                            "tokens_per_s": round(tokens / elapsed, 1)})
+            if dev.las > best:
+                best = dev.las
+                save_parser(model, vocab, tmp, {"best_epoch": epoch, "dev": dev.to_dict(), "history": history,
+                                                "threads": threads, "seed": seed, "train": str(train_file),
+                                                "loadavg": os.getloadavg()[0]})
+            if elapsed > minutes * 60:
+                break
+        info = json.loads((tmp / "training.json").read_text()) | {"history": history, "epochs": epoch,
+                                                                    "train_seconds": round(time.perf_counter() - t0, 1)}
+        atomic_write_json(tmp / "training.json", info)
+    return info
+
+
+def predict_file(model_dir, in_file, out_file) -> None:
+    model, vocab = load_parser(model_dir)
+    sents = read_conllu(in_file)
+    preds = predict(model, vocab, sents, progress=True)
+    write_conllu(out_file, [with_predictions(s, h, r) for s, (h, r) in zip(sents, preds, strict=True)])
