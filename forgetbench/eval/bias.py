@@ -23,7 +23,7 @@ from forgetbench.eval.alignment import align_words
 from forgetbench.eval.gender_metrics import GenderItem, gender_scores
 from forgetbench.eval.gender_readers import COVERED, read_gender
 from forgetbench.eval.store import Store
-from forgetbench.eval.translate import length_batches
+from forgetbench.eval.translate import Job, length_batches
 from forgetbench.eval.word_sense import mucow_scores, read_mucow
 
 GENDER_CODE = {"unknown": 0.0, "male": 1.0, "female": 2.0, "neutral": 3.0}
@@ -43,18 +43,6 @@ class SourceSet:
 
     def sha256(self, src, tgt):
         return self.digest
-
-
-@dataclass(frozen=True)
-class BiasJob:
-    benchmark: SourceSet
-    src: str
-    tgt: str
-    limit: int | None = None
-
-    def lines(self):
-        s, r = self.benchmark.pair(self.src, self.tgt)
-        return (s, r) if self.limit is None else (s[: self.limit], r[: self.limit])
 
 
 @dataclass(frozen=True)
@@ -85,7 +73,7 @@ def read_mt_gender(folder: Path) -> list[GenderRow]:
 @dataclass
 class BiasConfig:
     gender_rows: list[GenderRow]
-    gender_jobs: list[BiasJob]
+    gender_jobs: list[Job]
     mucow: dict  # pair -> (items, job)
 
 
@@ -105,7 +93,7 @@ def load_bias(spec: dict | None, base_dir: Path, resolve) -> BiasConfig | None:
         if bad:
             raise ForgetbenchError(f"mt_gender: no gender reader for {bad}; covered: {', '.join(COVERED)}")
         src = SourceSet("mt_gender", tuple(r.sentence for r in rows), sha256_file(folder / "en.txt"))
-        gjobs = [BiasJob(src, "en", lang) for lang in langs]
+        gjobs = [Job(src, "en", lang) for lang in langs]
     if "mucow" in spec:
         m = spec["mucow"]
         folder = resolve(base_dir, m["path"])
@@ -114,12 +102,12 @@ def load_bias(spec: dict | None, base_dir: Path, resolve) -> BiasConfig | None:
             srcs, _, items = read_mucow(folder, pair)
             n = m.get("sentences")
             srcs, items = srcs[:n], items[:n]
-            job = BiasJob(SourceSet(f"mucow:{pair}", tuple(srcs), sha256_file(folder / f"{pair}.key.txt")), s, t)
+            job = Job(SourceSet(f"mucow:{pair}", tuple(srcs), sha256_file(folder / f"{pair}.key.txt")), s, t)
             mucow[pair] = (items, job)
     return BiasConfig(rows, gjobs, mucow)
 
 
-def jobs(bias: BiasConfig | None) -> list[BiasJob]:
+def jobs(bias: BiasConfig | None) -> list[Job]:
     return [] if bias is None else [*bias.gender_jobs, *(j for _, j in bias.mucow.values())]
 
 

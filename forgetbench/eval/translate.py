@@ -15,7 +15,7 @@ from forgetbench.models.generation import translate
 
 @dataclass(frozen=True)
 class Job:
-    benchmark: Benchmark
+    benchmark: Benchmark  # or any object with pair(src, tgt) and sha256(src, tgt), e.g. bias.SourceSet
     src: str
     tgt: str
     limit: int | None = None

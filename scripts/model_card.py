@@ -1,0 +1,96 @@
+"""Write the shipped teacher's model card from its training record and a `forgetbench eval` run.
+
+    forgetbench eval configs/teacher-card.yaml --out runs/teacher-card
+    python scripts/model_card.py artifacts/teacher runs/teacher-card
+"""
+
+import json
+import math
+import statistics
+import sys
+from pathlib import Path
+
+from safetensors import safe_open
+
+from forgetbench.eval.languages import language
+
+
+def main(model_dir: str, card_run: str) -> None:
+    m, r = Path(model_dir), Path(card_run)
+    t = json.loads((m / "training.json").read_text())
+    S = json.loads((r / "report" / "summary.json").read_text())
+    logs = {}
+    for line in (m / "train_log.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        logs[rec["step"]] = rec  # a resumed run rewrites the steps after its checkpoint: keep the last
+    cfg = t["config"]
+    langs = cfg["data"]["languages"]
+    counts = t["corpus"]["train"]
+    own = S["tier_views"].get("training") or {}
+    pairs = {(p["src"], p["tgt"]): p for p in S["pairs"]}
+    with safe_open(str(m / "model.safetensors"), framework="pt") as f:
+        n_params = sum(math.prod(f.get_slice(k).get_shape()) for k in f.keys())
+    lines = [
+        "# forgetbench teacher (M2M-100 architecture, trained from scratch on this project's CPU)", "",
+        "A small multilingual MT model with M2M-100's architecture, SentencePiece vocabulary format and language "
+        "tokens, so `M2M100ForConditionalGeneration` / `M2M100Tokenizer` load it like a real M2M-100. It exists so that "
+        "forgetbench's default run analyses a real model with a real resource skew; it is not a production translator.", "",
+        "## Reproduce", "", "```bash", "forgetbench train-mt configs/teacher.yaml --out runs/teacher   # resumable",
+        "python scripts/ship_teacher.py runs/teacher artifacts/teacher", "forgetbench eval configs/teacher-card.yaml --out runs/teacher-card",
+        "python scripts/model_card.py artifacts/teacher runs/teacher-card", "```", "",
+        "Training is deterministic given the seed (batch order from a seeded permutation, dropout re-seeded every step; "
+        "resuming from a checkpoint gives bit-identical weights, tested).", "",
+        "## Model", "",
+        f"- architecture: M2M100ForConditionalGeneration, d_model {cfg['model']['d_model']}, "
+        f"{cfg['model']['encoder_layers']} encoder / {cfg['model']['decoder_layers']} decoder layers, "
+        f"{cfg['model']['heads']} heads, FFN {cfg['model']['ffn']}"
+        + (f", {n_params:,} stored parameters (tied embedding counted once)" if n_params else ""),
+        f"- vocabulary: own SentencePiece BPE, {cfg['spm']['vocab_size']} pieces (+ 4 specials, 100 language codes, 8 "
+        f"made-up words); SPM SHA-256 `{t['spm_sha256']}`",
+        "- weights: fp16 safetensors (trained in fp32 with bf16 autocast); forgetbench loads them in fp32",
+        f"- training: {t['steps']} steps ({t['epochs'] + 1 if t['epochs'] == 0 else t['epochs']} partial epoch(s)), "
+        f"{t['tokens']:,} tokens, {t['train_seconds'] / 60:.1f} min wall time on {t['threads']} CPU thread "
+        f"(2-core AMD EPYC, another process on the other core), stopped by {t['stopped_by']}",
+        f"- optimiser: AdamW (0.9, 0.98), lr {cfg['train']['lr']} inverse-sqrt after {cfg['train']['warmup']} warm-up steps, "
+        f"label smoothing {cfg['train']['label_smoothing']}, dropout {cfg['model']['dropout']}, ≤ {cfg['train']['max_tokens']} "
+        "padded tokens per batch, both directions of every pair, natural (unbalanced) language distribution", "",
+        "## Data", "",
+        "WMT news test sets 2008–2021 and Tatoeba test v2021-08-07 (English-centric), training only. Every pair whose "
+        "English or foreign side occurs in FLORES-101 devtest, NTREX-128 or TICO-19 (any language) was removed: "
+        f"{sum(t['corpus']['dropped_eval_overlap'].values()):,} pairs (NTREX-128 translates newstest2019's English side).", "",
+        "| language | code | training pairs | thesis tier | own tier | en→X chrF | en→X spBLEU-local | X→en chrF | X→en spBLEU-local |",
+        "|---|---|---:|---|---|---:|---:|---:|---:|"]
+    rows = []
+    for c in sorted(langs, key=lambda x: -counts[x]):
+        a, b = pairs.get(("en", c)), pairs.get((c, "en"))
+        sc = lambda p, k: f"{p['scores']['base'][k]:.1f}" if p else "–"  # noqa: E731
+        rows.append((c, a, b))
+        lines.append(f"| {language(c).name} | {c} | {counts[c]:,} | {language(c).tier} | {own.get(c, '–')} | {sc(a, 'chrF')} | "
+                     f"{sc(a, 'spBLEU')} | {sc(b, 'chrF')} | {sc(b, 'spBLEU')} |")
+    by_tier = {}
+    for c, a, b in rows:
+        for p in (a, b):
+            if p:
+                by_tier.setdefault(own.get(c, "?"), []).append(p["scores"]["base"]["chrF"])
+    lines += ["", "Mean chrF over both directions by the project's own tier (training pairs: High ≥ 30k, Medium ≥ 10k, "
+              "Low ≥ 1k, Very-Low < 1k): " + ", ".join(f"{k} {statistics.fmean(v):.1f} ({len(v)} directions)"
+                                                       for k, v in sorted(by_tier.items())), "",
+              f"Scores: FLORES-101 devtest, all 1012 sentences, greedy decoding. chrF: `{S['signatures']['chrF']}`; "
+              f"spBLEU-local: `{S['signatures']['spBLEU']}` (the project's own SPM, not FLORES-101's: comparable within "
+              "forgetbench only). Model SHA-256: `" + str(S["signatures"]["models"].get("base")) + "`.", "",
+              "## Training curve (dev chrF on 16 held-out training-distribution sentences)", "",
+              "| step | loss | " + " | ".join(cfg["train"]["dev_directions"]) + " |", "|---:|---:|" + "---:|" * len(cfg["train"]["dev_directions"])]
+    for step in sorted(logs):
+        rec = logs[step]
+        if "dev_chrf" in rec:
+            lines.append(f"| {step} | {rec['loss']:.3f} | " + " | ".join(str(rec["dev_chrf"].get(d, "–"))
+                                                                    for d in cfg["train"]["dev_directions"]) + " |")
+    lines += ["", "## Licence and intended use", "",
+              "Research only: the WMT test sets carry no explicit licence (research use) and Tatoeba data is CC BY-NC-SA 4.0. "
+              "The model reproduces the resource skew of its data on purpose; do not use it to translate anything that matters."]
+    (m / "README.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(f"wrote {m / 'README.md'}")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:3])
