@@ -56,3 +56,32 @@ def align_words(model, tokenizer, srcs: list[str], hyps: list[str], src_lang: st
         score = alpha[rows][:, cols].sum(-1)
         out.append(t_words[rows[int(score.argmax())]])
     return out
+
+
+def eflomal_align(srcs: list[str], hyps: list[str], src_word_index: list[int | None],
+                  context: list[tuple[str, str]] = ()) -> list[int | None]:
+    """The same alignment with eflomal (Östling & Tiedemann 2016), unsupervised over whitespace tokens.
+
+    eflomal needs co-occurrence statistics, so ``context`` (parallel sentences of the same
+    language pair, e.g. the FLORES-101 devtest pair: raw text only, no labels) is aligned
+    together with the sentences; only their links are returned.
+    """
+    import io
+
+    import eflomal
+
+    pairs = [(s.lower(), h.lower()) for s, h in [*context, *zip(srcs, hyps, strict=True)]]
+    src_text = "".join((s.strip() or "_") + "\n" for s, _ in pairs)
+    tgt_text = "".join((t.strip() or "_") + "\n" for _, t in pairs)
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as d:
+        fwd = Path(d) / "fwd"
+        eflomal.Aligner().align(io.StringIO(src_text), io.StringIO(tgt_text), links_filename_fwd=str(fwd), quiet=True)
+        links = fwd.read_text().splitlines()[len(context):]
+    out = []
+    for line, wi in zip(links, src_word_index, strict=True):
+        hits = sorted(int(t) for s, t in (x.split("-") for x in line.split()) if int(s) == wi) if wi is not None else []
+        out.append(hits[0] if hits else None)
+    return out

@@ -19,7 +19,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from forgetbench.errors import ForgetbenchError
-from forgetbench.eval.alignment import align_words
+from forgetbench.eval.alignment import align_words, eflomal_align
 from forgetbench.eval.gender_metrics import GenderItem, gender_scores
 from forgetbench.eval.gender_readers import COVERED, read_gender
 from forgetbench.eval.store import Store
@@ -75,6 +75,7 @@ class BiasConfig:
     gender_rows: list[GenderRow]
     gender_jobs: list[Job]
     mucow: dict  # pair -> (items, job)
+    eflomal_context: object = None  # a FLORES-101 Benchmark for eflomal's co-occurrence statistics, or None
 
 
 def load_bias(spec: dict | None, base_dir: Path, resolve) -> BiasConfig | None:
@@ -94,6 +95,10 @@ def load_bias(spec: dict | None, base_dir: Path, resolve) -> BiasConfig | None:
             raise ForgetbenchError(f"mt_gender: no gender reader for {bad}; covered: {', '.join(COVERED)}")
         src = SourceSet("mt_gender", tuple(r.sentence for r in rows), sha256_file(folder / "en.txt"))
         gjobs = [Job(src, "en", lang) for lang in langs]
+        if g.get("eflomal_context"):
+            from forgetbench.eval.benchmarks import open_benchmark
+
+            ctx = open_benchmark("eflomal-context", "flores101", resolve(base_dir, g["eflomal_context"]))
     if "mucow" in spec:
         m = spec["mucow"]
         folder = resolve(base_dir, m["path"])
@@ -104,7 +109,7 @@ def load_bias(spec: dict | None, base_dir: Path, resolve) -> BiasConfig | None:
             srcs, items = srcs[:n], items[:n]
             job = Job(SourceSet(f"mucow:{pair}", tuple(srcs), sha256_file(folder / f"{pair}.key.txt")), s, t)
             mucow[pair] = (items, job)
-    return BiasConfig(rows, gjobs, mucow)
+    return BiasConfig(rows, gjobs, mucow, ctx if spec.get("mt_gender", {}).get("eflomal_context") else None)
 
 
 def jobs(bias: BiasConfig | None) -> list[Job]:
@@ -132,6 +137,25 @@ def gender_pass(store: Store, variant: str, model, tokenizer, bias: BiasConfig, 
             store.add_stats(rows)
 
 
+def eflomal_gender_pass(store: Store, variants: list[str], bias: BiasConfig) -> None:
+    """Second aligner: eflomal links for the profession word; stores ``gender_pred_eflomal``."""
+    if bias is None or bias.eflomal_context is None:
+        return
+    for job in bias.gender_jobs:
+        ctx = list(zip(*bias.eflomal_context.pair("en", job.tgt), strict=True))
+        key = (job.benchmark.name, job.src, job.tgt)
+        for v in variants:
+            hyps = {r["idx"]: r["hyp"] for r in store.translations(v, job.benchmark.name) if r["tgt"] == job.tgt}
+            if not hyps or store.stats_done("gender_pred_eflomal", v, *key) >= set(hyps):
+                continue
+            idx = sorted(hyps)
+            tgt_idx = eflomal_align([bias.gender_rows[i].sentence for i in idx], [hyps[i] for i in idx],
+                                    [bias.gender_rows[i].index for i in idx], ctx)
+            store.add_stats([(v, *key, i, "gender_pred_eflomal",
+                              GENDER_CODE[read_gender(job.tgt, hyps[i].split(), ti) if ti is not None else "unknown"])
+                             for i, ti in zip(idx, tgt_idx, strict=True)])
+
+
 def _rel(c, b):
     return None if c is None or b in (None, 0) else (c - b) / abs(b) * 100
 
@@ -141,6 +165,18 @@ def analyse_bias(store: Store, bias: BiasConfig | None, base: str, variants: lis
         return {}
     out: dict = {"gender": {}, "word_sense": {}}
     preds = store.stats("gender_pred")
+    ef = store.stats("gender_pred_eflomal")
+    if ef:
+        agree = [preds[k] == val for k, val in ef.items() if k in preds]
+        out["aligner_comparison"] = {"items": len(agree), "same_gender_read_pct": 100 * sum(agree) / len(agree) if agree else None}
+        for v in variants:
+            by = {}
+            for job in bias.gender_jobs:
+                items = [GenderItem(r.gold, GENDER_NAME[ef[(v, job.benchmark.name, job.src, job.tgt, i)]], r.stereotype)
+                         for i, r in enumerate(bias.gender_rows) if (v, job.benchmark.name, job.src, job.tgt, i) in ef]
+                if items:
+                    by[job.tgt] = gender_scores(items).to_dict()
+            out["aligner_comparison"][v] = {"eflomal": {k: _mean(d[k] for d in by.values()) for k in ("accuracy", "psi", "psi_star")}}
     for v in variants:
         per_lang = {}
         for job in bias.gender_jobs:
@@ -154,6 +190,8 @@ def analyse_bias(store: Store, bias: BiasConfig | None, base: str, variants: lis
         keys = ("accuracy", "f1_male", "f1_female", "delta_g", "delta_s", "psi", "psi_star")
         avg = {k: _mean(d[k] for d in per_lang.values()) for k in keys}
         out["gender"][v] = {"languages": per_lang, "average": avg}
+        if "aligner_comparison" in out and v in out["aligner_comparison"]:
+            out["aligner_comparison"][v]["cross_attention"] = {k: avg[k] for k in ("accuracy", "psi", "psi_star")}
     for v in variants:
         if v == base:
             continue

@@ -267,6 +267,7 @@ def summarise(cfg: SweepConfig, run_dir: str | Path, run_info: dict | None = Non
     lid_pass(store, list(cfg.variants), cfg.jobs)
     spb = SpBLEU(cfg.spm, official=cfg.spm_official)
     A = analyse(store, cfg.jobs, cfg.base, list(cfg.variants), spb, cfg.thresholds, cfg.tier_views)
+    biasmod.eflomal_gender_pass(store, list(cfg.variants), cfg.bias)
     bias_summary = biasmod.analyse_bias(store, cfg.bias, cfg.base, list(cfg.variants))
     store.close()
     run = {"threads": cfg.threads, "loadavg": os.getloadavg()[0], "generation": cfg.generation,

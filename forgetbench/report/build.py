@@ -130,6 +130,12 @@ def tables(S: dict) -> dict[str, tuple[list[str], list[list]]]:
                                  [[v, lang, d["n"], _f(d["accuracy"], 3), _f(d["f1_male"], 3), _f(d["f1_female"], 3),
                                    _f(d["psi"], 3), _f(d["psi_star"], 3)]
                                   for v, g in bias["gender"].items() for lang, d in g["languages"].items()])
+    if bias.get("aligner_comparison"):
+        ac = bias["aligner_comparison"]
+        T["aligners"] = (["variant", "aligner", "accuracy", "ψ", "ψ*"],
+                         [[v, a, _f(ac[v][a]["accuracy"], 3), _f(ac[v][a]["psi"], 3), _f(ac[v][a]["psi_star"], 3)]
+                          for v in ac if isinstance(ac[v], dict) and "eflomal" in ac[v]
+                          for a in ("cross_attention", "eflomal") if a in ac[v]])
     if bias.get("word_sense"):
         T["word_sense"] = (["pair", "variant", "n", "accuracy", "wrong-sense rate", "miss rate", "rel. accuracy %"],
                            [[pair, v, d["n"], _f(d["accuracy"], 3), _f(d["wrong_rate"], 3), _f(d["miss_rate"], 3),
@@ -166,6 +172,8 @@ def markdown(S: dict, T: dict) -> str:
               "## Cross-attention λ", md(*T["hallucination"]), ""]
     if "gender" in T:
         parts += ["## Gender bias (MT-Gender)", md(*T["gender"]), "", md(*T["gender_languages"]), ""]
+        if "aligners" in T:
+            parts += ["### Aligners compared (cross-attention vs eflomal)", md(*T["aligners"]), ""]
     if "word_sense" in T:
         parts += ["## Word sense (MuCoW)", md(*T["word_sense"]), ""]
     parts += ["## Language identification coverage", md(*T["lid"]), "",
@@ -204,6 +212,10 @@ def html_report(S: dict, T: dict, figs: dict[str, str]) -> str:
         out += ["<h2>Gender bias (MT-Gender)</h2>", "<p>ψ = (F1<sub>m</sub> − F1<sub>f</sub>)/(F1<sub>m</sub> + F1<sub>f</sub>); "
                 "ψ* = |ψ<sub>anti</sub> − ψ<sub>pro</sub>|; profession aligned by the model's cross-attention.</p>",
                 _table(*T["gender"]), _table(*T["gender_languages"])]
+        if "aligners" in T:
+            ac = S["bias"]["aligner_comparison"]
+            out += [f"<h3>Aligners compared</h3><p>Same gender read by both aligners for {_f(ac['same_gender_read_pct'], pct=True)} "
+                    f"of {ac['items']} items.</p>", _table(*T["aligners"])]
     if "word_sense" in T:
         out += ["<h2>Word sense (MuCoW)</h2>", _table(*T["word_sense"])]
     for v in comps:
