@@ -149,6 +149,15 @@ def cmd_compress_stream(args) -> int:
 def cmd_parse(args) -> int:
     from forgetbench.parsing import train as ptrain
 
+    if args.action == "compress":
+        from forgetbench.parsing.compress_eval import run
+
+        S = run(args.models, args.test, args.dev, args.recipes, args.out, threads=args.threads or 1)
+        for tb in S["treebanks"]:
+            print(Path(tb["model"]).name, f"base LAS {tb['base']['las']:.2f}",
+                  *(f"{v} {d['las']:.2f} ({d['rel_las']:+.2f} %)" for v, d in tb["variants"].items()))
+        print(f"wrote {args.out}")
+        return 0
     if args.action == "train":
         info = ptrain.train(args.train, args.dev, args.out, minutes=args.minutes, threads=args.threads or 1,
                             seed=args.seed, progress=not args.quiet)
@@ -265,6 +274,14 @@ def build_parser() -> argparse.ArgumentParser:
             q.set_defaults(func=cmd_parse)
     pt.set_defaults(func=cmd_parse)
     psub.choices["predict"].add_argument("--out", required=True)
+    pc = psub.add_parser("compress", help="apply recipes to trained parsers; per-treebank report")
+    pc.add_argument("--models", nargs="+", required=True)
+    pc.add_argument("--test", nargs="+", required=True)
+    pc.add_argument("--dev", nargs="+", required=True, help="calibration data for PTQ (first 200 sentences)")
+    pc.add_argument("--recipes", nargs="+", default=["prune-30", "prune-45", "ptq-int8"])
+    pc.add_argument("--out", required=True)
+    pc.add_argument("--threads", type=int)
+    pc.set_defaults(func=cmd_parse)
 
     r = sub.add_parser("recipes", help="list shipped compression recipes")
     r.set_defaults(func=cmd_recipes)

@@ -59,3 +59,21 @@ def test_parse_cli(tmp_path, capsys):
     assert main(["parse", "eval", str(tmp_path / "m"), str(dv)]) == 0
     assert '"las"' in capsys.readouterr().out
     assert main(["parse", "eval", str(tmp_path / "nope"), str(dv)]) == 2
+
+
+def test_parse_compress_report(tmp_path):
+    from forgetbench.cli import main
+
+    tr = _toy_treebank(tmp_path / "train.conllu", 60, 0)
+    dv = _toy_treebank(tmp_path / "dev.conllu", 12, 1)
+    for name in ("a", "b", "c"):
+        train(tr, dv, tmp_path / name, minutes=0.05, max_epochs=2, max_tokens=200, progress=False, lstm_hidden=16,
+              arc_mlp=16, rel_mlp=8, word_dim=8, char_dim=4, char_hidden=8, tag_dim=4)
+    args = ["parse", "compress", "--models", *(str(tmp_path / n) for n in "abc"), "--test", *[str(dv)] * 3,
+            "--dev", *[str(dv)] * 3, "--out", str(tmp_path / "rep")]
+    assert main(args) == 0
+    import json
+
+    S = json.loads((tmp_path / "rep" / "summary.json").read_text())
+    assert len(S["treebanks"]) == 3 and set(S["treebanks"][0]["variants"]) == {"prune-30", "prune-45", "ptq-int8"}
+    assert (tmp_path / "rep" / "report.html").is_file() and (tmp_path / "rep" / "parse_compression.csv").is_file()
