@@ -24,6 +24,7 @@ def main(model_dir: str, card_run: str) -> None:
         rec = json.loads(line)
         logs[rec["step"]] = rec  # a resumed run rewrites the steps after its checkpoint: keep the last
     cfg = t["config"]
+    epochs = "within the first epoch" if t["epochs"] == 0 else f"{t['epochs']} full epoch(s)"
     langs = cfg["data"]["languages"]
     counts = t["corpus"]["train"]
     own = S["tier_views"].get("training") or {}
@@ -48,7 +49,7 @@ def main(model_dir: str, card_run: str) -> None:
         f"- vocabulary: own SentencePiece BPE, {cfg['spm']['vocab_size']} pieces (+ 4 specials, 100 language codes, 8 "
         f"made-up words); SPM SHA-256 `{t['spm_sha256']}`",
         "- weights: fp16 safetensors (trained in fp32 with bf16 autocast); forgetbench loads them in fp32",
-        f"- training: {t['steps']} steps ({t['epochs'] + 1 if t['epochs'] == 0 else t['epochs']} partial epoch(s)), "
+        f"- training: {t['steps']} steps ({epochs}), "
         f"{t['tokens']:,} tokens, {t['train_seconds'] / 60:.1f} min wall time on {t['threads']} CPU thread "
         f"(2-core AMD EPYC, another process on the other core), stopped by {t['stopped_by']}",
         f"- optimiser: AdamW (0.9, 0.98), lr {cfg['train']['lr']} inverse-sqrt after {cfg['train']['warmup']} warm-up steps, "
@@ -67,15 +68,17 @@ def main(model_dir: str, card_run: str) -> None:
         rows.append((c, a, b))
         lines.append(f"| {language(c).name} | {c} | {counts[c]:,} | {language(c).tier} | {own.get(c, '–')} | {sc(a, 'chrF')} | "
                      f"{sc(a, 'spBLEU')} | {sc(b, 'chrF')} | {sc(b, 'spBLEU')} |")
+    n_counts = {p["n"] for p in S["pairs"]}
+    n_scored = f"the first {n_counts.pop()} of 1012" if len(n_counts) == 1 and 1012 not in n_counts else "all 1012"
     by_tier = {}
     for c, a, b in rows:
         for p in (a, b):
             if p:
                 by_tier.setdefault(own.get(c, "?"), []).append(p["scores"]["base"]["chrF"])
     lines += ["", "Mean chrF over both directions by the project's own tier (training pairs: High ≥ 30k, Medium ≥ 10k, "
-              "Low ≥ 1k, Very-Low < 1k): " + ", ".join(f"{k} {statistics.fmean(v):.1f} ({len(v)} directions)"
-                                                       for k, v in sorted(by_tier.items())), "",
-              f"Scores: FLORES-101 devtest, all 1012 sentences, greedy decoding. chrF: `{S['signatures']['chrF']}`; "
+              "Low ≥ 1k, Very-Low < 1k): " + ", ".join(f"{k} {statistics.fmean(by_tier[k]):.1f} ({len(by_tier[k])} directions)"
+                                                       for k in ("High", "Medium", "Low", "Very-Low") if k in by_tier), "",
+              f"Scores: FLORES-101 devtest, {n_scored} sentences per direction, greedy decoding. chrF: `{S['signatures']['chrF']}`; "
               f"spBLEU-local: `{S['signatures']['spBLEU']}` (the project's own SPM, not FLORES-101's: comparable within "
               "forgetbench only). Model SHA-256: `" + str(S["signatures"]["models"].get("base")) + "`.", "",
               "## Training curve (dev chrF on 16 held-out training-distribution sentences)", "",

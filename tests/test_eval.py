@@ -249,6 +249,7 @@ def test_sweep_with_gender_and_word_sense_benchmarks(tiny_dir, tmp_path):
     g = S["bias"]["gender"]
     assert set(g) == {"base", "prune-30", "ptq-int8"} and set(g["base"]["languages"]) == {"de", "ru"}
     assert g["base"]["languages"]["de"]["n"] == 6
+    assert g["base"]["average"]["delta_s"] is not None  # balanced sample: 3 pro- and 3 anti-stereotypical items
     assert "relative_to_base" in g["ptq-int8"]
     ws = S["bias"]["word_sense"]["en-de"]
     assert ws["base"]["n"] == 5 and ws["base"]["correct"] + ws["base"]["wrong"] + ws["base"]["both"] + ws["base"]["miss"] == 5

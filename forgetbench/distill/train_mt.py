@@ -378,7 +378,6 @@ def train(cfg: TrainMTConfig, out_dir: str | Path, progress: bool = True, log=pr
     tmp = out / "model.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     model.eval()
-    model.generation_config.max_length = 200
     model.save_pretrained(tmp)
     tok.save_pretrained(tmp)
     atomic_write_json(tmp / "training.json", {

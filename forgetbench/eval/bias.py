@@ -87,8 +87,12 @@ def load_bias(spec: dict | None, base_dir: Path, resolve) -> BiasConfig | None:
     if "mt_gender" in spec:
         g = spec["mt_gender"]
         folder = resolve(base_dir, g["path"])
-        rows = read_mt_gender(folder)
-        rows = [r for r in rows if r.gold in ("male", "female")][: g.get("sentences")]
+        rows = [r for r in read_mt_gender(folder) if r.gold in ("male", "female")]
+        n = g.get("sentences")
+        if n is not None:  # a balanced sample: ψ* and ΔS need both pro- and anti-stereotypical items
+            pro = [r for r in rows if r.stereotype == "pro"][: n // 2]
+            anti = [r for r in rows if r.stereotype == "anti"][: n - n // 2]
+            rows = [r for pair in zip(pro, anti, strict=False) for r in pair] + pro[len(anti):] + anti[len(pro):]
         langs = g.get("languages", list(COVERED))
         bad = [x for x in langs if x not in COVERED]
         if bad:
