@@ -222,13 +222,15 @@ def run_sweep(cfg: SweepConfig, run_dir: str | Path, progress: bool = True, rank
     run_dir.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(cfg.threads)
     t0 = time.perf_counter()
-    store = Store(run_dir / "store.sqlite")
-    if rank == 0:
+    if rank == 0:  # rank 0 creates the store (schema, WAL) before any other process opens it
+        store = Store(run_dir / "store.sqlite")
         (run_dir / "config.yaml").write_text(yaml.safe_dump(cfg.raw, sort_keys=False, allow_unicode=True))
         prepare_variants(cfg, run_dir, store, progress)
         store.set_meta("config_source", str(cfg.source))
     if barrier:
         barrier()
+    if rank != 0:
+        store = Store(run_dir / "store.sqlite")
     my_jobs = cfg.jobs[rank::world]
     timings = {}
     for name in cfg.variants:
