@@ -62,5 +62,4 @@ def seq2seq_calibration(tokenizer, rows: list[Row], batch_size: int = 16, max_le
             with torch.no_grad():
                 model(**{k: v.to(device) for k, v in enc.items()})
 
-    run.num_sentences = len(rows)  # type: ignore[attr-defined]
     return run

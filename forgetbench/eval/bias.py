@@ -125,7 +125,7 @@ def gender_pass(store: Store, variant: str, model, tokenizer, bias: BiasConfig, 
     """Align the profession word, read its gender, store ``gender_pred`` per translated item."""
     for job in bias.gender_jobs:
         key = (job.benchmark.name, job.src, job.tgt)
-        hyps = {r["idx"]: r["hyp"] for r in store.translations(variant, job.benchmark.name) if r["tgt"] == job.tgt}
+        hyps = {r["idx"]: r["hyp"] for r in store.translations(variant, *key)}
         done = store.stats_done("gender_pred", variant, *key)
         todo = [i for i in hyps if i not in done]
         srcs = [r.sentence for r in bias.gender_rows]
@@ -149,7 +149,7 @@ def eflomal_gender_pass(store: Store, variants: list[str], bias: BiasConfig) -> 
         ctx = list(zip(*bias.eflomal_context.pair("en", job.tgt), strict=True))
         key = (job.benchmark.name, job.src, job.tgt)
         for v in variants:
-            hyps = {r["idx"]: r["hyp"] for r in store.translations(v, job.benchmark.name) if r["tgt"] == job.tgt}
+            hyps = {r["idx"]: r["hyp"] for r in store.translations(v, *key)}
             if not hyps or store.stats_done("gender_pred_eflomal", v, *key) >= set(hyps):
                 continue
             idx = sorted(hyps)

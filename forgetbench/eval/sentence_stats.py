@@ -16,7 +16,7 @@ def lid_pass(store: Store, variants: list[str], jobs: list[Job]) -> None:
     """``on_target`` = 1/0 per hypothesis (and per reference under ``__ref__``); NULL when undefined."""
     for job in jobs:
         cov = lid.coverage(job.tgt)
-        srcs, refs = job.lines()
+        _, refs = job.lines()
         key = (job.benchmark.name, job.src, job.tgt)
         todo = [i for i in range(len(refs)) if i not in store.stats_done("on_target", REF, *key)]
         if todo:
@@ -24,7 +24,7 @@ def lid_pass(store: Store, variants: list[str], jobs: list[Job]) -> None:
             store.add_stats([(REF, *key, i, "on_target", None if cov.identifier == "undefined" else float(lid.matches(p, job.tgt)))
                              for i, p in zip(todo, pred, strict=True)])
         for v in variants:
-            rows = {r["idx"]: r["hyp"] for r in store.translations(v, job.benchmark.name) if r["src"] == job.src and r["tgt"] == job.tgt}
+            rows = {r["idx"]: r["hyp"] for r in store.translations(v, *key)}
             done = store.stats_done("on_target", v, *key)
             todo = [i for i in rows if i not in done]
             if todo:
@@ -39,8 +39,7 @@ def xattn_pass(store: Store, variant: str, model, tokenizer, jobs: list[Job], ba
     plan = []
     for job in jobs:
         key = (job.benchmark.name, job.src, job.tgt)
-        rows = {r["idx"]: r["hyp"] for r in store.translations(variant, job.benchmark.name)
-                if r["src"] == job.src and r["tgt"] == job.tgt}
+        rows = {r["idx"]: r["hyp"] for r in store.translations(variant, *key)}
         done = store.stats_done("xattn_var", variant, *key)
         todo = [i for i in rows if i not in done]
         if todo:

@@ -65,12 +65,12 @@ class Store:
         with self.db:
             self.db.executemany("INSERT OR IGNORE INTO translations VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
 
-    def translations(self, variant: str | None = None, benchmark: str | None = None) -> list[sqlite3.Row]:
+    def translations(self, variant: str | None = None, benchmark: str | None = None, src: str | None = None,
+                     tgt: str | None = None) -> list[sqlite3.Row]:
         q, args = "SELECT * FROM translations WHERE 1=1", []
-        if variant:
-            q, args = q + " AND variant=?", [*args, variant]
-        if benchmark:
-            q, args = q + " AND benchmark=?", [*args, benchmark]
+        for col, val in (("variant", variant), ("benchmark", benchmark), ("src", src), ("tgt", tgt)):
+            if val:
+                q, args = q + f" AND {col}=?", [*args, val]
         self.db.row_factory = sqlite3.Row
         try:
             return self.db.execute(q + " ORDER BY variant, benchmark, src, tgt, idx", args).fetchall()

@@ -39,7 +39,7 @@ from forgetbench.eval.metrics import SpBLEU
 from forgetbench.eval.sentence_stats import lid_pass, xattn_pass
 from forgetbench.eval.store import Store
 from forgetbench.eval.translate import Job, run_variant
-from forgetbench.io import sha256_file
+from forgetbench.models.load import weights_sha256
 
 TOP_KEYS = {"name", "model", "variants", "benchmarks", "languages", "pairs", "sentences", "generation", "metrics",
             "analysis", "tiers", "threads", "base", "bias"}
@@ -180,22 +180,13 @@ def load_sweep(path: str | Path) -> SweepConfig:
                        bool(metrics.get("spm_official", False)), th, views, int(raw.get("threads") or 1), src, raw, bias)
 
 
-def _dir_sha256(d: Path) -> str:
-    import hashlib
-
-    h = hashlib.sha256()
-    for f in sorted(d.glob("*.safetensors")):
-        h.update(f.name.encode() + sha256_file(f).encode())
-    return h.hexdigest()
-
-
 def prepare_variants(cfg: SweepConfig, run_dir: Path, store: Store, progress: bool = True) -> None:
     vdir = run_dir / "variants"
     vdir.mkdir(parents=True, exist_ok=True)
     for name, recipe in cfg.variants.items():
         if recipe is None:
             if name not in store.variants():
-                store.add_variant(name, str(cfg.model), _dir_sha256(cfg.model), {"recipe": None, "sizes": {
+                store.add_variant(name, str(cfg.model), weights_sha256(cfg.model), {"recipe": None, "sizes": {
                     "dense_bytes": sum(f.stat().st_size for f in cfg.model.glob("*.safetensors")), "nominal_ratio": 1.0}})
             continue
         out = vdir / name
@@ -205,7 +196,7 @@ def prepare_variants(cfg: SweepConfig, run_dir: Path, store: Store, progress: bo
             compress_dir(cfg.model, recipe, out, progress=progress)
         if name not in store.variants():
             rep = json.loads((out / "compression.json").read_text())
-            store.add_variant(name, str(out), _dir_sha256(out), {"recipe": recipe.name, "sizes": rep["sizes"]})
+            store.add_variant(name, str(out), weights_sha256(out), {"recipe": recipe.name, "sizes": rep["sizes"]})
 
 
 def load_variant(cfg: SweepConfig, run_dir: Path, name: str):
