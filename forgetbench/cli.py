@@ -160,16 +160,23 @@ def cmd_parse(args) -> int:
         return 0
     if args.action == "train":
         info = ptrain.train(args.train, args.dev, args.out, minutes=args.minutes, threads=args.threads or 1,
-                            seed=args.seed, progress=not args.quiet)
-        print(f"best dev LAS {info['dev']['las']:.2f} (epoch {info['best_epoch']} of {info['epochs']}, "
-              f"{info['train_seconds']:.0f}s); wrote {args.out}")
+                            seed=args.seed, progress=not args.quiet, tags=args.tags, tagger_minutes=args.tagger_minutes,
+                            jackknife=args.jackknife)
+        tags = f", dev UPOS {info['tagger_dev_upos']:.2f}" if args.tags == "predicted" else ""
+        print(f"best dev LAS {info['dev']['las']:.2f} ({args.tags} tags{tags}; epoch {info['best_epoch']} of "
+              f"{info['epochs']}, {info['train_seconds']:.0f}s); wrote {args.out}")
     elif args.action == "eval":
         from forgetbench.parsing.conll import read_conllu
+        from forgetbench.parsing.tagger import accuracy, load_tagger
 
         _threads(args.threads)
         model, vocab = ptrain.load_parser(args.model)
-        s = ptrain.evaluate(model, vocab, read_conllu(args.data))
-        print(json.dumps(s.to_dict()))
+        tagger, sents = load_tagger(args.model), read_conllu(args.data)
+        s = ptrain.evaluate(model, vocab, sents, tagger).to_dict()
+        s["tags"] = "gold" if tagger is None else "predicted"
+        if tagger is not None:
+            s["upos"] = accuracy(tagger, vocab, sents)
+        print(json.dumps(s))
     else:
         _threads(args.threads)
         ptrain.predict_file(args.model, args.data, args.out)
@@ -265,6 +272,10 @@ def build_parser() -> argparse.ArgumentParser:
     pt.add_argument("--out", required=True)
     pt.add_argument("--minutes", type=float, default=15.0)
     pt.add_argument("--seed", type=int, default=1)
+    pt.add_argument("--tags", choices=["gold", "predicted"], default="gold",
+                    help="UPOS input: gold, or predicted by the parser's own tagger (trained on jackknifed tags)")
+    pt.add_argument("--tagger-minutes", type=float, default=1.0, help="time budget of each tagger (predicted tags)")
+    pt.add_argument("--jackknife", type=int, default=4, help="folds for the jackknifed training tags")
     for q in (pt, psub.add_parser("eval"), psub.add_parser("predict")):
         q.add_argument("--threads", type=int)
         q.add_argument("--quiet", action="store_true")

@@ -7,6 +7,8 @@ from forgetbench.models.generation import translate
 from forgetbench.models.load import load
 from forgetbench.models.tokenizers import load_tokenizer
 
+from .conftest import REPO
+
 
 def test_language_codes_do_not_leak_into_decoded_text(tiny_dir):
     tok = load_tokenizer(tiny_dir)
@@ -70,3 +72,29 @@ def test_plan_devices_small100_and_errors():
         plan("nope", 2, "40GiB")
     with pytest.raises(ForgetbenchError):
         plan("small100", 2, "forty")
+
+
+def test_greedy_loop_gives_hf_generate_tokens_on_the_teacher():
+    """On the shipped teacher (real EOS behaviour, rows ending at different steps) the loop that drops
+    finished rows returns exactly HF generate's hypotheses, for M2M (forced BOS) decoding."""
+    from forgetbench.compress.pipeline import load_model_dir
+    from forgetbench.eval.benchmarks import open_benchmark
+    from forgetbench.models.generation import (
+        encode_sources,
+        generation_kwargs,
+        greedy_generate,
+        greedy_supported,
+    )
+
+    model, tok = load_model_dir(REPO / "artifacts" / "teacher")
+    assert greedy_supported(model)
+    srcs, _ = open_benchmark("flores101", "flores101", REPO / "data" / "flores101").pair("en", "sw")
+    enc = encode_sources(tok, srcs[:24], "en", "sw")
+    bos = generation_kwargs(tok, "sw")["forced_bos_token_id"]
+    with torch.no_grad():
+        ref = model.generate(**enc, forced_bos_token_id=bos, num_beams=1, do_sample=False, max_new_tokens=60)
+    ours = greedy_generate(model, enc["input_ids"], enc["attention_mask"], bos, 60)
+    assert len({len(o) for o in ours}) > 3  # rows really end at different steps
+    assert tok.batch_decode(ref, skip_special_tokens=True) == tok.batch_decode(ours, skip_special_tokens=True)
+    model.generation_config.no_repeat_ngram_size = 3  # a logits processor the loop does not implement: HF path
+    assert not greedy_supported(model)

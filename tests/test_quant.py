@@ -181,3 +181,33 @@ def test_same_quantize_call_on_non_mt_module():
     assert sorted(st.weight_amax) == ["mlp.dep.weight", "mlp.head.weight"]
     out = m(words)
     assert not torch.equal(out, ref) and torch.allclose(out, ref, atol=0.05 * float(ref.abs().max()))
+
+
+def test_site_memo_reuses_only_unchanged_tensors():
+    from forgetbench.compress.sites import ActQuantizer
+
+    q = ActQuantizer("s", "attn_qk", None)
+    q.mode, q.amax = "quant", 2.0
+    x = torch.linspace(-3, 3, 8192)
+    a = q(x.view(64, 128).t())  # a new view of the same storage is still "the same tensor"
+    assert q(x.view(64, 128).t()) is a
+    x.mul_(0.5)  # in-place change: the shared version counter moves, the memo must not answer
+    b = q(x.view(64, 128).t())
+    assert b is not a and torch.equal(b, fake_quant(x.view(64, 128).t(), 2.0))
+    with torch.inference_mode():  # inference tensors have no version counter: never memoised
+        y = torch.linspace(-3, 3, 8192)
+        assert q(y) is not q(y)
+
+
+def test_quantised_greedy_translation_equals_hf_generate(tiny, batch):
+    """The fast greedy loop (finished rows dropped, PTQ memo on cached cross-attention keys) gives HF's tokens."""
+    from forgetbench.models.generation import greedy_generate
+
+    model, tok = tiny
+    quantize(model, QuantConfig(calibrator="max"), _calibration(tok, 8))
+    bos = tok.get_lang_id("de")
+    with torch.no_grad():
+        ref = model.generate(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], forced_bos_token_id=bos,
+                             max_new_tokens=12, do_sample=False, num_beams=1)
+    ours = greedy_generate(model, batch["input_ids"], batch["attention_mask"], bos, 12)
+    assert tok.batch_decode(ref, skip_special_tokens=True) == tok.batch_decode(ours, skip_special_tokens=True)

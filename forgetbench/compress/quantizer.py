@@ -29,7 +29,8 @@ def fake_quant(x: torch.Tensor, amax: torch.Tensor | float, axis: int | None = N
         shape = [1] * x.ndim
         shape[axis] = -1
         scale = scale.reshape(shape)
-    return (torch.clamp(torch.round(x.float() / scale), -QMAX, QMAX) * scale).to(x.dtype)
+    # one allocation, then in place: the same values as clamp(round(x / s)) * s at a quarter of the memory traffic
+    return torch.div(x.float(), scale).round_().clamp_(-QMAX, QMAX).mul_(scale).to(x.dtype)
 
 
 def per_channel_amax(w: torch.Tensor, axis: int = 0) -> torch.Tensor:

@@ -41,6 +41,11 @@ class ActQuantizer:
         self.mode = "calibrate"
         self.amax: float | None = None
         self.calls = 0
+        self._memo: tuple | None = None
+
+    @staticmethod
+    def _key(x: torch.Tensor) -> tuple:
+        return (x.data_ptr(), x.shape, x.stride(), x.dtype, x._version)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         self.calls += 1
@@ -48,7 +53,15 @@ class ActQuantizer:
             self.calibrator.collect(x)
             return x
         if self.mode == "quant":
-            return fake_quant(x, self.amax)
+            # During generation the cross-attention keys/values are the same cached tensor at every step
+            # (as a new view): reuse the last result. The memo holds the input, so its storage cannot be
+            # reused by another tensor, and an in-place change bumps the shared version counter.
+            if self._memo is not None and not x.is_inference() and self._memo[1] == self._key(x):
+                return self._memo[2]
+            out = fake_quant(x, self.amax)
+            memo = x.numel() >= 4096 and not x.requires_grad and not x.is_inference()  # inference tensors: no version
+            self._memo = (x, self._key(x), out) if memo else None
+            return out
         return x
 
 

@@ -39,8 +39,10 @@ def cross_attention(model, tokenizer, srcs: list[str], hyps: list[str], src_lang
     dec_in[:, 0] = model.config.decoder_start_token_id
     dec_in[:, 1:] = labels[:, :-1]
     dec_mask = (labels != pad).long()
-    out = model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"], decoder_input_ids=dec_in,
-                decoder_attention_mask=dec_mask, output_attentions=True)
+    # the base model (no LM head): the vocabulary projection is most of the cost and is not needed here
+    out = getattr(model, "base_model", model)(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"],
+                                               decoder_input_ids=dec_in, decoder_attention_mask=dec_mask,
+                                               output_attentions=True, use_cache=False)
     att = torch.stack(out.cross_attentions).float().mean(dim=(0, 2))  # [B, T, S]
     res = []
     for b in range(att.shape[0]):

@@ -28,6 +28,7 @@ from forgetbench.errors import ForgetbenchError
 from forgetbench.io import atomic_write_json, atomic_write_text
 from forgetbench.parsing.conll import read_conllu
 from forgetbench.parsing.metrics import score
+from forgetbench.parsing.tagger import load_tagger, tag, with_tags
 from forgetbench.parsing.train import batches, batchify, load_parser, predict
 
 
@@ -57,14 +58,18 @@ def run(models: list[str], tests: list[str], devs: list[str], recipes: list[str]
     summary = {"recipes": recipes, "treebanks": [], "threads": threads, "loadavg": os.getloadavg()[0]}
     for mdir, tfile, dfile in zip(models, tests, devs, strict=True):
         base, vocab = load_parser(mdir)
+        tagger = load_tagger(mdir)  # predicted-tag parsers: the tagger stays uncompressed, tags computed once
         sents, dev = read_conllu(tfile), read_conllu(dfile)[:200]
         gold = [(s.heads, s.deprels) for s in sents]
+        if tagger is not None:
+            sents, dev = with_tags(sents, tag(tagger, vocab, sents)), with_tags(dev, tag(tagger, vocab, dev))
         t0 = time.perf_counter()
         pb = predict(base, vocab, sents)
         base_speed = len(sents) / (time.perf_counter() - t0)
         sb = score(gold, pb)
         las_b = _sentence_las(gold, pb)
-        tb = {"model": str(mdir), "test": str(tfile), "sentences": len(sents), "base": sb.to_dict() | {"sent_per_s": base_speed},
+        tb = {"model": str(mdir), "test": str(tfile), "sentences": len(sents), "tags": "gold" if tagger is None else "predicted",
+              "base": sb.to_dict() | {"sent_per_s": base_speed},
               "variants": {}}
         for name, rec in zip(recipes, recs, strict=True):
             m = copy.deepcopy(base)

@@ -34,6 +34,16 @@ class ParserConfig:
         return asdict(self)
 
 
+def char_features(embed: nn.Embedding, lstm: nn.LSTM, chars: torch.Tensor) -> torch.Tensor:
+    """chars [B, L, C] → final states of a BiLSTM over each word's characters, [B, L, 2·hidden]."""
+    B, L, C = chars.shape
+    flat = chars.view(B * L, C)
+    lengths = (flat != 0).sum(-1).clamp(min=1).cpu()
+    packed = nn.utils.rnn.pack_padded_sequence(embed(flat), lengths, batch_first=True, enforce_sorted=False)
+    _, (h, _) = lstm(packed)
+    return torch.cat([h[0], h[1]], -1).view(B, L, -1)
+
+
 class MLP(nn.Module):
     def __init__(self, d_in: int, d_out: int, dropout: float):
         super().__init__()
@@ -87,12 +97,8 @@ class BiaffineParser(nn.Module):
 
     def forward(self, words, chars, tags):
         """words/tags [B, L] (position 0 = root), chars [B, L, C]; returns arc [B, L(dep), L(head)], rel [B, R, L, L]."""
-        B, L, C = chars.shape
-        c = self.embed["char"](chars.view(B * L, C))
-        c_len = (chars.view(B * L, C) != 0).sum(-1).clamp(min=1).cpu()
-        packed = nn.utils.rnn.pack_padded_sequence(c, c_len, batch_first=True, enforce_sorted=False)
-        _, (h, _) = self.char_lstm(packed)
-        char_vec = torch.cat([h[0], h[1]], -1).view(B, L, -1)
+        L = words.shape[1]
+        char_vec = char_features(self.embed["char"], self.char_lstm, chars)
         x = torch.cat([self.embed["word"](words), char_vec, self.embed["tag"](tags)], -1)
         lengths = (words != 0).sum(-1).cpu()
         out, _ = self.lstm(nn.utils.rnn.pack_padded_sequence(self.drop(x), lengths, batch_first=True, enforce_sorted=False))

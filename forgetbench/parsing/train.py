@@ -1,8 +1,12 @@
 """Train, evaluate and run the biaffine parser; models are saved like HF models (config + safetensors).
 
-Gold tokenisation and gold UPOS tags (the predicted-tag mode is not built yet). Threads are set
-deliberately (default 1). Model selection on dev LAS (MST decoding); the best model is written
-atomically whenever dev LAS improves, so an interrupted run keeps its best model.
+Gold tokenisation. Tags: ``gold`` (gold UPOS in training and at test time) or ``predicted`` (the
+parser's own small tagger, ``parsing.tagger``: the parser is trained on jackknifed tags, i.e. each
+fold of the training set tagged by a tagger that did not see it, so it learns the tagger's real
+errors; dev and test are tagged by a tagger trained on all of train). Threads are set deliberately
+(default 1). Model selection on dev LAS (MST decoding); the best model is written atomically
+whenever dev LAS improves, so an interrupted run keeps its best model. The time budget covers the
+taggers too.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -25,6 +30,7 @@ from forgetbench.parsing.conll import Sentence, read_conllu, with_predictions, w
 from forgetbench.parsing.decode import mst
 from forgetbench.parsing.metrics import ParseScores, score
 from forgetbench.parsing.model import BiaffineParser, ParserConfig
+from forgetbench.parsing.tagger import load_tagger, load_tagger_dir, tag, train_tagger, with_tags
 
 PAD, UNK, ROOT = "<pad>", "<unk>", "<root>"
 
@@ -104,8 +110,11 @@ def loss_fn(arc, rel, b):
 
 @torch.no_grad()
 def predict(model: BiaffineParser, vocab: Vocab, sents: list[Sentence], max_tokens: int = 4000,
-            progress: bool = False) -> list[tuple[list[int], list[str]]]:
+            progress: bool = False, tagger=None) -> list[tuple[list[int], list[str]]]:
+    """Heads and labels per sentence; with ``tagger`` the UPOS inputs are its predictions, not the file's."""
     model.eval()
+    if tagger is not None:
+        sents = with_tags(sents, tag(tagger, vocab, sents, max_tokens))
     preds: dict[int, tuple[list[int], list[str]]] = {}
     index = {id(s): k for k, s in enumerate(sents)}
     for bs in tqdm(batches(sents, max_tokens, shuffle=False), disable=None if progress else True, desc="parse"):
@@ -120,8 +129,22 @@ def predict(model: BiaffineParser, vocab: Vocab, sents: list[Sentence], max_toke
     return [preds[k] for k in range(len(sents))]
 
 
-def evaluate(model, vocab, sents: list[Sentence]) -> ParseScores:
-    return score([(s.heads, s.deprels) for s in sents], predict(model, vocab, sents))
+def evaluate(model, vocab, sents: list[Sentence], tagger=None) -> ParseScores:
+    return score([(s.heads, s.deprels) for s in sents], predict(model, vocab, sents, tagger=tagger))
+
+
+def jackknife_tags(tr: list[Sentence], dv: list[Sentence], vocab: Vocab, work: Path, folds: int, minutes: float,
+                   seed: int, progress: bool) -> list[list[str]]:
+    """UPOS for every training sentence from a tagger trained on the other folds (folds by position mod k)."""
+    tags: list[list[str] | None] = [None] * len(tr)
+    for k in range(folds):
+        held = [i for i in range(len(tr)) if i % folds == k]
+        rest = [s for i, s in enumerate(tr) if i % folds != k]
+        train_tagger(rest, dv, vocab, work / f"fold{k}", minutes, seed=seed + k, progress=progress)
+        tg = load_tagger_dir(work / f"fold{k}")
+        for i, t in zip(held, tag(tg, vocab, [tr[i] for i in held]), strict=True):
+            tags[i] = t
+    return tags  # type: ignore[return-value]
 
 
 def save_parser(model: BiaffineParser, vocab: Vocab, out_dir: Path, info: dict) -> None:
@@ -146,7 +169,13 @@ def load_parser(model_dir: str | Path) -> tuple[BiaffineParser, Vocab]:
 
 def train(train_file: str | Path, dev_file: str | Path, out_dir: str | Path, minutes: float = 15.0, max_epochs: int = 200,
           seed: int = 1, threads: int = 1, max_tokens: int = 3000, lr: float = 2e-3, progress: bool = True,
-          **model_kw) -> dict:
+          tags: str = "gold", tagger_minutes: float = 1.0, jackknife: int = 4, **model_kw) -> dict:
+    """Train on ``train_file``, select on ``dev_file``; ``minutes`` bounds the whole run (taggers included)."""
+    if tags not in ("gold", "predicted"):
+        raise ForgetbenchError(f"tags must be 'gold' or 'predicted', got {tags!r}")
+    if tags == "predicted" and (jackknife < 2 or (jackknife + 1) * tagger_minutes >= minutes):
+        raise ForgetbenchError(f"predicted tags need jackknife >= 2 folds and (folds + 1) x tagger_minutes < minutes; "
+                               f"got {jackknife} folds x {tagger_minutes} min of {minutes} min")
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
     rng = random.Random(seed)
@@ -157,7 +186,20 @@ def train(train_file: str | Path, dev_file: str | Path, out_dir: str | Path, min
     out = Path(out_dir)
     t0 = time.perf_counter()
     best, history, tokens = -1.0, [], 0
+    tag_info: dict = {"tags": tags}
     with atomic_directory(out) as tmp:
+        tagger = None
+        if tags == "predicted":
+            work = tmp / "_jackknife"
+            tr_tags = jackknife_tags(tr, dv, vocab, work, jackknife, tagger_minutes, seed, progress)
+            shutil.rmtree(work)
+            n_tr = sum(len(s.words) for s in tr)
+            jk_acc = 100.0 * sum(a == b for s, t in zip(tr, tr_tags, strict=True) for a, b in zip(s.upos, t, strict=True)) / n_tr
+            tinfo = train_tagger(tr, dv, vocab, tmp / "tagger", tagger_minutes, seed=seed, progress=progress)
+            tagger = load_tagger(tmp)
+            tr = with_tags(tr, tr_tags)
+            tag_info |= {"jackknife_folds": jackknife, "train_upos_jackknifed": round(jk_acc, 2),
+                         "tagger_dev_upos": round(tinfo["dev_upos"], 2), "tagger_seconds": round(time.perf_counter() - t0, 1)}
         for epoch in range(1, max_epochs + 1):
             model.train()
             for bs in tqdm(batches(tr, max_tokens, True, rng), disable=None if progress else True, desc=f"epoch {epoch}"):
@@ -171,7 +213,7 @@ def train(train_file: str | Path, dev_file: str | Path, out_dir: str | Path, min
                 torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
                 opt.step()
                 tokens += int((b["heads"] != -100).sum())
-            dev = evaluate(model, vocab, dv)
+            dev = evaluate(model, vocab, dv, tagger)
             elapsed = time.perf_counter() - t0
             history.append({"epoch": epoch, "dev_las": dev.las, "dev_uas": dev.uas, "elapsed_s": round(elapsed, 1),
                             "tokens_per_s": round(tokens / elapsed, 1)})
@@ -179,7 +221,7 @@ def train(train_file: str | Path, dev_file: str | Path, out_dir: str | Path, min
                 best = dev.las
                 save_parser(model, vocab, tmp, {"best_epoch": epoch, "dev": dev.to_dict(), "history": history,
                                                 "threads": threads, "seed": seed, "train": str(train_file),
-                                                "loadavg": os.getloadavg()[0]})
+                                                "loadavg": os.getloadavg()[0]} | tag_info)
             if elapsed > minutes * 60:
                 break
         info = json.loads((tmp / "training.json").read_text()) | {"history": history, "epochs": epoch,
@@ -191,5 +233,5 @@ def train(train_file: str | Path, dev_file: str | Path, out_dir: str | Path, min
 def predict_file(model_dir, in_file, out_file) -> None:
     model, vocab = load_parser(model_dir)
     sents = read_conllu(in_file)
-    preds = predict(model, vocab, sents, progress=True)
+    preds = predict(model, vocab, sents, progress=True, tagger=load_tagger(model_dir))
     write_conllu(out_file, [with_predictions(s, h, r) for s, (h, r) in zip(sents, preds, strict=True)])

@@ -1,0 +1,163 @@
+"""A small UPOS tagger of the parser's own, for the predicted-tag mode (no gold tags at test time).
+
+word + character embeddings → one BiLSTM layer → linear → UPOS, cross-entropy; the same word and
+character vocabularies as the parser, dev-accuracy model selection, saved beside the parser in
+``<parser>/tagger/`` (config + safetensors). Units are declared like the parser's, so the
+compression hooks reach it too.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+from torch import nn
+from tqdm.auto import tqdm
+
+from forgetbench.errors import ForgetbenchError
+from forgetbench.io import atomic_write_json
+from forgetbench.parsing.conll import Sentence
+from forgetbench.parsing.model import char_features
+
+
+@dataclass
+class TaggerConfig:
+    n_words: int
+    n_chars: int
+    n_tags: int
+    word_dim: int = 100
+    char_dim: int = 50
+    char_hidden: int = 100
+    lstm_hidden: int = 150
+    dropout: float = 0.33
+
+
+class UposTagger(nn.Module):
+    forgetbench_units = [
+        {"unit": "embeddings", "module": "embed"},
+        {"unit": "char_encoder", "module": "char_lstm"},
+        {"unit": "encoder.lstm", "module": "lstm"},
+        {"unit": "classifier", "module": "out"},
+    ]
+    forgetbench_residual_blocks: list = []
+
+    def __init__(self, cfg: TaggerConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.embed = nn.ModuleDict({"word": nn.Embedding(cfg.n_words, cfg.word_dim, padding_idx=0),
+                                    "char": nn.Embedding(cfg.n_chars, cfg.char_dim, padding_idx=0)})
+        self.char_lstm = nn.LSTM(cfg.char_dim, cfg.char_hidden // 2, batch_first=True, bidirectional=True)
+        self.lstm = nn.LSTM(cfg.word_dim + cfg.char_hidden, cfg.lstm_hidden, batch_first=True, bidirectional=True)
+        self.out = nn.Linear(2 * cfg.lstm_hidden, cfg.n_tags)
+        self.drop = nn.Dropout(cfg.dropout)
+
+    def forward(self, words, chars):
+        """words [B, L] (position 0 = root), chars [B, L, C] → tag scores [B, L, n_tags]."""
+        x = torch.cat([self.embed["word"](words), char_features(self.embed["char"], self.char_lstm, chars)], -1)
+        lengths = (words != 0).sum(-1).cpu()
+        out, _ = self.lstm(nn.utils.rnn.pack_padded_sequence(self.drop(x), lengths, batch_first=True, enforce_sorted=False))
+        h, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=words.shape[1])
+        return self.out(self.drop(h))
+
+
+def _tag_ids(b: dict) -> torch.Tensor:
+    gold = b["tags"].clone()
+    gold[:, 0] = -100  # the root is not tagged
+    return gold.masked_fill(b["words"] == 0, -100)
+
+
+@torch.no_grad()
+def tag(tagger: UposTagger, vocab, sents: list[Sentence], max_tokens: int = 4000) -> list[list[str]]:
+    """Predicted UPOS per sentence (never PAD/UNK/ROOT)."""
+    from forgetbench.parsing.train import batches, batchify
+
+    tagger.eval()
+    index = {id(s): k for k, s in enumerate(sents)}
+    out: dict[int, list[str]] = {}
+    for bs in batches(sents, max_tokens, shuffle=False):
+        b = batchify(bs, vocab)
+        scores = tagger(b["words"], b["chars"])
+        scores[..., :3] = float("-inf")
+        pred = scores.argmax(-1)
+        for k, s in enumerate(bs):
+            out[index[id(s)]] = [vocab.tags[t] for t in pred[k, 1 : len(s.words) + 1].tolist()]
+    return [out[k] for k in range(len(sents))]
+
+
+def accuracy(tagger, vocab, sents: list[Sentence]) -> float:
+    pred = tag(tagger, vocab, sents)
+    n = sum(len(s.words) for s in sents)
+    return 100.0 * sum(a == b for s, p in zip(sents, pred, strict=True) for a, b in zip(s.upos, p, strict=True)) / n
+
+
+def with_tags(sents: list[Sentence], tags: list[list[str]]) -> list[Sentence]:
+    """Copies of ``sents`` whose UPOS are ``tags`` (the originals keep their gold tags)."""
+    out = []
+    for s, ts in zip(sents, tags, strict=True):
+        words = [dict(w) | {"upos": t} for w, t in zip(s.words, ts, strict=True)]
+        out.append(Sentence(s.tokens, words))
+    return out
+
+
+def train_tagger(tr: list[Sentence], dv: list[Sentence], vocab, out_dir: Path, minutes: float, seed: int = 1,
+                 max_tokens: int = 3000, lr: float = 2e-3, progress: bool = True) -> dict:
+    from forgetbench.parsing.train import batches, batchify
+
+    torch.manual_seed(seed)
+    rng = random.Random(seed)
+    tagger = UposTagger(TaggerConfig(len(vocab.words), len(vocab.chars), len(vocab.tags)))
+    opt = torch.optim.Adam(tagger.parameters(), lr=lr, betas=(0.9, 0.9))
+    t0 = time.perf_counter()
+    best, history = -1.0, []
+    for epoch in range(1, 1000):
+        tagger.train()
+        for bs in tqdm(batches(tr, max_tokens, True, rng), disable=None if progress else True, desc=f"tagger {epoch}"):
+            b = batchify(bs, vocab)
+            drop = (torch.rand(b["words"].shape) < 0.1) & (b["words"] > 2)
+            loss = nn.functional.cross_entropy(tagger(b["words"].masked_fill(drop, 1), b["chars"]).flatten(0, 1),
+                                               _tag_ids(b).flatten())
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(tagger.parameters(), 5.0)
+            opt.step()
+        acc = accuracy(tagger, vocab, dv)
+        history.append({"epoch": epoch, "dev_upos": round(acc, 2), "elapsed_s": round(time.perf_counter() - t0, 1)})
+        if acc > best:
+            best = acc
+            save_tagger(tagger, out_dir, {"best_epoch": epoch, "dev_upos": acc, "history": history, "seed": seed})
+        if time.perf_counter() - t0 > minutes * 60:
+            break
+    info = json.loads((out_dir / "training.json").read_text()) | {"history": history, "epochs": epoch,
+                                                                  "train_seconds": round(time.perf_counter() - t0, 1)}
+    atomic_write_json(out_dir / "training.json", info)
+    return info
+
+
+def save_tagger(tagger: UposTagger, out_dir: Path, info: dict) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.contiguous() for k, v in tagger.state_dict().items()}, str(out_dir / "model.safetensors"))
+    atomic_write_json(out_dir / "config.json", {"model_type": "forgetbench-upos-tagger", **asdict(tagger.cfg)})
+    atomic_write_json(out_dir / "training.json", info)
+
+
+def load_tagger(parser_dir: str | Path) -> UposTagger | None:
+    """The tagger saved with a parser trained in predicted-tag mode, or None (gold-tag parser)."""
+    d = Path(parser_dir) / "tagger"
+    return load_tagger_dir(d) if (d / "config.json").is_file() else None
+
+
+def load_tagger_dir(d: str | Path) -> UposTagger:
+    d = Path(d)
+    if not (d / "config.json").is_file():
+        raise ForgetbenchError(f"{d}: not a tagger folder (no config.json)")
+    cfg = json.loads((d / "config.json").read_text())
+    if cfg.pop("model_type", None) != "forgetbench-upos-tagger":
+        raise ForgetbenchError(f"{d}: config.json is not a forgetbench UPOS tagger")
+    tagger = UposTagger(TaggerConfig(**cfg))
+    tagger.load_state_dict(load_file(str(d / "model.safetensors")))
+    return tagger.eval()
