@@ -43,10 +43,50 @@ def test_parser_learns_a_toy_language_saves_loads_and_compresses(tmp_path):
     assert [u.name for u in rep.units] == ["embeddings", "char_encoder", "encoder.lstm", "mlp", "biaffine"]
     b = batchify(sents[:8], vocab)
     st = quantize(model, QuantConfig(calibrator="max"), calibrate=lambda m: m(b["words"], b["chars"], b["tags"]))
-    assert sorted(st.weight_amax) == ["mlp.arc_dep.linear.weight", "mlp.arc_head.linear.weight",
-                                      "mlp.rel_dep.linear.weight", "mlp.rel_head.linear.weight"]
+    lstm_w = [f"{m}.{k}{r}" for m, n in (("char_lstm", 1), ("lstm", 2)) for i in range(n) for k in
+              (f"weight_ih_l{i}", f"weight_hh_l{i}") for r in ("", "_reverse")]
+    assert sorted(st.weight_amax) == sorted(lstm_w + ["mlp.arc_dep.linear.weight", "mlp.arc_head.linear.weight",
+                                                      "mlp.rel_dep.linear.weight", "mlp.rel_head.linear.weight"])
+    # LSTM matrices sit on the int8 grid of their own row (gate unit) scale
+    w = model.lstm.weight_hh_l1_reverse.detach()
+    steps = w / (st.weight_amax["lstm.weight_hh_l1_reverse"][:, None] / 127)
+    assert torch.allclose(steps, steps.round(), atol=1e-3) and steps.abs().max() <= 127.001
+    # the LSTMs' inputs (a PackedSequence for both) are activation sites, and are quantised
+    assert {"lstm.input", "char_lstm.input"} <= set(st.activation_amax)
+    seen = []
+    h = model.lstm.register_forward_pre_hook(lambda m, a: seen.append(a[0].data.clone()), prepend=False)
+    model(b["words"], b["chars"], b["tags"])
+    h.remove()
+    grid = seen[0] / (st.activation_amax["lstm.input"] / 127)
+    assert torch.allclose(grid, grid.round(), atol=1e-3)
     after = evaluate(model, vocab, sents)
     assert after.las <= 100.0 and torch.is_tensor(b["words"])
+
+
+def test_predicted_tag_mode_trains_its_own_tagger_and_ignores_file_tags(tmp_path):
+    import json
+
+    from forgetbench.parsing.tagger import accuracy, load_tagger
+
+    tr = _toy_treebank(tmp_path / "train.conllu", 120, 0)
+    dv = _toy_treebank(tmp_path / "dev.conllu", 30, 1)
+    kw = dict(max_epochs=15, max_tokens=100, progress=False, lstm_hidden=32, arc_mlp=32, rel_mlp=16, word_dim=16,
+              char_dim=8, char_hidden=16, tag_dim=8)
+    info = train(tr, dv, tmp_path / "m", minutes=1.0, tags="predicted", tagger_minutes=0.05, jackknife=2, **kw)
+    assert info["tags"] == "predicted" and info["jackknife_folds"] == 2 and not (tmp_path / "m" / "_jackknife").exists()
+    assert info["tagger_dev_upos"] > 90 and info["train_upos_jackknifed"] > 80
+    model, vocab = load_parser(tmp_path / "m")
+    tagger = load_tagger(tmp_path / "m")
+    sents = read_conllu(dv)
+    assert accuracy(tagger, vocab, sents) == json.loads((tmp_path / "m" / "tagger" / "training.json").read_text())["dev_upos"]
+    good = evaluate(model, vocab, sents, tagger)
+    assert good.las == info["dev"]["las"] and good.las > 85
+    # a test file with nonsense UPOS: the predicted-tag parser does not read them
+    bad = tmp_path / "badtags.conllu"
+    bad.write_text("\n".join("\t".join(c[:3] + ["X"] + c[4:]) if len(c := ln.split("\t")) == 10 else ln
+                              for ln in dv.read_text().splitlines()) + "\n")
+    assert evaluate(model, vocab, read_conllu(bad), tagger).las == good.las
+    assert load_tagger(tmp_path) is None
 
 
 def test_parse_cli(tmp_path, capsys):
@@ -59,6 +99,10 @@ def test_parse_cli(tmp_path, capsys):
     assert main(["parse", "eval", str(tmp_path / "m"), str(dv)]) == 0
     assert '"las"' in capsys.readouterr().out
     assert main(["parse", "eval", str(tmp_path / "nope"), str(dv)]) == 2
+    # taggers would eat the whole budget: refused before any work, nothing written
+    assert main(["parse", "train", "--train", str(tr), "--dev", str(dv), "--out", str(tmp_path / "m2"), "--minutes", "2",
+                 "--tags", "predicted", "--tagger-minutes", "1", "--jackknife", "4", "--quiet"]) == 2
+    assert not (tmp_path / "m2").exists()
 
 
 def test_parse_compress_report(tmp_path):

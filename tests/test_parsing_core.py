@@ -84,3 +84,17 @@ def test_conllu_multiword_tokens_and_empty_nodes(tmp_path):
     assert s.forms == ["Vamos", "nos", "a", "el", "mar", "."] and s.heads == [0, 1, 5, 5, 1, 1]
     out = with_predictions(s, [0, 1, 1, 5, 1, 1], ["root", "obj", "case", "det", "obl", "punct"]).serialize()
     assert "1-2\tVámonos" in out and "4.1\tpues" in out and "3\ta\ta\tADP\t_\t_\t1\tcase" in out
+
+
+def test_biaffine_scores_at_given_heads_equal_the_full_tensor():
+    from forgetbench.parsing.model import Biaffine
+
+    torch.manual_seed(0)
+    b = Biaffine(7, 5)
+    b.weight.data.normal_()
+    dep, head = torch.randn(3, 6, 7), torch.randn(3, 6, 7)
+    heads = torch.randint(0, 6, (3, 6))
+    heads[0, 0] = -100  # ignored positions are clamped, not an error
+    full = b(dep, head)  # [B, O, D, H]
+    ref = full.gather(3, heads.clamp(min=0)[:, None, :, None].expand(-1, 5, -1, 1)).squeeze(3)
+    assert torch.allclose(b.at_heads(dep, head, heads), ref, atol=1e-5)

@@ -107,19 +107,30 @@ def _ensure_eager(model: nn.Module, kinds: set[str]) -> None:
 
 @torch.no_grad()
 def quantize_weights(model: nn.Module, exclude: tuple | list = ()) -> dict[str, torch.Tensor]:
-    """Fake-quantise every Linear weight per output channel, in place; tied storage once."""
+    """Fake-quantise every Linear weight and every LSTM/GRU input-hidden and hidden-hidden matrix
+    (``weight_ih_l*``, ``weight_hh_l*``: one row per gate unit) per output channel, in place; tied storage once."""
     done: set = set()
     amaxes = {}
     for name, mod in model.named_modules():
-        if not isinstance(mod, nn.Linear) or excluded(f"{name}.weight", list(exclude)):
+        if isinstance(mod, nn.Linear):
+            weights = [("weight", mod.weight)]
+        elif isinstance(mod, nn.RNNBase):
+            weights = [(p, w) for p, w in mod.named_parameters(recurse=False) if p.startswith(("weight_ih_l", "weight_hh_l"))]
+        else:
             continue
-        key = _storage_key(mod.weight)
-        if key in done:
-            continue
-        done.add(key)
-        amax = per_channel_amax(mod.weight, axis=0)
-        mod.weight.data.copy_(fake_quant(mod.weight.data, amax, axis=0))
-        amaxes[f"{name}.weight"] = amax
+        for pname, w in weights:
+            full = f"{name}.{pname}" if name else pname
+            if excluded(full, list(exclude)):
+                continue
+            key = _storage_key(w)
+            if key in done:
+                continue
+            done.add(key)
+            amax = per_channel_amax(w, axis=0)
+            w.data.copy_(fake_quant(w.data, amax, axis=0))
+            amaxes[full] = amax
+        if isinstance(mod, nn.RNNBase):
+            mod.flatten_parameters()
     return amaxes
 
 

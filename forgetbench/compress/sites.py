@@ -1,7 +1,11 @@
 """Quantisation sites: where fake quantisation is applied, each kind a switch.
 
 - ``linear_input`` / ``linear_weight``: input and weight of every ``nn.Linear`` (forward
-  pre-hooks; weights are quantised once, in place, per output channel).
+  pre-hooks; weights are quantised once, in place, per output channel). Recurrent layers
+  (``nn.LSTM``/``nn.GRU``, the parsers' encoders) count as linear maps too: all their
+  ``weight_ih``/``weight_hh`` matrices are quantised per gate row, and their input sequence
+  (also a ``PackedSequence``) is an input site. Their inter-layer and recurrent states stay
+  float: the fused kernel gives no hook there (quantising them would need an unrolled LSTM).
 - ``attn_qk`` / ``attn_pv``: both operands of the two attention matrix products (Q·Kᵀ and
   softmax·V) in self- and cross-attention.
 - ``residual``: both operands of every residual addition.
@@ -182,11 +186,16 @@ def attach_sites(model: nn.Module, registry: SiteRegistry, kinds: set[str], excl
     modules = dict(model.named_modules())
     if "linear_input" in kinds:
         for name, mod in modules.items():
-            if isinstance(mod, nn.Linear) and not excluded(f"{name}.input", exclude):
+            if isinstance(mod, (nn.Linear, nn.RNNBase)) and not excluded(f"{name}.input", exclude):
                 site = f"{name}.input"
 
                 def pre_hook(_m, args, _site=site):
-                    return (registry.get(_site, "linear_input")(args[0]), *args[1:])
+                    x = args[0]
+                    if isinstance(x, nn.utils.rnn.PackedSequence):
+                        x = x._replace(data=registry.get(_site, "linear_input")(x.data))
+                    else:
+                        x = registry.get(_site, "linear_input")(x)
+                    return (x, *args[1:])
 
                 handles.append(mod.register_forward_pre_hook(pre_hook))
     attn_kinds = {"attn_qk", "attn_pv"} & kinds

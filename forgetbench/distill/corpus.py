@@ -99,6 +99,9 @@ def raw_pairs(shared: Path, lang: str) -> list[tuple[str, str]]:
                     pairs += list(zip(es, xs, strict=True))
     if tato:
         folder = shared / "tatoeba" / "test-v2021-08-07" / tato
+        if not (folder / f"tatoeba-test-v2021-08-07.{iso}").is_file():
+            raise ForgetbenchError(f"{folder}: Tatoeba test files for {lang!r} not found (data.shared points at "
+                                   "the shared data folder; see its README)")
         xs = _read_lines(folder / f"tatoeba-test-v2021-08-07.{iso}")
         es = _read_lines(folder / "tatoeba-test-v2021-08-07.eng")
         pairs += list(zip(es, xs, strict=True))

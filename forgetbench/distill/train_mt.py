@@ -18,6 +18,7 @@ permutation per epoch and dropout is re-seeded every step.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -126,8 +127,14 @@ def prepare(cfg: TrainMTConfig, out: Path, log=print) -> dict:
     from forgetbench.models.tiny import train_spm, write_m2m_vocab
 
     meta_path = out / "prepared.json"
+    key = hashlib.sha256(json.dumps([asdict(cfg.data), asdict(cfg.spm), cfg.train.seed, cfg.train.max_len],
+                                    sort_keys=True).encode()).hexdigest()[:16]
     if meta_path.is_file():
-        return json.loads(meta_path.read_text())
+        meta = json.loads(meta_path.read_text())
+        if meta.get("prepared_with", key) != key:
+            raise ForgetbenchError(f"{out}: prepared with other data/spm settings ({meta['prepared_with']} vs {key}); "
+                                   "use a new --out")
+        return meta
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     train, dev, stats = build_corpus(Path(cfg.data.shared), cfg.data.languages, cfg.data.dev_per_language,
@@ -164,7 +171,7 @@ def prepare(cfg: TrainMTConfig, out: Path, log=print) -> dict:
         if split == "dev":
             (out / "dev.json").write_text(json.dumps({k: v for k, v in dev.items()}, ensure_ascii=False))
     meta = {"vocab_size": vocab_size, "corpus": asdict(stats), "seconds": round(time.perf_counter() - t0, 1),
-            "spm_sha256": sha256_file(tok_dir / "sentencepiece.bpe.model")}
+            "spm_sha256": sha256_file(tok_dir / "sentencepiece.bpe.model"), "prepared_with": key}
     atomic_write_json(meta_path, meta)
     return meta
 
@@ -279,9 +286,10 @@ def build_model(cfg: TrainMTConfig, vocab_size: int):
 
 @torch.no_grad()
 def dev_chrf(model, tok, dev: dict, directions: list[str], n: int) -> dict[str, float]:
-    from sacrebleu.metrics import CHRF
+    """Corpus chrF3 (``eval.metrics``) of greedy translations of the first ``n`` dev pairs per direction."""
+    from forgetbench.eval.metrics import corpus_chrf
+    from forgetbench.models.generation import translate
 
-    chrf = CHRF(char_order=6, word_order=0, beta=3)
     model.eval()
     out = {}
     for d in directions:
@@ -292,14 +300,22 @@ def dev_chrf(model, tok, dev: dict, directions: list[str], n: int) -> dict[str, 
             continue
         srcs = [e if s == "en" else x for e, x in pairs]
         refs = [x if s == "en" else e for e, x in pairs]
-        tok.src_lang = s
-        enc = tok(srcs, return_tensors="pt", padding=True, truncation=True, max_length=128)
-        gen = model.generate(**enc, forced_bos_token_id=tok.get_lang_id(t), max_new_tokens=96, num_beams=1,
-                             do_sample=False)
-        hyps = tok.batch_decode(gen, skip_special_tokens=True)
-        out[d] = round(chrf.corpus_score(hyps, [refs]).score, 2)
+        hyps = translate(model, tok, srcs, s, t, num_beams=1, max_new_tokens=96, max_length=128)
+        out[d] = round(corpus_chrf(hyps, refs), 2)
     model.train()
     return out
+
+
+_RUN_ONLY = {"steps", "time_budget_minutes", "checkpoint_minutes", "dev_every", "dev_sentences", "dev_directions"}
+
+
+def fingerprint(cfg: TrainMTConfig) -> str:
+    """Hash of every setting that shapes the weights (not how long or how often to checkpoint/evaluate), so a
+    run can only resume from a checkpoint made with the same data, vocabulary, model and optimiser."""
+    d = asdict(cfg)
+    d.pop("source", None)
+    d["train"] = {k: v for k, v in d["train"].items() if k not in _RUN_ONLY}
+    return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def train(cfg: TrainMTConfig, out_dir: str | Path, progress: bool = True, log=print) -> Path:
@@ -319,8 +335,12 @@ def train(cfg: TrainMTConfig, out_dir: str | Path, progress: bool = True, log=pr
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": tc.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=tc.lr, betas=(0.9, 0.98), eps=1e-6)
     ckpt = out / "checkpoint"
-    state = {"step": 0, "epoch": 0, "batch": 0, "elapsed": 0.0, "tokens": 0}
+    state = {"step": 0, "epoch": 0, "batch": 0, "elapsed": 0.0, "tokens": 0, "fingerprint": fingerprint(cfg)}
     if ckpt.is_dir():
+        saved = json.loads((ckpt / "state.json").read_text()).get("fingerprint")
+        if saved != state["fingerprint"]:
+            raise ForgetbenchError(f"{ckpt}: made with other data/model/optimiser settings (fingerprint {saved} vs "
+                                   f"{state['fingerprint']}); use a new --out, or restore the config it was made with")
         state = _load_checkpoint(model, opt, ckpt)
         log(f"resumed from {ckpt} at step {state['step']}")
     log_f = open(out / "train_log.jsonl", "a", encoding="utf-8")

@@ -46,7 +46,7 @@ class SpBLEU:
         if not self.spm_path.is_file():
             raise ForgetbenchError(f"spBLEU: SentencePiece model {self.spm_path} not found")
         self.sp = spm.SentencePieceProcessor(model_file=str(self.spm_path))
-        self.bleu = BLEU(tokenize="none")
+        self.bleu = BLEU(tokenize="none", force=True)  # our SPM pieces are tokenised on purpose
         self.bleu.corpus_score(["x"], [["x"]])  # fixes the signature's reference count (one reference)
 
     @cached_property
@@ -65,7 +65,7 @@ class SpBLEU:
 
     def sentence(self, hyp: str, ref: str) -> float:
         h, r = self.segment([hyp, ref])
-        return BLEU(tokenize="none", effective_order=True).sentence_score(h, [r]).score
+        return BLEU(tokenize="none", effective_order=True, force=True).sentence_score(h, [r]).score
 
     def signature(self) -> str:
         return f"{self.name}|spm:{self.sha256[:16]}|{self.bleu.get_signature()}"

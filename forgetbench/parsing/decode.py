@@ -49,11 +49,12 @@ def _cle(S: np.ndarray) -> np.ndarray:
     cyc = np.array(cycle)
     m = len(rest)
     S2 = np.full((m + 1, m + 1), NEG)
-    S2[:m, :m] = S[np.ix_(rest, rest)]
-    enter = S[np.ix_(rest, cyc)] - S[heads[cyc], cyc][None, :]  # u -> v in cycle, replacing v's cycle arc
+    S_rest = S[rest]
+    S2[:m, :m] = S_rest[:, rest]
+    enter = S_rest[:, cyc] - S[heads[cyc], cyc][None, :]  # u -> v in cycle, replacing v's cycle arc
     enter_best = enter.argmax(axis=1)
     S2[:m, m] = enter[np.arange(m), enter_best]
-    leave = S[np.ix_(cyc, rest)]  # v in cycle -> u
+    leave = S[cyc][:, rest]  # v in cycle -> u
     leave_best = leave.argmax(axis=0)
     S2[m, :m] = leave[leave_best, np.arange(m)]
     h2 = _cle(S2)
@@ -77,8 +78,18 @@ def mst(scores) -> list[int]:
     heads = _cle(S)
     if int((heads[1:] == 0).sum()) == 1:
         return heads[1:].tolist()
+    # Exact single-root search over every root child r, best bound first (branch and bound): a tree with
+    # root child r scores at most S[0, r] + Σ_{d≠r} max_{h∉{0,d}} S[h, d]; stop when no bound beats the best.
+    inner = S.copy()
+    np.fill_diagonal(inner, NEG)
+    inner[0, :] = NEG
+    col_best = inner[:, 1:].max(axis=0)  # best non-root head of each word
+    bounds = S[0, 1:] + (col_best.sum() - col_best)
     best, best_heads = -np.inf, None
-    for r in range(1, len(S)):
+    for i in np.argsort(-bounds, kind="stable"):
+        if bounds[i] <= best:
+            break
+        r = int(i) + 1
         S2 = S.copy()
         S2[0, :] = NEG
         S2[0, r] = S[0, r]

@@ -68,6 +68,14 @@ class Biaffine(nn.Module):
         s = torch.matmul(torch.matmul(dep.unsqueeze(1), self.weight), head.unsqueeze(1).transpose(-1, -2))
         return s  # [B, O, D(dep), H(head)]
 
+    def at_heads(self, dep, head, heads):
+        """Scores of each dependent d with one given head ``heads[b, d]`` only: [B, O, D]. The same numbers as
+        ``forward(dep, head)[b, :, d, heads[b, d]]`` at O·(d+1)² per word instead of O·(d+1)·L."""
+        dep = torch.cat([dep, torch.ones_like(dep[..., :1])], -1)
+        head = torch.cat([head, torch.ones_like(head[..., :1])], -1)
+        head_at = head.gather(1, heads.clamp(min=0).unsqueeze(-1).expand(-1, -1, head.shape[-1]))
+        return torch.einsum("bdi,oij,bdj->bod", dep, self.weight, head_at)
+
 
 class BiaffineParser(nn.Module):
     forgetbench_units = [
@@ -97,6 +105,15 @@ class BiaffineParser(nn.Module):
 
     def forward(self, words, chars, tags):
         """words/tags [B, L] (position 0 = root), chars [B, L, C]; returns arc [B, L(dep), L(head)], rel [B, R, L, L]."""
+        arc, rel_dep, rel_head = self.encode(words, chars, tags)
+        return arc, self.scorer["rel"](rel_dep, rel_head)
+
+    def label_scores(self, rel_dep, rel_head, heads):
+        """Label scores at one head per word (gold heads in training, decoded heads at inference): [B, R, L]."""
+        return self.scorer["rel"].at_heads(rel_dep, rel_head, heads)
+
+    def encode(self, words, chars, tags):
+        """Arc scores [B, L(dep), L(head)] and the label MLPs' outputs (dependent, head views)."""
         L = words.shape[1]
         char_vec = char_features(self.embed["char"], self.char_lstm, chars)
         x = torch.cat([self.embed["word"](words), char_vec, self.embed["tag"](tags)], -1)
@@ -105,7 +122,6 @@ class BiaffineParser(nn.Module):
         h, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=L)
         h = self.drop(h)
         arc = self.scorer["arc"](self.mlp["arc_dep"](h), self.mlp["arc_head"](h)).squeeze(1)
-        rel = self.scorer["rel"](self.mlp["rel_dep"](h), self.mlp["rel_head"](h))
         mask = words != 0
         arc = arc.masked_fill(~mask.unsqueeze(1), -1e9)  # heads must be real positions
-        return arc, rel
+        return arc, self.mlp["rel_dep"](h), self.mlp["rel_head"](h)

@@ -98,13 +98,12 @@ def batches(sents: list[Sentence], max_tokens: int, shuffle: bool, rng: random.R
     return out
 
 
-def loss_fn(arc, rel, b):
+def loss_fn(arc, rel_at_gold, b):
+    """Head cross-entropy + label cross-entropy given the gold head; ``rel_at_gold`` [B, R, L]."""
     mask = b["heads"] != -100
     arc_loss = torch.nn.functional.cross_entropy(arc[mask], b["heads"][mask])
-    gold_heads = b["heads"].clamp(min=0)
-    rel_at_gold = rel.permute(0, 2, 3, 1).gather(2, gold_heads[..., None, None].expand(-1, -1, 1, rel.shape[1])).squeeze(2)
     rmask = b["rels"] != -100
-    rel_loss = torch.nn.functional.cross_entropy(rel_at_gold[rmask], b["rels"][rmask])
+    rel_loss = torch.nn.functional.cross_entropy(rel_at_gold.transpose(1, 2)[rmask], b["rels"][rmask])
     return arc_loss + rel_loss
 
 
@@ -119,13 +118,16 @@ def predict(model: BiaffineParser, vocab: Vocab, sents: list[Sentence], max_toke
     index = {id(s): k for k, s in enumerate(sents)}
     for bs in tqdm(batches(sents, max_tokens, shuffle=False), disable=None if progress else True, desc="parse"):
         b = batchify(bs, vocab)
-        arc, rel = model(b["words"], b["chars"], b["tags"])
+        arc, rel_dep, rel_head = model.encode(b["words"], b["chars"], b["tags"])
+        arc_np = arc.double().numpy()
+        heads = torch.zeros(b["words"].shape, dtype=torch.long)
         for k, s in enumerate(bs):
             n = len(s.words)
-            S = arc[k, : n + 1, : n + 1].T.double().numpy()  # S[h, d]
-            heads = mst(S)
-            labels = rel[k, :, torch.arange(1, n + 1), torch.tensor(heads)].argmax(0).tolist()
-            preds[index[id(s)]] = (heads, [vocab.rels[r] for r in labels])
+            heads[k, 1 : n + 1] = torch.tensor(mst(arc_np[k, : n + 1, : n + 1].T))  # S[h, d]
+        labels = model.label_scores(rel_dep, rel_head, heads).argmax(1)  # labels at the decoded heads only
+        for k, s in enumerate(bs):
+            n = len(s.words)
+            preds[index[id(s)]] = (heads[k, 1 : n + 1].tolist(), [vocab.rels[r] for r in labels[k, 1 : n + 1].tolist()])
     return [preds[k] for k in range(len(sents))]
 
 
@@ -206,8 +208,8 @@ def train(train_file: str | Path, dev_file: str | Path, out_dir: str | Path, min
                 b = batchify(bs, vocab)
                 # word dropout: rare words become <unk> so the model learns to use characters and tags
                 drop = (torch.rand(b["words"].shape) < 0.1) & (b["words"] > 2)
-                arc, rel = model(b["words"].masked_fill(drop, 1), b["chars"], b["tags"])
-                loss = loss_fn(arc, rel, b)
+                arc, rel_dep, rel_head = model.encode(b["words"].masked_fill(drop, 1), b["chars"], b["tags"])
+                loss = loss_fn(arc, model.label_scores(rel_dep, rel_head, b["heads"]), b)
                 opt.zero_grad()
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)

@@ -1,0 +1,73 @@
+"""The teacher trainer on a miniature 'shared' folder: leakage filter, M2M format, bit-exact resume."""
+
+import pytest
+import torch
+import yaml
+from safetensors.torch import load_file
+
+from forgetbench.distill.train_mt import load_config, train
+from forgetbench.errors import ForgetbenchError
+
+from .conftest import calib_rows
+
+
+def _shared(root):
+    """WMT-news and Tatoeba layout with NTREX calibration pairs; one German pair's English side is a
+    FLORES devtest sentence, so it must be filtered out."""
+    rows = calib_rows()
+    de = [(r[2], r[3]) if r[0] == "en" else (r[3], r[2]) for r in rows if {r[0], r[1]} == {"en", "de"}]
+    fr = [(r[2], r[3]) if r[0] == "en" else (r[3], r[2]) for r in rows if {r[0], r[1]} == {"en", "fr"}]
+    (root / "flores101" / "devtest").mkdir(parents=True)
+    (root / "flores101" / "devtest" / "eng.devtest").write_text(de[0][0] + "\n")
+    w = root / "wmt_news" / "eng-deu"
+    w.mkdir(parents=True)
+    (w / "newstest.deu").write_text("\n".join(x for _, x in de[:20]) + "\n")
+    (w / "newstest.eng").write_text("\n".join(e for e, _ in de[:20]) + "\n")
+    for folder, iso, pairs in (("deu-eng", "deu", de[20:]), ("eng-fra", "fra", fr)):
+        t = root / "tatoeba" / "test-v2021-08-07" / folder
+        t.mkdir(parents=True)
+        (t / f"tatoeba-test-v2021-08-07.{iso}").write_text("\n".join(x for _, x in pairs) + "\n")
+        (t / "tatoeba-test-v2021-08-07.eng").write_text("\n".join(e for e, _ in pairs) + "\n")
+    return de
+
+
+def _config(tmp_path, steps, **train):
+    cfg = {"data": {"shared": str(tmp_path / "shared"), "languages": ["de", "fr"], "dev_per_language": 2},
+           "spm": {"vocab_size": 300, "sample_per_language": 1000},
+           "model": {"d_model": 32, "encoder_layers": 1, "decoder_layers": 1, "heads": 2, "ffn": 64},
+           "train": {"seed": 3, "max_tokens": 600, "warmup": 4, "steps": steps, "checkpoint_minutes": 0,
+                     "dev_every": 0, "threads": 1} | train}
+    p = tmp_path / f"cfg{steps}{'x' if train else ''}.yaml"
+    p.write_text(yaml.safe_dump(cfg))
+    return load_config(p)
+
+
+def test_train_mt_filters_leaks_loads_as_m2m_and_resumes_bit_exactly(tmp_path):
+    de = _shared(tmp_path / "shared")
+    full = train(_config(tmp_path, 8), tmp_path / "full", progress=False, log=lambda *_: None)
+    import json
+
+    info = json.loads((full / "training.json").read_text())
+    # NTREX's English side is shared by all languages: the leaked sentence goes from fr too
+    assert info["corpus"]["dropped_eval_overlap"] == {"de": 1, "fr": 1} and info["steps"] == 8
+    c = info["corpus"]
+    assert c["raw"]["de"] == len(de) == sum(c[k]["de"] for k in ("train", "dev", "dropped_eval_overlap", "dropped_length",
+                                                                 "duplicates"))
+
+    from transformers import M2M100ForConditionalGeneration, M2M100Tokenizer
+
+    tok = M2M100Tokenizer.from_pretrained(str(full))
+    tok.src_lang, tok.tgt_lang = "en", "de"
+    enc = tok("Hello world", text_target="Hallo Welt")
+    assert enc["input_ids"][0] == tok.get_lang_id("en") and enc["labels"][0] == tok.get_lang_id("de")
+    M2M100ForConditionalGeneration.from_pretrained(str(full))
+
+    # interrupted after 4 steps, rerun with the full length: the same weights, bit for bit
+    train(_config(tmp_path, 4), tmp_path / "resumed", progress=False, log=lambda *_: None)
+    train(_config(tmp_path, 8), tmp_path / "resumed", progress=False, log=lambda *_: None)
+    a, b = load_file(str(full / "model.safetensors")), load_file(str(tmp_path / "resumed" / "model" / "model.safetensors"))
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+    # resuming with settings that shape the weights differently is refused
+    with pytest.raises(ForgetbenchError, match="other data/model/optimiser settings"):
+        train(_config(tmp_path, 10, lr=0.01), tmp_path / "resumed", progress=False, log=lambda *_: None)
