@@ -15,14 +15,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
-from safetensors.torch import load_file, save_file
 from torch import nn
 from tqdm.auto import tqdm
 
-from forgetbench.errors import ForgetbenchError
 from forgetbench.io import atomic_write_json
 from forgetbench.parsing.conll import Sentence
-from forgetbench.parsing.model import char_features
+from forgetbench.parsing.model import char_features, load_module_dir, save_module_dir
 
 
 @dataclass
@@ -139,9 +137,7 @@ def train_tagger(tr: list[Sentence], dv: list[Sentence], vocab, out_dir: Path, m
 
 
 def save_tagger(tagger: UposTagger, out_dir: Path, info: dict) -> None:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.contiguous() for k, v in tagger.state_dict().items()}, str(out_dir / "model.safetensors"))
-    atomic_write_json(out_dir / "config.json", {"model_type": "forgetbench-upos-tagger", **asdict(tagger.cfg)})
+    save_module_dir(tagger, "forgetbench-upos-tagger", asdict(tagger.cfg), out_dir)
     atomic_write_json(out_dir / "training.json", info)
 
 
@@ -152,12 +148,4 @@ def load_tagger(parser_dir: str | Path) -> UposTagger | None:
 
 
 def load_tagger_dir(d: str | Path) -> UposTagger:
-    d = Path(d)
-    if not (d / "config.json").is_file():
-        raise ForgetbenchError(f"{d}: not a tagger folder (no config.json)")
-    cfg = json.loads((d / "config.json").read_text())
-    if cfg.pop("model_type", None) != "forgetbench-upos-tagger":
-        raise ForgetbenchError(f"{d}: config.json is not a forgetbench UPOS tagger")
-    tagger = UposTagger(TaggerConfig(**cfg))
-    tagger.load_state_dict(load_file(str(d / "model.safetensors")))
-    return tagger.eval()
+    return load_module_dir(d, "forgetbench-upos-tagger", lambda c: UposTagger(TaggerConfig(**c)), "UPOS tagger")

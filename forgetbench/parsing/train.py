@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from safetensors.torch import load_file, save_file
 from tqdm.auto import tqdm
 
 from forgetbench.errors import ForgetbenchError
@@ -29,7 +28,7 @@ from forgetbench.io import atomic_directory, atomic_write_json
 from forgetbench.parsing.conll import Sentence, read_conllu, with_predictions, write_conllu
 from forgetbench.parsing.decode import mst
 from forgetbench.parsing.metrics import ParseScores, score
-from forgetbench.parsing.model import BiaffineParser, ParserConfig
+from forgetbench.parsing.model import BiaffineParser, ParserConfig, load_module_dir, save_module_dir
 from forgetbench.parsing.tagger import load_tagger, load_tagger_dir, tag, train_tagger, with_tags
 
 PAD, UNK, ROOT = "<pad>", "<unk>", "<root>"
@@ -150,23 +149,14 @@ def jackknife_tags(tr: list[Sentence], dv: list[Sentence], vocab: Vocab, work: P
 
 
 def save_parser(model: BiaffineParser, vocab: Vocab, out_dir: Path, info: dict) -> None:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(out_dir / "model.safetensors"))
-    atomic_write_json(out_dir / "config.json", {"model_type": "forgetbench-biaffine", **model.cfg.to_dict()})
+    save_module_dir(model, "forgetbench-biaffine", model.cfg.to_dict(), out_dir)
     atomic_write_json(out_dir / "vocab.json", vocab.to_dict())
     atomic_write_json(out_dir / "training.json", info)
 
 
 def load_parser(model_dir: str | Path) -> tuple[BiaffineParser, Vocab]:
-    d = Path(model_dir)
-    if not (d / "config.json").is_file():
-        raise ForgetbenchError(f"{d}: not a parser folder (no config.json)")
-    cfg = json.loads((d / "config.json").read_text())
-    if cfg.pop("model_type", None) != "forgetbench-biaffine":
-        raise ForgetbenchError(f"{d}: config.json is not a forgetbench biaffine parser")
-    model = BiaffineParser(ParserConfig(**cfg))
-    model.load_state_dict(load_file(str(d / "model.safetensors")))
-    return model.eval(), Vocab(**json.loads((d / "vocab.json").read_text()))
+    model = load_module_dir(model_dir, "forgetbench-biaffine", lambda c: BiaffineParser(ParserConfig(**c)), "biaffine parser")
+    return model, Vocab(**json.loads((Path(model_dir) / "vocab.json").read_text()))
 
 
 def train(train_file: str | Path, dev_file: str | Path, out_dir: str | Path, minutes: float = 15.0, max_epochs: int = 200,
