@@ -177,8 +177,9 @@ def test_same_quantize_call_on_non_mt_module():
     words = torch.randint(0, 60, (4, 7))
     ref = m(words)
     st = quantize(m, QuantConfig(calibrator="mse"), calibrate=lambda mod: [mod(torch.randint(0, 60, (4, 7))) for _ in range(4)])
-    assert sorted(st.activation_amax) == ["mlp.dep.input", "mlp.head.input"]
-    assert sorted(st.weight_amax) == ["mlp.dep.weight", "mlp.head.weight"]
+    assert sorted(st.activation_amax) == ["lstm.input", "mlp.dep.input", "mlp.head.input"]
+    assert sorted(st.weight_amax) == ["lstm.weight_hh_l0", "lstm.weight_hh_l0_reverse", "lstm.weight_ih_l0",
+                                      "lstm.weight_ih_l0_reverse", "mlp.dep.weight", "mlp.head.weight"]
     out = m(words)
     assert not torch.equal(out, ref) and torch.allclose(out, ref, atol=0.05 * float(ref.abs().max()))
 

@@ -63,24 +63,13 @@ def _nominal_ratio(recipe: Recipe) -> float:
 
 
 def load_model_dir(model_dir: str | Path, eager: bool = True):
-    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+    """``(model, tokenizer)`` of a saved model folder, fp32, through ``models.load.load`` (no weights hash)."""
+    from forgetbench.models.load import load
 
     d = Path(model_dir)
     if not (d / "config.json").is_file():
         raise ForgetbenchError(f"{d} is not a model folder (no config.json); give a folder saved with save_pretrained")
-    kw = {"attn_implementation": "eager"} if eager else {}
-    # fp32 whatever the stored dtype (the shipped teacher is fp16 on disk): compression and scoring run in fp32
-    model = AutoModelForSeq2SeqLM.from_pretrained(str(d), dtype=torch.float32, **kw).eval()
-    tok = None
-    if (d / "vocab.json").is_file() and (d / "sentencepiece.bpe.model").is_file():
-        from forgetbench.models.tokenizers import load_tokenizer
-
-        tok = load_tokenizer(d, small100=bool(getattr(model.config, "forgetbench_small100", False)))
-    else:
-        try:
-            tok = AutoTokenizer.from_pretrained(str(d))
-        except (OSError, ValueError, TypeError):
-            tok = None
+    model, tok, _ = load(d, dtype="fp32", attn_implementation="eager" if eager else "sdpa", with_signature=False)
     return model, tok
 
 

@@ -19,7 +19,7 @@ import torch
 
 from forgetbench.errors import ForgetbenchError
 from forgetbench.io import sha256_file
-from forgetbench.models.tokenizers import load_tokenizer
+from forgetbench.models.tokenizers import load_tokenizer, tokenizer_for_folder
 
 DTYPES = {"fp32": torch.float32, "float32": torch.float32, "fp16": torch.float16, "float16": torch.float16,
           "bf16": torch.bfloat16, "bfloat16": torch.bfloat16}
@@ -70,8 +70,10 @@ def bnb_config(load_in_8bit: bool):
 
 def load(name_or_dir: str | Path, dtype: str | torch.dtype | None = None, device_map=None, max_memory: dict | None = None,
          offload_folder: str | Path | None = None, load_in_8bit: bool = False, attn_implementation: str = "eager",
-         small100: bool | None = None):
-    """Returns ``(model, tokenizer, ModelSignature)``; the model is in eval mode."""
+         small100: bool | None = None, with_signature: bool = True):
+    """Returns ``(model, tokenizer, ModelSignature)``; the model is in eval mode, fp32 unless ``dtype`` says otherwise
+    (the shipped teacher is fp16 on disk: compression and scoring run in fp32). A local folder without tokenizer
+    files gives tokenizer None. ``with_signature=False`` skips hashing the weights (signature None)."""
     from transformers import AutoConfig, AutoModelForSeq2SeqLM
 
     p = Path(str(name_or_dir))
@@ -103,6 +105,8 @@ def load(name_or_dir: str | Path, dtype: str | torch.dtype | None = None, device
                                "to disk cannot run); give the CPU or a GPU room for at least the embeddings")
     if small100 is None:
         small100 = "small100" in str(name_or_dir).lower() or bool(getattr(config, "forgetbench_small100", False))
-    tok = load_tokenizer(name_or_dir, small100=small100)
+    tok = tokenizer_for_folder(p, small100=small100) if local else load_tokenizer(name_or_dir, small100=small100)
+    if not with_signature:
+        return model, tok, None
     sig = ModelSignature(str(name_or_dir), config_sha256(config), weights_sha256(p) if local else None)
     return model, tok, sig

@@ -53,3 +53,17 @@ def load_tokenizer(path: str | Path, small100: bool = False, **kwargs):
     if small100:
         tok.forgetbench_small100 = True
     return tok
+
+
+def tokenizer_for_folder(path: str | Path, small100: bool = False):
+    """The tokenizer saved in a model folder: M2M-100/SMaLL-100 when it has ``vocab.json`` +
+    ``sentencepiece.bpe.model``, else whatever ``AutoTokenizer`` finds, else None (weights-only folders)."""
+    from transformers import AutoTokenizer
+
+    d = Path(path)
+    if (d / "vocab.json").is_file() and (d / "sentencepiece.bpe.model").is_file():
+        return load_tokenizer(d, small100=small100)
+    try:
+        return AutoTokenizer.from_pretrained(str(d))
+    except (OSError, ValueError, TypeError):
+        return None
