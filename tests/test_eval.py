@@ -272,3 +272,19 @@ def test_piece_to_word_alignment_map(tiny_dir):
     assert words[0] is None and words[-1] is None  # language code and </s>
     assert max(w for w in words if w is not None) == 5
     assert find_word("The developer argued .".split(), "developer") == 1
+
+
+def test_base_only_eval_skips_the_attention_pass_and_matches_the_sweep_rows(tiny_dir, tmp_path):
+    """`eval` (one variant) translates exactly what the base of a full sweep translates, and computes no λ
+    inputs (there is nothing to compare with)."""
+    full = _sweep_config(tmp_path, tiny_dir, name="f", sentences=3)
+    base_only = tmp_path / "b.yaml"
+    base_only.write_text(full.read_text().replace("variants: {base: null, prune-30: prune-30, ptq-int8: ptq-int8}",
+                                                  "variants: {base: null}"))
+    assert main(["sweep", str(full), "--out", str(tmp_path / "f"), "--quiet"]) == 0
+    assert main(["eval", str(base_only), "--out", str(tmp_path / "b"), "--quiet"]) == 0
+    a = [tuple(r)[:7] for r in Store(tmp_path / "f" / "store.sqlite").translations("base")]
+    b = [tuple(r)[:7] for r in Store(tmp_path / "b" / "store.sqlite").translations("base")]
+    assert a == b and len(a) == 9
+    assert Store(tmp_path / "b" / "store.sqlite").stats("xattn_var") == {}
+    assert len(Store(tmp_path / "f" / "store.sqlite").stats("xattn_var")) == 27

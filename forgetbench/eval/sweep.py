@@ -230,7 +230,8 @@ def run_sweep(cfg: SweepConfig, run_dir: str | Path, progress: bool = True, rank
         n = run_variant(store, name, model, tok, my_jobs, cfg.generation["batch_size"], cfg.generation["num_beams"],
                         cfg.generation["max_new_tokens"], progress)
         t2 = time.perf_counter()
-        xattn_pass(store, name, model, tok, my_jobs, cfg.generation["batch_size"], progress)
+        if len(cfg.variants) > 1:  # λ compares a variant with the base; a base-only run (eval) needs no attention pass
+            xattn_pass(store, name, model, tok, my_jobs, cfg.generation["batch_size"], progress)
         bias_jobs = biasmod.jobs(cfg.bias)[rank::world]
         if bias_jobs:
             run_variant(store, name, model, tok, bias_jobs, cfg.generation["batch_size"], cfg.generation["num_beams"],
