@@ -121,3 +121,7 @@ def test_parse_compress_report(tmp_path):
     S = json.loads((tmp_path / "rep" / "summary.json").read_text())
     assert len(S["treebanks"]) == 3 and set(S["treebanks"][0]["variants"]) == {"prune-30", "prune-45", "ptq-int8"}
     assert (tmp_path / "rep" / "report.html").is_file() and (tmp_path / "rep" / "parse_compression.csv").is_file()
+    v = S["treebanks"][0]["variants"]
+    assert v["ptq-int8"]["sizes"]["nominal_ratio"] == 0.25 and v["ptq-int8"]["sizes"]["int8_ratio"] < 0.5  # embeddings + biaffine stay fp32
+    assert v["prune-45"]["sizes"]["nominal_ratio"] == 0.55 and v["prune-45"]["sizes"]["sparse"]["sparse_tensors"] > 0
+    assert "real artefact (vs fp32)" in (tmp_path / "rep" / "report.md").read_text()

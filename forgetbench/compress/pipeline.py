@@ -54,6 +54,23 @@ def apply_recipe(model: nn.Module, recipe: Recipe, tokenizer=None, progress: boo
     return {"recipe": recipe.raw, "recipe_name": recipe.name, "steps": steps}, qstate
 
 
+def write_artefacts(model: nn.Module, recipe: Recipe, qstate: QuantState | None, folder: Path) -> dict:
+    """Beside ``folder/model.safetensors`` (the dense weights, already written): the real int8 and sparse
+    artefacts the recipe calls for; returns their sizes, ratios to the dense file and the nominal ratio."""
+    sizes = {"dense_bytes": os.path.getsize(folder / "model.safetensors")}
+    if qstate is not None and qstate.weight_amax:
+        stats = save_int8(model, qstate.weight_amax, folder / "model.int8.safetensors")
+        sizes |= {"int8_bytes": os.path.getsize(folder / "model.int8.safetensors"), "int8": stats}
+    if any(s.kind == "prune" for s in recipe.steps):
+        stats = save_sparse(model, folder / "model.sparse.safetensors")
+        sizes |= {"sparse_bytes": os.path.getsize(folder / "model.sparse.safetensors"), "sparse": stats}
+    for k in ("int8", "sparse"):
+        if f"{k}_bytes" in sizes:
+            sizes[f"{k}_ratio"] = sizes[f"{k}_bytes"] / sizes["dense_bytes"]
+    sizes["nominal_ratio"] = _nominal_ratio(recipe)
+    return sizes
+
+
 def _nominal_ratio(recipe: Recipe) -> float:
     """The study's size accounting: p-pruned counts (1-p), int8 0.25 (METHOD.md §1.1)."""
     r = 1.0
@@ -85,19 +102,9 @@ def compress_dir(model_dir: str | Path, recipe: Recipe, out_dir: str | Path, pro
         model.save_pretrained(tmp)
         if tok is not None:
             tok.save_pretrained(tmp)
-        sizes = {"dense_bytes": os.path.getsize(tmp / "model.safetensors")}
         if qstate is not None:
             atomic_write_json(tmp / "quantization.json", qstate.to_dict())
-            if qstate.weight_amax:
-                stats = save_int8(model, qstate.weight_amax, tmp / "model.int8.safetensors")
-                sizes |= {"int8_bytes": os.path.getsize(tmp / "model.int8.safetensors"), "int8": stats}
-        if any(s.kind == "prune" for s in recipe.steps):
-            stats = save_sparse(model, tmp / "model.sparse.safetensors")
-            sizes |= {"sparse_bytes": os.path.getsize(tmp / "model.sparse.safetensors"), "sparse": stats}
-        for k in ("int8", "sparse"):
-            if f"{k}_bytes" in sizes:
-                sizes[f"{k}_ratio"] = sizes[f"{k}_bytes"] / sizes["dense_bytes"]
-        sizes["nominal_ratio"] = _nominal_ratio(recipe)
+        sizes = write_artefacts(model, recipe, qstate, tmp)
         report |= {
             "format": "forgetbench-compression-v1",
             "model_dir": str(model_dir.resolve()),

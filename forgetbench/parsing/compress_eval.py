@@ -17,17 +17,20 @@ import html
 import io
 import json
 import os
+import tempfile
 import time
 from pathlib import Path
 
 import torch
 
 from forgetbench.compress import prune, quantize
+from forgetbench.compress.pipeline import write_artefacts
 from forgetbench.compress.recipe import load_recipe
 from forgetbench.errors import ForgetbenchError
 from forgetbench.io import atomic_write_json, atomic_write_text
 from forgetbench.parsing.conll import read_conllu
 from forgetbench.parsing.metrics import score
+from forgetbench.parsing.model import save_module_dir
 from forgetbench.parsing.tagger import load_tagger, tag, with_tags
 from forgetbench.parsing.train import batches, batchify, load_parser, predict
 
@@ -40,13 +43,24 @@ def _sentence_las(gold, pred) -> list[float]:
     return out
 
 
-def apply_to_parser(model, vocab, recipe, calib_sents) -> None:
+def apply_to_parser(model, vocab, recipe, calib_sents):
+    """The recipe's steps on a parser, in place (PTQ calibrated on ``calib_sents``); returns the QuantState or None."""
+    qstate = None
     for step in recipe.steps:
         if step.kind == "prune":
             prune(model, step.config)
         else:
             data = [batchify(bs, vocab) for bs in batches(calib_sents, 3000, shuffle=False)]
-            quantize(model, step.config, calibrate=lambda m, data=data: [m(b["words"], b["chars"], b["tags"]) for b in data])
+            qstate = quantize(model, step.config,
+                              calibrate=lambda m, data=data: [m(b["words"], b["chars"], b["tags"]) for b in data])
+    return qstate
+
+
+def variant_sizes(model, recipe, qstate) -> dict:
+    """Real on-disk sizes of the compressed parser (dense fp32, int8, sparse), written to a scratch folder."""
+    with tempfile.TemporaryDirectory() as d:
+        save_module_dir(model, "forgetbench-biaffine", model.cfg.to_dict(), Path(d))
+        return write_artefacts(model, recipe, qstate, Path(d))
 
 
 def run(models: list[str], tests: list[str], devs: list[str], recipes: list[str], out_dir: str | Path,
@@ -73,7 +87,7 @@ def run(models: list[str], tests: list[str], devs: list[str], recipes: list[str]
               "variants": {}}
         for name, rec in zip(recipes, recs, strict=True):
             m = copy.deepcopy(base)
-            apply_to_parser(m, vocab, rec, dev)
+            sizes = variant_sizes(m, rec, apply_to_parser(m, vocab, rec, dev))
             t0 = time.perf_counter()
             pv = predict(m, vocab, sents)
             speed = len(sents) / (time.perf_counter() - t0)
@@ -82,7 +96,7 @@ def run(models: list[str], tests: list[str], devs: list[str], recipes: list[str]
             deltas = [b - a for a, b in zip(las_b, las_v, strict=True)]
             worst = sorted(range(len(sents)), key=lambda i: deltas[i])[:n_examples]
             tb["variants"][name] = sv.to_dict() | {
-                "sent_per_s": speed, "rel_las": (sv.las - sb.las) / sb.las * 100,
+                "sent_per_s": speed, "rel_las": (sv.las - sb.las) / sb.las * 100, "sizes": sizes,
                 "losers_pct": 100 * sum(d < 0 for d in deltas) / len(deltas),
                 "winners_pct": 100 * sum(d > 0 for d in deltas) / len(deltas),
                 "worst": [{"sentence": " ".join(sents[i].forms), "las_base": las_b[i], "las": las_v[i]} for i in worst]}
@@ -94,15 +108,21 @@ def run(models: list[str], tests: list[str], devs: list[str], recipes: list[str]
 def write(S: dict, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_json(out / "summary.json", S)
-    head = ["treebank", "variant", "LAS", "UAS", "CLAS", "rel. LAS %", "sentences losing LAS %", "sent/s"]
+    head = ["treebank", "tags", "variant", "LAS", "UAS", "CLAS", "rel. LAS %", "sentences losing LAS %", "nominal size",
+            "real artefact (vs fp32)", "sent/s"]
     rows = []
     for tb in S["treebanks"]:
         name = Path(tb["model"]).name
         b = tb["base"]
-        rows.append([name, "base", f"{b['las']:.2f}", f"{b['uas']:.2f}", f"{b['clas']:.2f}", "–", "–", f"{b['sent_per_s']:.1f}"])
+        tags = tb.get("tags", "gold")
+        rows.append([name, tags, "base", f"{b['las']:.2f}", f"{b['uas']:.2f}", f"{b['clas']:.2f}", "–", "–", "1.00", "1.00",
+                     f"{b['sent_per_s']:.1f}"])
         for v, d in tb["variants"].items():
-            rows.append([name, v, f"{d['las']:.2f}", f"{d['uas']:.2f}", f"{d['clas']:.2f}", f"{d['rel_las']:.2f}",
-                         f"{d['losers_pct']:.1f}", f"{d['sent_per_s']:.1f}"])
+            sz = d.get("sizes", {})
+            real = min((sz[k], k[:-6]) for k in ("int8_ratio", "sparse_ratio") if k in sz) if sz else None
+            rows.append([name, tags, v, f"{d['las']:.2f}", f"{d['uas']:.2f}", f"{d['clas']:.2f}", f"{d['rel_las']:.2f}",
+                         f"{d['losers_pct']:.1f}", f"{sz.get('nominal_ratio', float('nan')):.2f}",
+                         f"{real[0]:.3f} ({real[1]})" if real else "–", f"{d['sent_per_s']:.1f}"])
     buf = io.StringIO()
     csv.writer(buf).writerows([head, *rows])
     atomic_write_text(out / "parse_compression.csv", buf.getvalue())
