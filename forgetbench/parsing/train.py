@@ -192,6 +192,7 @@ def train(train_file: str | Path, dev_file: str | Path, out_dir: str | Path, min
             tr = with_tags(tr, tr_tags)
             tag_info |= {"jackknife_folds": jackknife, "train_upos_jackknifed": round(jk_acc, 2),
                          "tagger_dev_upos": round(tinfo["dev_upos"], 2), "tagger_seconds": round(time.perf_counter() - t0, 1)}
+        t_parser = time.perf_counter()
         for epoch in range(1, max_epochs + 1):
             model.train()
             for bs in tqdm(batches(tr, max_tokens, True, rng), disable=None if progress else True, desc=f"epoch {epoch}"):
@@ -208,7 +209,7 @@ def train(train_file: str | Path, dev_file: str | Path, out_dir: str | Path, min
             dev = evaluate(model, vocab, dv, tagger)
             elapsed = time.perf_counter() - t0
             history.append({"epoch": epoch, "dev_las": dev.las, "dev_uas": dev.uas, "elapsed_s": round(elapsed, 1),
-                            "tokens_per_s": round(tokens / elapsed, 1)})
+                            "parser_tokens_per_s": round(tokens / (time.perf_counter() - t_parser), 1)})  # dev eval included
             if dev.las > best:
                 best = dev.las
                 save_parser(model, vocab, tmp, {"best_epoch": epoch, "dev": dev.to_dict(), "history": history,
