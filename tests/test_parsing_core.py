@@ -98,3 +98,14 @@ def test_biaffine_scores_at_given_heads_equal_the_full_tensor():
     full = b(dep, head)  # [B, O, D, H]
     ref = full.gather(3, heads.clamp(min=0)[:, None, :, None].expand(-1, 5, -1, 1)).squeeze(3)
     assert torch.allclose(b.at_heads(dep, head, heads), ref, atol=1e-5)
+
+
+def test_time_budget_stops_before_an_epoch_would_overrun():
+    import time
+
+    from forgetbench.parsing.model import epoch_would_overrun
+
+    now = time.perf_counter()
+    assert epoch_would_overrun(now - 50, 1, 1.0)  # 50 s per epoch, 10 s left
+    assert not epoch_would_overrun(now - 50, 5, 1.0)  # 10 s per epoch, 10 s left: one more fits (just)
+    assert epoch_would_overrun(now - 100, 1, 10.0, t_first=now - 10) is False  # taggers took 90 s, epochs 10 s

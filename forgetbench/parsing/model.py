@@ -20,6 +20,16 @@ from forgetbench.errors import ForgetbenchError
 from forgetbench.io import atomic_write_json
 
 
+def epoch_would_overrun(t0: float, epochs_done: int, minutes: float, t_first: float | None = None) -> bool:
+    """True when another epoch, as long as the mean epoch so far (counted from ``t_first``, default ``t0``),
+    would end after ``t0 + minutes``: time-budgeted training stops *within* its budget."""
+    import time
+
+    now = time.perf_counter()
+    per_epoch = (now - (t0 if t_first is None else t_first)) / max(epochs_done, 1)
+    return now + per_epoch > t0 + minutes * 60
+
+
 def save_module_dir(module: nn.Module, model_type: str, cfg: dict, out_dir: Path) -> None:
     """HF-style folder: ``config.json`` (with ``model_type``) + ``model.safetensors``."""
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -28,7 +28,13 @@ from forgetbench.io import atomic_directory, atomic_write_json
 from forgetbench.parsing.conll import Sentence, read_conllu, with_predictions, write_conllu
 from forgetbench.parsing.decode import mst
 from forgetbench.parsing.metrics import ParseScores, score
-from forgetbench.parsing.model import BiaffineParser, ParserConfig, load_module_dir, save_module_dir
+from forgetbench.parsing.model import (
+    BiaffineParser,
+    ParserConfig,
+    epoch_would_overrun,
+    load_module_dir,
+    save_module_dir,
+)
 from forgetbench.parsing.tagger import load_tagger, load_tagger_dir, tag, train_tagger, with_tags
 
 PAD, UNK, ROOT = "<pad>", "<unk>", "<root>"
@@ -215,7 +221,7 @@ def train(train_file: str | Path, dev_file: str | Path, out_dir: str | Path, min
                 save_parser(model, vocab, tmp, {"best_epoch": epoch, "dev": dev.to_dict(), "history": history,
                                                 "threads": threads, "seed": seed, "train": str(train_file),
                                                 "loadavg": os.getloadavg()[0]} | tag_info)
-            if elapsed > minutes * 60:
+            if epoch_would_overrun(t0, epoch, minutes, t_first=t_parser):
                 break
         info = json.loads((tmp / "training.json").read_text()) | {"history": history, "epochs": epoch,
                                                                     "train_seconds": round(time.perf_counter() - t0, 1)}
