@@ -78,7 +78,10 @@ def main(model_dir: str, card_run: str) -> None:
     lines += ["", "Mean chrF over both directions by the project's own tier (training pairs: High ≥ 30k, Medium ≥ 10k, "
               "Low ≥ 1k, Very-Low < 1k): " + ", ".join(f"{k} {statistics.fmean(by_tier[k]):.1f} ({len(by_tier[k])} directions)"
                                                        for k in ("High", "Medium", "Low", "Very-Low") if k in by_tier), "",
-              f"Scores: FLORES-101 devtest, {n_scored} sentences per direction, greedy decoding. chrF: `{S['signatures']['chrF']}`; "
+              f"Scores: FLORES-101 devtest, {n_scored} sentences per direction, greedy decoding, from the run "
+              f"`{S['name']}` ({S['run']['seconds'] / 60:.0f} min for {len(S['variants'])} variant(s), {S['run']['threads']} thread, "
+              f"{S['run']['processes']} process; base rows are the same computation in `teacher-card` and `thesis-miniature`). "
+              f"chrF: `{S['signatures']['chrF']}`; "
               f"spBLEU-local: `{S['signatures']['spBLEU']}` (the project's own SPM, not FLORES-101's: comparable within "
               "forgetbench only). Model SHA-256: `" + str(S["signatures"]["models"].get("base")) + "`.", "",
               "## Training curve (dev chrF on 16 held-out training-distribution sentences)", "",
