@@ -1,6 +1,6 @@
 """Parsing speed and LAS: forgetbench's biaffine parser vs SuPar's, trained here on the same treebank.
 
-    pip install supar==1.1.4          # benchmark-only dependency (MIT), not needed by forgetbench
+    pip install -e ".[bench]"         # SuPar 1.1.4 (MIT): benchmark-only, not needed by forgetbench
     python -m benchmarks.parser_vs_supar --ours runs/parsers/en_lines \\
         --treebank data/ud/UD_English-LinES --code en_lines --minutes 15 --out runs/parser-vs-supar.json
 
