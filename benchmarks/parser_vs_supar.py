@@ -131,14 +131,15 @@ def main():
         t0 = time.perf_counter()
         tag(tagger, vocab, te)
         tag_s = time.perf_counter() - t0
+    s_ours, s_sup = score(gold, p_ours), score(gold, p_sup)
     res = {
         "treebank": a.code, "test_sentences": n, "tags": "gold" if tagger is None else "predicted (forgetbench tagger, both)",
-        "ours": {"las": score(gold, p_ours).las, "uas": score(gold, p_ours).uas,
+        "ours": {"las": s_ours.las, "uas": s_ours.uas,
                  "sent_per_s": n / statistics.median(times["ours"]), "seconds": times["ours"],
                  "params": sum(p.numel() for p in ours.parameters()),
                  "train_minutes": json.loads((Path(a.ours) / "training.json").read_text())["train_seconds"] / 60,
                  "tagger_sent_per_s": n / tag_s if tag_s else None},
-        "supar": {"version": __import__("supar").__version__, "las": score(gold, p_sup).las, "uas": score(gold, p_sup).uas,
+        "supar": {"version": __import__("supar").__version__, "las": s_sup.las, "uas": s_sup.uas,
                   "sent_per_s": n / statistics.median(times["supar"]), "seconds": times["supar"], "params": supar_params,
                   "train_minutes": None if train_s is None else train_s / 60},
         "environment": environment(),

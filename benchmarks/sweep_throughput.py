@@ -19,7 +19,7 @@ from forgetbench.compress.pipeline import load_model_dir
 from forgetbench.eval.benchmarks import open_benchmark
 from forgetbench.eval.store import Store
 from forgetbench.eval.translate import Job, length_batches, run_variant
-from forgetbench.models.generation import encode_sources, generation_kwargs
+from forgetbench.models.generation import translate
 
 
 def main():
@@ -41,11 +41,7 @@ def main():
     naive = []
     for j in jobs:
         for s in j.lines()[0]:  # the naive loop: Hugging Face generate, one sentence at a time
-            enc = encode_sources(tok, [s], j.src, j.tgt)
-            with torch.no_grad():
-                out = model.generate(**enc, **generation_kwargs(tok, j.tgt), num_beams=1, do_sample=False,
-                                     max_new_tokens=a.max_new_tokens)
-            naive += [t.strip() for t in tok.batch_decode(out, skip_special_tokens=True)]
+            naive += translate(model, tok, [s], j.src, j.tgt, 1, a.max_new_tokens, greedy_loop=False)
     t_naive = time.perf_counter() - t0
     # the same length-sorted batches through HF generate (the runner before the greedy loop)
     t0 = time.perf_counter()
@@ -53,12 +49,9 @@ def main():
     for j in jobs:
         srcs = j.lines()[0]
         for batch in length_batches(list(range(len(srcs))), srcs, a.batch_size):
-            enc = encode_sources(tok, [srcs[i] for i in batch], j.src, j.tgt)
-            with torch.no_grad():
-                out = model.generate(**enc, **generation_kwargs(tok, j.tgt), num_beams=1, do_sample=False,
-                                     max_new_tokens=a.max_new_tokens)
-            for i, t in zip(batch, tok.batch_decode(out, skip_special_tokens=True), strict=True):
-                hf_batched[(j.src, j.tgt, i)] = t.strip()
+            hyps = translate(model, tok, [srcs[i] for i in batch], j.src, j.tgt, 1, a.max_new_tokens, greedy_loop=False)
+            for i, h in zip(batch, hyps, strict=True):
+                hf_batched[(j.src, j.tgt, i)] = h
     t_hf_batched = time.perf_counter() - t0
     import tempfile
 

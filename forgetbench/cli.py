@@ -167,15 +167,16 @@ def cmd_parse(args) -> int:
               f"{info['epochs']}, {info['train_seconds']:.0f}s); wrote {args.out}")
     elif args.action == "eval":
         from forgetbench.parsing.conll import read_conllu
-        from forgetbench.parsing.tagger import accuracy, load_tagger
+        from forgetbench.parsing.tagger import load_tagger, tag, upos_accuracy, with_tags
 
         _threads(args.threads)
         model, vocab = ptrain.load_parser(args.model)
         tagger, sents = load_tagger(args.model), read_conllu(args.data)
-        s = ptrain.evaluate(model, vocab, sents, tagger).to_dict()
+        pred_tags = tag(tagger, vocab, sents) if tagger is not None else None  # tagged once, for parsing and UPOS
+        s = ptrain.evaluate(model, vocab, with_tags(sents, pred_tags) if pred_tags else sents).to_dict()
         s["tags"] = "gold" if tagger is None else "predicted"
-        if tagger is not None:
-            s["upos"] = accuracy(tagger, vocab, sents)
+        if pred_tags is not None:
+            s["upos"] = upos_accuracy(sents, pred_tags)
         print(json.dumps(s))
     else:
         _threads(args.threads)

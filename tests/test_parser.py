@@ -3,8 +3,9 @@ import random
 import torch
 
 from forgetbench.compress import PruneConfig, QuantConfig, prune, quantize
+from forgetbench.parsing.batching import batchify
 from forgetbench.parsing.conll import read_conllu
-from forgetbench.parsing.train import batchify, evaluate, load_parser, predict_file, train
+from forgetbench.parsing.train import evaluate, load_parser, predict_file, train
 
 
 def _toy_treebank(path, n, seed):

@@ -60,11 +60,11 @@ class ActQuantizer:
             # During generation the cross-attention keys/values are the same cached tensor at every step
             # (as a new view): reuse the last result. The memo holds the input, so its storage cannot be
             # reused by another tensor, and an in-place change bumps the shared version counter.
-            if self._memo is not None and not x.is_inference() and self._memo[1] == self._key(x):
+            key = None if x.is_inference() else self._key(x)  # inference tensors have no version counter
+            if key is not None and self._memo is not None and self._memo[1] == key:
                 return self._memo[2]
             out = fake_quant(x, self.amax)
-            memo = x.numel() >= 4096 and not x.requires_grad and not x.is_inference()  # inference tensors: no version
-            self._memo = (x, self._key(x), out) if memo else None
+            self._memo = (x, key, out) if key is not None and x.numel() >= 4096 and not x.requires_grad else None
             return out
         return x
 

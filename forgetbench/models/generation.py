@@ -77,12 +77,14 @@ def greedy_generate(model, input_ids: torch.Tensor, attention_mask: torch.Tensor
 
 @torch.no_grad()  # not inference_mode: PTQ sites reuse results for unchanged tensors, which needs version counters
 def translate(model, tokenizer, texts: list[str], src_lang: str, tgt_lang: str, num_beams: int = 1,
-              max_new_tokens: int = 128, max_length: int = 256) -> list[str]:
+              max_new_tokens: int = 128, max_length: int = 256, greedy_loop: bool = True) -> list[str]:
+    """Decoded hypotheses; greedy decoding goes through ``greedy_generate`` unless ``greedy_loop=False``
+    (or the model's generation config needs logits processors), else Hugging Face ``generate``."""
     enc = encode_sources(tokenizer, texts, src_lang, tgt_lang, max_length)
     device = next(model.parameters()).device
     enc = {k: v.to(device) for k, v in enc.items()}
     kw = generation_kwargs(tokenizer, tgt_lang)
-    if num_beams == 1 and greedy_supported(model):
+    if greedy_loop and num_beams == 1 and greedy_supported(model):
         out = greedy_generate(model, enc["input_ids"], enc["attention_mask"], kw.get("forced_bos_token_id"),
                               max_new_tokens)
     else:

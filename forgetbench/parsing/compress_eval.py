@@ -28,11 +28,12 @@ from forgetbench.compress.pipeline import write_artefacts
 from forgetbench.compress.recipe import load_recipe
 from forgetbench.errors import ForgetbenchError
 from forgetbench.io import atomic_write_json, atomic_write_text
+from forgetbench.parsing.batching import batches, batchify
 from forgetbench.parsing.conll import read_conllu
 from forgetbench.parsing.metrics import score
 from forgetbench.parsing.model import save_module_dir
 from forgetbench.parsing.tagger import load_tagger, tag, with_tags
-from forgetbench.parsing.train import batches, batchify, load_parser, predict
+from forgetbench.parsing.train import load_parser, predict
 
 
 def _sentence_las(gold, pred) -> list[float]:

@@ -16,8 +16,6 @@ import os
 import random
 import shutil
 import time
-from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -25,6 +23,7 @@ from tqdm.auto import tqdm
 
 from forgetbench.errors import ForgetbenchError
 from forgetbench.io import atomic_directory, atomic_write_json
+from forgetbench.parsing.batching import Vocab, batches, batchify
 from forgetbench.parsing.conll import Sentence, read_conllu, with_predictions, write_conllu
 from forgetbench.parsing.decode import mst
 from forgetbench.parsing.metrics import ParseScores, score
@@ -35,72 +34,14 @@ from forgetbench.parsing.model import (
     load_module_dir,
     save_module_dir,
 )
-from forgetbench.parsing.tagger import load_tagger, load_tagger_dir, tag, train_tagger, with_tags
-
-PAD, UNK, ROOT = "<pad>", "<unk>", "<root>"
-
-
-@dataclass
-class Vocab:
-    words: list[str]
-    chars: list[str]
-    tags: list[str]
-    rels: list[str]
-
-    def __post_init__(self):
-        self.w2i = {w: i for i, w in enumerate(self.words)}
-        self.c2i = {c: i for i, c in enumerate(self.chars)}
-        self.t2i = {t: i for i, t in enumerate(self.tags)}
-        self.r2i = {r: i for i, r in enumerate(self.rels)}
-
-    @classmethod
-    def build(cls, sents: list[Sentence], min_freq: int = 2) -> Vocab:
-        wc = Counter(f.lower() for s in sents for f in s.forms)
-        cc = Counter(c for s in sents for f in s.forms for c in f)
-        return cls([PAD, UNK, ROOT] + sorted(w for w, n in wc.items() if n >= min_freq),
-                   [PAD, UNK, ROOT] + sorted(cc), [PAD, UNK, ROOT] + sorted({t for s in sents for t in s.upos}),
-                   sorted({r for s in sents for r in s.deprels}))
-
-    def to_dict(self) -> dict:
-        return {"words": self.words, "chars": self.chars, "tags": self.tags, "rels": self.rels}
-
-
-def batchify(sents: list[Sentence], vocab: Vocab, max_chars: int = 20) -> dict[str, torch.Tensor]:
-    L = max(len(s.words) for s in sents) + 1
-    C = min(max_chars, max(len(f) for s in sents for f in s.forms))
-    B = len(sents)
-    words = torch.zeros(B, L, dtype=torch.long)
-    tags = torch.zeros(B, L, dtype=torch.long)
-    chars = torch.zeros(B, L, max(C, 1), dtype=torch.long)
-    heads = torch.full((B, L), -100, dtype=torch.long)
-    rels = torch.full((B, L), -100, dtype=torch.long)
-    for b, s in enumerate(sents):
-        words[b, 0], tags[b, 0], chars[b, 0, 0] = 2, 2, 2
-        for i, (f, t) in enumerate(zip(s.forms, s.upos, strict=True), 1):
-            words[b, i] = vocab.w2i.get(f.lower(), 1)
-            tags[b, i] = vocab.t2i.get(t, 1)
-            for k, c in enumerate(f[:C]):
-                chars[b, i, k] = vocab.c2i.get(c, 1)
-            heads[b, i] = s.heads[i - 1]
-            rels[b, i] = vocab.r2i.get(s.deprels[i - 1], -100)
-    return {"words": words, "chars": chars, "tags": tags, "heads": heads, "rels": rels}
-
-
-def batches(sents: list[Sentence], max_tokens: int, shuffle: bool, rng: random.Random | None = None) -> list[list[Sentence]]:
-    order = sorted(range(len(sents)), key=lambda i: len(sents[i].words))
-    out, cur, cur_max = [], [], 0
-    for i in order:
-        n = len(sents[i].words) + 1
-        if cur and (len(cur) + 1) * max(cur_max, n) > max_tokens:
-            out.append(cur)
-            cur, cur_max = [], 0
-        cur.append(sents[i])
-        cur_max = max(cur_max, n)
-    if cur:
-        out.append(cur)
-    if shuffle:
-        (rng or random).shuffle(out)
-    return out
+from forgetbench.parsing.tagger import (
+    load_tagger,
+    load_tagger_dir,
+    tag,
+    train_tagger,
+    upos_accuracy,
+    with_tags,
+)
 
 
 def loss_fn(arc, rel_at_gold, b):
@@ -190,8 +131,7 @@ def train(train_file: str | Path, dev_file: str | Path, out_dir: str | Path, min
             work = tmp / "_jackknife"
             tr_tags = jackknife_tags(tr, dv, vocab, work, jackknife, tagger_minutes, seed, progress)
             shutil.rmtree(work)
-            n_tr = sum(len(s.words) for s in tr)
-            jk_acc = 100.0 * sum(a == b for s, t in zip(tr, tr_tags, strict=True) for a, b in zip(s.upos, t, strict=True)) / n_tr
+            jk_acc = upos_accuracy(tr, tr_tags)
             tinfo = train_tagger(tr, dv, vocab, tmp / "tagger", tagger_minutes, seed=seed, progress=progress)
             tagger = load_tagger(tmp)
             tr = with_tags(tr, tr_tags)

@@ -1,0 +1,77 @@
+"""Vocabularies and batches for the parser and its tagger: sentences → padded index tensors
+(position 0 is the root), batches of similar length under a token budget."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import dataclass
+
+import torch
+
+from forgetbench.parsing.conll import Sentence
+
+PAD, UNK, ROOT = "<pad>", "<unk>", "<root>"
+
+
+@dataclass
+class Vocab:
+    words: list[str]
+    chars: list[str]
+    tags: list[str]
+    rels: list[str]
+
+    def __post_init__(self):
+        self.w2i = {w: i for i, w in enumerate(self.words)}
+        self.c2i = {c: i for i, c in enumerate(self.chars)}
+        self.t2i = {t: i for i, t in enumerate(self.tags)}
+        self.r2i = {r: i for i, r in enumerate(self.rels)}
+
+    @classmethod
+    def build(cls, sents: list[Sentence], min_freq: int = 2) -> Vocab:
+        wc = Counter(f.lower() for s in sents for f in s.forms)
+        cc = Counter(c for s in sents for f in s.forms for c in f)
+        return cls([PAD, UNK, ROOT] + sorted(w for w, n in wc.items() if n >= min_freq),
+                   [PAD, UNK, ROOT] + sorted(cc), [PAD, UNK, ROOT] + sorted({t for s in sents for t in s.upos}),
+                   sorted({r for s in sents for r in s.deprels}))
+
+    def to_dict(self) -> dict:
+        return {"words": self.words, "chars": self.chars, "tags": self.tags, "rels": self.rels}
+
+
+def batchify(sents: list[Sentence], vocab: Vocab, max_chars: int = 20) -> dict[str, torch.Tensor]:
+    L = max(len(s.words) for s in sents) + 1
+    C = min(max_chars, max(len(f) for s in sents for f in s.forms))
+    B = len(sents)
+    words = torch.zeros(B, L, dtype=torch.long)
+    tags = torch.zeros(B, L, dtype=torch.long)
+    chars = torch.zeros(B, L, max(C, 1), dtype=torch.long)
+    heads = torch.full((B, L), -100, dtype=torch.long)
+    rels = torch.full((B, L), -100, dtype=torch.long)
+    for b, s in enumerate(sents):
+        words[b, 0], tags[b, 0], chars[b, 0, 0] = 2, 2, 2
+        for i, (f, t) in enumerate(zip(s.forms, s.upos, strict=True), 1):
+            words[b, i] = vocab.w2i.get(f.lower(), 1)
+            tags[b, i] = vocab.t2i.get(t, 1)
+            for k, c in enumerate(f[:C]):
+                chars[b, i, k] = vocab.c2i.get(c, 1)
+            heads[b, i] = s.heads[i - 1]
+            rels[b, i] = vocab.r2i.get(s.deprels[i - 1], -100)
+    return {"words": words, "chars": chars, "tags": tags, "heads": heads, "rels": rels}
+
+
+def batches(sents: list[Sentence], max_tokens: int, shuffle: bool, rng: random.Random | None = None) -> list[list[Sentence]]:
+    order = sorted(range(len(sents)), key=lambda i: len(sents[i].words))
+    out, cur, cur_max = [], [], 0
+    for i in order:
+        n = len(sents[i].words) + 1
+        if cur and (len(cur) + 1) * max(cur_max, n) > max_tokens:
+            out.append(cur)
+            cur, cur_max = [], 0
+        cur.append(sents[i])
+        cur_max = max(cur_max, n)
+    if cur:
+        out.append(cur)
+    if shuffle:
+        (rng or random).shuffle(out)
+    return out
