@@ -140,7 +140,13 @@ def cmd_compress_stream(args) -> int:
 
     recipe = load_recipe(args.recipe)
     _threads(args.threads)
-    rep = stream_compress(args.model_dir, recipe, args.out)
+    skeleton = None
+    cfg = Path(args.model_dir) / "config.json"
+    if cfg.is_file() and json.loads(cfg.read_text()).get("model_type") == "forgetbench-biaffine":
+        from forgetbench.parsing.train import parser_skeleton
+
+        skeleton = parser_skeleton(args.model_dir)
+    rep = stream_compress(args.model_dir, recipe, args.out, skeleton=skeleton)
     print(f"streamed {recipe.name}: read {rep['bytes_read'] / 2**20:.1f} MiB, wrote {rep['bytes_written'] / 2**20:.1f} MiB "
           f"in {rep['seconds']:.1f}s; wrote {args.out}")
     return 0
@@ -150,9 +156,13 @@ def cmd_parse(args) -> int:
     from forgetbench.parsing import train as ptrain
 
     if args.action == "compress":
+        from forgetbench.io import atomic_directory
         from forgetbench.parsing.compress_eval import run
+        from forgetbench.report.parsing import write_parse_report
 
-        S = run(args.models, args.test, args.dev, args.recipes, args.out, threads=args.threads or 1)
+        S = run(args.models, args.test, args.dev, args.recipes, threads=args.threads or 1)
+        with atomic_directory(args.out) as tmp:
+            write_parse_report(S, tmp)
         for tb in S["treebanks"]:
             print(Path(tb["model"]).name, f"base LAS {tb['base']['las']:.2f}",
                   *(f"{v} {d['las']:.2f} ({d['rel_las']:+.2f} %)" for v, d in tb["variants"].items()))
@@ -289,7 +299,8 @@ def build_parser() -> argparse.ArgumentParser:
     pc = psub.add_parser("compress", help="apply recipes to trained parsers; per-treebank report")
     pc.add_argument("--models", nargs="+", required=True)
     pc.add_argument("--test", nargs="+", required=True)
-    pc.add_argument("--dev", nargs="+", required=True, help="calibration data for PTQ (first 200 sentences)")
+    pc.add_argument("--dev", nargs="+", help="PTQ calibration data per treebank (its first 200 sentences), replacing "
+                                            "the recipes' own; without it a recipe must name a CoNLL-U calibration file")
     pc.add_argument("--recipes", nargs="+", default=["prune-30", "prune-45", "ptq-int8"])
     pc.add_argument("--out", required=True)
     pc.add_argument("--threads", type=int)

@@ -8,7 +8,9 @@ from transformers import AutoModelForSeq2SeqLM
 
 from forgetbench.cli import main
 from forgetbench.compress.artefacts import load_int8, load_sparse
-from forgetbench.compress.pipeline import apply_recipe, load_compressed, load_model_dir
+from forgetbench.compress import apply_recipe
+from forgetbench.compress.calibration import Seq2SeqCalibration
+from forgetbench.compress.pipeline import load_compressed, load_model_dir
 from forgetbench.compress.recipe import load_recipe
 
 from .conftest import CALIB, REPO
@@ -24,7 +26,7 @@ def test_prune_round_trip_plain_transformers(tiny_dir, tmp_path, batch, recipe):
     out = tmp_path / "out"
     assert main(["compress", str(tiny_dir), "--recipe", recipe, "--out", str(out), "--quiet"]) == 0
     mem, tok = load_model_dir(tiny_dir)
-    apply_recipe(mem, load_recipe(recipe), tok)
+    apply_recipe(mem, load_recipe(recipe), Seq2SeqCalibration(tok))
     plain = AutoModelForSeq2SeqLM.from_pretrained(str(out)).eval()  # plain transformers, default attention
     assert torch.allclose(_logits(plain, batch), _logits(mem, batch), atol=1e-5, rtol=0)
     rep = json.loads((out / "compression.json").read_text())
@@ -44,7 +46,7 @@ def test_ptq_round_trip_and_int8_artefact(tiny_dir, tmp_path, batch):
     out = tmp_path / "ptq"
     assert main(["compress", str(tiny_dir), "--recipe", "ptq-int8", "--out", str(out), "--quiet"]) == 0
     mem, tok = load_model_dir(tiny_dir)
-    apply_recipe(mem, load_recipe("ptq-int8"), tok)
+    apply_recipe(mem, load_recipe("ptq-int8"), Seq2SeqCalibration(tok))
     ref = _logits(mem, batch)
     for artefact in ("dense", "int8"):
         model, _, qstate = load_compressed(out, artefact)

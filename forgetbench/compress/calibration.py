@@ -16,6 +16,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from forgetbench.errors import ForgetbenchError
+from forgetbench.io import sha256_file
 
 Row = tuple[str, str, str, str]
 
@@ -63,3 +64,26 @@ def seq2seq_calibration(tokenizer, rows: list[Row], batch_size: int = 16, max_le
                 model(**{k: v.to(device) for k, v in enc.items()})
 
     return run
+
+
+class Seq2SeqCalibration:
+    """The MT models' calibration source for ``compress.apply_recipe``: a step's ``calibration`` TSV,
+    sampled (``max_sentences``, ``seed``), run teacher-forced through the model with its tokenizer."""
+
+    def __init__(self, tokenizer, progress: bool = False):
+        self.tokenizer, self.progress = tokenizer, progress
+
+    def check(self, spec) -> str | None:
+        if self.tokenizer is None:
+            return "calibration needs the model's tokenizer (tokenizer files in the model folder)"
+        if spec is None:
+            return "no calibration data: add calibration: {data: FILE.tsv} to the step or pass --calibration FILE.tsv"
+        if spec.data.suffix == ".conllu":
+            return f"calibration data {spec.data} is CoNLL-U; MT models calibrate on a TSV of parallel sentences"
+        return None
+
+    def forwards(self, spec) -> tuple[Callable[[nn.Module], None], dict]:
+        rows = read_calibration_tsv(spec.data, spec.max_sentences, spec.seed)
+        run = seq2seq_calibration(self.tokenizer, rows, spec.batch_size, spec.max_length, progress=self.progress)
+        return run, {"data": str(spec.data), "sha256": sha256_file(spec.data), "sentences": len(rows),
+                     "directions": sorted({f"{r[0]}-{r[1]}" for r in rows})}

@@ -21,37 +21,13 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from forgetbench.compress.apply import apply_recipe, check_recipe
 from forgetbench.compress.artefacts import load_int8, load_sparse, save_int8, save_sparse
-from forgetbench.compress.calibration import read_calibration_tsv, seq2seq_calibration
-from forgetbench.compress.prune import prune
-from forgetbench.compress.ptq import QuantState, attach, quantize
+from forgetbench.compress.calibration import Seq2SeqCalibration
+from forgetbench.compress.ptq import QuantState, attach
 from forgetbench.compress.recipe import Recipe
 from forgetbench.errors import ForgetbenchError
 from forgetbench.io import atomic_directory, atomic_write_json, sha256_file
-
-
-def apply_recipe(model: nn.Module, recipe: Recipe, tokenizer=None, progress: bool = False) -> tuple[dict, QuantState | None]:
-    """Run the recipe's steps in order on ``model`` (in place)."""
-    steps, qstate = [], None
-    for step in recipe.steps:
-        t0 = time.perf_counter()
-        if step.kind == "prune":
-            rep = prune(model, step.config)
-            steps.append({"prune": rep.to_dict(), "seconds": round(time.perf_counter() - t0, 3)})
-        else:
-            calibrate, calib_info = None, None
-            if step.calibration is not None:
-                if tokenizer is None:
-                    raise ForgetbenchError("calibration needs the model's tokenizer (tokenizer files in the model folder)")
-                c = step.calibration
-                rows = read_calibration_tsv(c.data, c.max_sentences, c.seed)
-                calibrate = seq2seq_calibration(tokenizer, rows, c.batch_size, c.max_length, progress=progress)
-                calib_info = {"data": str(c.data), "sha256": sha256_file(c.data), "sentences": len(rows),
-                              "directions": sorted({f"{r[0]}-{r[1]}" for r in rows})}
-            qstate = quantize(model, step.config, calibrate)
-            steps.append({"quantize": qstate.to_dict() | {"calibration": calib_info},
-                          "seconds": round(time.perf_counter() - t0, 3)})
-    return {"recipe": recipe.raw, "recipe_name": recipe.name, "steps": steps}, qstate
 
 
 def write_artefacts(model: nn.Module, recipe: Recipe, qstate: QuantState | None, folder: Path) -> dict:
@@ -93,10 +69,12 @@ def load_model_dir(model_dir: str | Path, eager: bool = True):
 def compress_dir(model_dir: str | Path, recipe: Recipe, out_dir: str | Path, progress: bool = True) -> dict:
     model_dir = Path(model_dir)
     model, tok = load_model_dir(model_dir)
+    calibrate = Seq2SeqCalibration(tok, progress=progress)
+    check_recipe(recipe, calibrate)
     inputs = {str(p.relative_to(model_dir)): sha256_file(p) for p in sorted(model_dir.iterdir())
               if p.is_file() and p.suffix in (".safetensors", ".json", ".model", ".bin")}
     t0 = time.perf_counter()
-    report, qstate = apply_recipe(model, recipe, tok, progress=progress)
+    report, qstate = apply_recipe(model, recipe, calibrate)
     seconds = time.perf_counter() - t0
     with atomic_directory(out_dir) as tmp:
         model.save_pretrained(tmp)

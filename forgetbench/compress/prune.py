@@ -9,11 +9,18 @@ written straight into the weight storage, so every tied view sees the same zeros
 Scopes: ``layer`` (one threshold per unit; the thesis default), ``module`` (per weight matrix),
 ``attn-ffn`` (attention and feed-forward parts of a unit separately), ``global`` (one threshold
 over all units).
+
+Tensor access is pluggable (``open_tensors``): in memory the group's parameters are pruned in
+place; the streamed path (``compress.streaming``) opens fresh buffers read from the checkpoint
+shards and writes them back when the group is done. Same groups, same order, same zeros.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 
 import torch
@@ -24,6 +31,15 @@ from forgetbench.compress.units import Unit, UnitParam, resolve_units
 from forgetbench.errors import ForgetbenchError
 
 SCOPES = ("layer", "module", "attn-ffn", "global")
+
+# (qualified name, parameter) pairs -> a context giving their tensors, to be changed in place
+OpenTensors = Callable[[list[tuple[str, nn.Parameter]]], AbstractContextManager[list[torch.Tensor]]]
+
+
+@contextlib.contextmanager
+def in_place(named: list[tuple[str, nn.Parameter]]) -> Iterator[list[torch.Tensor]]:
+    """The in-memory access: the parameters' own storage."""
+    yield [p.data for _, p in named]
 
 
 @dataclass(frozen=True)
@@ -147,30 +163,37 @@ def prune(
     model: nn.Module,
     config: PruneConfig | None = None,
     units: list[dict] | None = None,
+    open_tensors: OpenTensors | None = None,
     **kwargs,
 ) -> PruneReport:
-    """Magnitude-prune ``model`` in place; returns realised sparsity per unit and overall."""
+    """Magnitude-prune ``model`` in place; returns realised sparsity per unit and overall.
+
+    ``open_tensors`` (default: the parameters in place) gives each selection group's tensors; the
+    streamed path passes a meta-device ``model`` and opens the tensors from checkpoint shards."""
     config = config or PruneConfig(**kwargs)
     resolved = resolve_units(model, units, include_embeddings=config.include_embeddings)
-    for u in resolved:
-        for p in u.params:
-            if p.param.device.type == "meta":
-                raise ForgetbenchError(
-                    f"{p.name} is on the meta device (offloaded): in-place pruning would be lost; "
-                    "use streamed compression from the checkpoint shards instead"
-                )
-    groups = []
+    if open_tensors is None:
+        open_tensors = in_place
+        for u in resolved:
+            for p in u.params:
+                if p.param.device.type == "meta":
+                    raise ForgetbenchError(
+                        f"{p.name} is on the meta device (offloaded): in-place pruning would be lost; "
+                        "use streamed compression from the checkpoint shards instead"
+                    )
+    groups, zeros = [], {}
     for gname, gparams in selection_groups(resolved, config.scope):
-        tensors = [p.param for p in gparams]
-        n = sum(t.numel() for t in tensors)
-        k = num_to_prune(config.sparsity, n)
-        thr = prune_smallest(tensors, k)
+        with open_tensors([(p.name, p.param) for p in gparams]) as tensors:
+            n = sum(t.numel() for t in tensors)
+            k = num_to_prune(config.sparsity, n)
+            thr = prune_smallest(tensors, k)
+            zeros |= {p.name: numel_zeros(t) for p, t in zip(gparams, tensors, strict=True)}
         groups.append(GroupReport(gname, n, k, thr))
     unit_reports = [
         UnitReport(
             u.name,
             u.numel,
-            sum(numel_zeros(p.param) for p in u.params),
+            sum(zeros[p.name] for p in u.params),
             [p.name for p in u.params],
             {p.name: p.aliases for p in u.params if p.aliases},
         )

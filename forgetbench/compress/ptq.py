@@ -5,7 +5,9 @@
 1. Activation sites (see ``sites``) are installed in *calibrate* mode and ``calibrate(model)``
    runs forward passes (model-agnostic: any callable) while every site collects statistics.
 2. Each site's per-tensor range is computed by the chosen calibrator.
-3. Linear weights are fake-quantised in place, per output channel (max); tied weights once.
+3. Weight matrices are fake-quantised in place, per output channel (max): every ``nn.Linear``
+   weight and every LSTM/GRU ``weight_ih_l*``/``weight_hh_l*`` (one row per gate unit); tied
+   storage once (``weight_matrices``).
 4. Sites switch to *quant* mode: every later forward is fake-quantised.
 
 The returned ``QuantState`` holds the ranges; ``state.to_dict()`` serialises them and
@@ -21,6 +23,7 @@ import torch
 from torch import nn
 
 from forgetbench.compress.calibrators import CALIBRATORS, make_calibrator
+from forgetbench.compress.prune import OpenTensors, in_place
 from forgetbench.compress.quantizer import fake_quant, per_channel_amax
 from forgetbench.compress.sites import SITE_KINDS, SiteRegistry, attach_sites, excluded, remove_handles
 from forgetbench.compress.units import _storage_key
@@ -105,12 +108,12 @@ def _ensure_eager(model: nn.Module, kinds: set[str]) -> None:
         model.set_attn_implementation("eager")
 
 
-@torch.no_grad()
-def quantize_weights(model: nn.Module, exclude: tuple | list = ()) -> dict[str, torch.Tensor]:
-    """Fake-quantise every Linear weight and every LSTM/GRU input-hidden and hidden-hidden matrix
-    (``weight_ih_l*``, ``weight_hh_l*``: one row per gate unit) per output channel, in place; tied storage once."""
+def weight_matrices(model: nn.Module, exclude: tuple | list = ()) -> list[tuple[str, nn.Parameter, nn.Module]]:
+    """The weight sites, in module order: every Linear weight and every LSTM/GRU input-hidden and
+    hidden-hidden matrix (``weight_ih_l*``, ``weight_hh_l*``), minus ``exclude`` globs; tied storage once.
+    Works on a meta-device skeleton too (the streamed path enumerates a checkpoint's matrices with it)."""
     done: set = set()
-    amaxes = {}
+    out = []
     for name, mod in model.named_modules():
         if isinstance(mod, nn.Linear):
             weights = [("weight", mod.weight)]
@@ -126,18 +129,32 @@ def quantize_weights(model: nn.Module, exclude: tuple | list = ()) -> dict[str, 
             if key in done:
                 continue
             done.add(key)
-            amax = per_channel_amax(w, axis=0)
-            w.data.copy_(fake_quant(w.data, amax, axis=0))
-            amaxes[full] = amax
-        if isinstance(mod, nn.RNNBase):
+            out.append((full, w, mod))
+    return out
+
+
+@torch.no_grad()
+def quantize_weights(model: nn.Module, exclude: tuple | list = (),
+                     open_tensors: OpenTensors | None = None) -> dict[str, torch.Tensor]:
+    """Fake-quantise every weight matrix of ``weight_matrices`` per output channel; returns name -> amax.
+    ``open_tensors`` as in ``prune`` (default: in place)."""
+    amaxes = {}
+    for full, w, mod in weight_matrices(model, exclude):
+        with (open_tensors or in_place)([(full, w)]) as (t,):
+            amax = per_channel_amax(t, axis=0)
+            t.copy_(fake_quant(t, amax, axis=0))
+        amaxes[full] = amax
+        if open_tensors is None and isinstance(mod, nn.RNNBase):
             mod.flatten_parameters()
     return amaxes
 
 
 def quantize(model: nn.Module, config: QuantConfig | None = None,
              calibrate: Callable[[nn.Module], None] | None = None,
-             attention_blocks: list[str] | None = None, residual_blocks: list[str] | None = None) -> QuantState:
-    """Fake-quantise ``model`` in place with the Wu et al. recipe; see the module docstring."""
+             attention_blocks: list[str] | None = None, residual_blocks: list[str] | None = None,
+             open_tensors: OpenTensors | None = None) -> QuantState:
+    """Fake-quantise ``model`` in place with the Wu et al. recipe; see the module docstring.
+    ``open_tensors`` reaches the weight matrices elsewhere (the streamed path; weight sites only)."""
     config = config or QuantConfig()
     kinds = config.kinds
     if config.needs_calibration and calibrate is None:
@@ -169,7 +186,7 @@ def quantize(model: nn.Module, config: QuantConfig | None = None,
         for name, q in registry.quantizers.items():
             q.amax = amax[name] = q.calibrator.compute_amax()
             q.calibrator = None  # free histograms
-    weight_amax = quantize_weights(model, config.exclude) if "linear_weight" in kinds else {}
+    weight_amax = quantize_weights(model, config.exclude, open_tensors) if "linear_weight" in kinds else {}
     registry.set_mode("quant")
     model.train(was_training)
     return QuantState(config, amax, weight_amax, registry, handles)

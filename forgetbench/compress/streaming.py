@@ -3,36 +3,39 @@
     forgetbench compress-stream MODEL_DIR --recipe prune-30 --out OUT_DIR
 
 Offloaded modules hold meta placeholders, so compressing an offloaded model in place is silently
-lost. Instead this reads one unit at a time from the checkpoint shards, prunes it (same unit map,
-same exact threshold and tie order as in-memory ``prune``, hence identical results) or fake-
-quantises its Linear weights per output channel, and writes it at its byte offset in output
-shards that keep the input's layout (headers copied, files preallocated). Everything else is
-copied in chunks. Peak memory is about one unit plus one chunk.
+lost. Instead the recipe runs through ``compress.apply_recipe`` on a meta-device skeleton of the
+model whose tensors are opened from the checkpoint shards one selection group (prune) or one
+weight matrix (weight quantisation: Linear and LSTM/GRU, as in memory) at a time and written at
+their byte offsets in output shards that keep the input's layout (headers copied, files
+preallocated). Same unit map, same threshold and tie order as in memory, hence identical results.
+Everything else is copied in chunks. Peak memory is about one selection group plus one chunk
+(the ``global`` pruning scope opens every unit at once).
 
-Activation quantisation needs forward passes for calibration and is not streamable: load the
-model with a device map instead.
+Activation quantisation needs forward passes for calibration and is not streamable (refused
+before any work): load the model with a device map instead.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import struct
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import torch
 from safetensors import safe_open
 from torch import nn
 
-from forgetbench.compress.prune import GroupReport, num_to_prune, prune_smallest, selection_groups
-from forgetbench.compress.quantizer import fake_quant, per_channel_amax
+from forgetbench.compress.apply import Target, apply_recipe, check_recipe
 from forgetbench.compress.recipe import Recipe
-from forgetbench.compress.sites import excluded
-from forgetbench.compress.units import resolve_units
 from forgetbench.errors import ForgetbenchError
 from forgetbench.io import atomic_directory, atomic_write_json, sha256_file
+
+FORMAT = "forgetbench-streamed-compression-v1"
 
 COPY_CHUNK = 64 << 20
 _DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
@@ -110,80 +113,63 @@ class ShardIO:
         self.bytes_written += size
 
 
-def _checkpoint_name(p_name: str, aliases: list[str], weight_map: dict) -> str:
-    for n in [p_name, *aliases]:
-        if n in weight_map:
-            return n
-    raise ForgetbenchError(f"{p_name}: not in the checkpoint (nor its tied aliases {aliases})")
+class StreamedTensors:
+    """``open_tensors`` for ``prune``/``quantize`` over checkpoint shards: each (name, meta parameter) is
+    found in the checkpoint under its name or a tied alias, read (from the output if an earlier step
+    changed it), handed out as a fresh buffer and written back when the context closes."""
+
+    def __init__(self, io: ShardIO, meta_model: nn.Module):
+        self.io, self.done = io, set()
+        self.aliases: dict[int, list[str]] = {}
+        for m, mod in meta_model.named_modules(remove_duplicate=False):
+            for n, p in mod.named_parameters(recurse=False):
+                self.aliases.setdefault(id(p), []).append(f"{m}.{n}" if m else n)
+
+    def checkpoint_name(self, name: str, param: nn.Parameter) -> str:
+        for n in [name, *self.aliases.get(id(param), [])]:
+            if n in self.io.weight_map:
+                return n
+        raise ForgetbenchError(f"{name}: not in the checkpoint (nor its tied aliases {self.aliases.get(id(param))})")
+
+    @contextlib.contextmanager
+    def __call__(self, named: list[tuple[str, nn.Parameter]]) -> Iterator[list[torch.Tensor]]:
+        names = [self.checkpoint_name(n, p) for n, p in named]
+        tensors = [_reread(self.io, n) if n in self.done else self.io.read(n) for n in names]
+        yield tensors
+        for n, t in zip(names, tensors, strict=True):
+            self.io.write(n, t)
+            self.done.add(n)
 
 
-def stream_compress(model_dir: str | Path, recipe: Recipe, out_dir: str | Path, units: list[dict] | None = None) -> dict:
-    from transformers import AutoConfig
-
-    from forgetbench.models.device_map import empty_model
-
+def stream_compress(model_dir: str | Path, recipe: Recipe, out_dir: str | Path, units: list[dict] | None = None,
+                    skeleton: nn.Module | None = None) -> dict:
+    """Apply ``recipe`` to the checkpoint in ``model_dir`` without loading it; ``skeleton`` is the model on
+    the meta device (default: built from the folder's Hugging Face ``config.json``)."""
     src = Path(model_dir)
-    for st in recipe.steps:
-        if st.kind == "quantize" and st.config.needs_calibration:
-            raise ForgetbenchError(f"{recipe.source}: activation quantisation needs calibration forward passes and cannot "
-                                   "be streamed; use a weights-only quantize step (sites: {linear_weight: true, others "
-                                   "false}) or load the model with a device map")
-    config = AutoConfig.from_pretrained(str(src))
-    meta_model = empty_model(config)
+    check_recipe(recipe, streamed=True)  # before any work
+    if skeleton is None:
+        from transformers import AutoConfig
+
+        from forgetbench.models.device_map import empty_model
+
+        skeleton = empty_model(AutoConfig.from_pretrained(str(src)))
+    meta_model = skeleton
     weight_map = shard_map(src)
     t0 = time.perf_counter()
-    report: dict = {"format": "forgetbench-compression-v1", "mode": "streamed", "recipe": recipe.raw,
-                    "recipe_name": recipe.name, "steps": []}
     with atomic_directory(out_dir) as tmp:
         io = ShardIO(src, tmp, weight_map)
-        done: set[str] = set()
-
-        def load(name):  # a tensor changed by an earlier step is re-read from the output shard
-            return _reread(io, name) if name in done else io.read(name)
-
-        for step in recipe.steps:
-            if step.kind == "prune":
-                resolved = resolve_units(meta_model, units, include_embeddings=step.config.include_embeddings)
-                groups = []
-                for gname, gparams in selection_groups(resolved, step.config.scope):
-                    names = [_checkpoint_name(p.name, p.aliases, weight_map) for p in gparams]
-                    tensors = [load(n) for n in names]  # fresh buffers: pruned in place, then written
-                    n_el = sum(t.numel() for t in tensors)
-                    k = num_to_prune(step.config.sparsity, n_el)
-                    thr = prune_smallest(tensors, k)
-                    for n, t in zip(names, tensors, strict=True):
-                        io.write(n, t)
-                        done.add(n)
-                    groups.append(GroupReport(gname, n_el, k, thr).__dict__)
-                    del tensors
-                report["steps"].append({"prune": {"config": step.config.__dict__, "groups": groups}})
-            else:
-                qnames = []
-                seen = set()
-                for mname, mod in meta_model.named_modules():
-                    if not isinstance(mod, nn.Linear) or excluded(f"{mname}.weight", list(step.config.exclude)):
-                        continue
-                    aliases = [a for a in _aliases(meta_model, mod.weight) if a != f"{mname}.weight"]
-                    n = _checkpoint_name(f"{mname}.weight", aliases, weight_map)
-                    if n in seen:
-                        continue
-                    seen.add(n)
-                    w = load(n)
-                    q = fake_quant(w, per_channel_amax(w, 0), axis=0)
-                    io.write(n, q)
-                    done.add(n)
-                    qnames.append(n)
-                report["steps"].append({"quantize": {"config": {"sites": step.config.sites, "exclude": list(step.config.exclude)},
-                                                     "weights": qnames}})
+        opened = StreamedTensors(io, meta_model)
+        report, _ = apply_recipe(Target(meta_model, opened, units), recipe)
         for name in weight_map:
-            if name not in done:
+            if name not in opened.done:
                 io.copy(name)
         for f in src.iterdir():
             if f.is_file() and not f.name.endswith(".safetensors"):
                 shutil.copyfile(f, tmp / f.name)
         seconds = time.perf_counter() - t0
-        report |= {"seconds": round(seconds, 3), "bytes_read": io.bytes_read, "bytes_written": io.bytes_written,
-                   "inputs_sha256": {f.name: sha256_file(f) for f in sorted(src.glob("*.safetensors*"))}}
+        report = {"format": FORMAT, "mode": "streamed"} | report | {
+            "seconds": round(seconds, 3), "bytes_read": io.bytes_read, "bytes_written": io.bytes_written,
+            "inputs_sha256": {f.name: sha256_file(f) for f in sorted(src.glob("*.safetensors*"))}}
         atomic_write_json(tmp / "compression.json", report)
     return report
 
@@ -195,8 +181,3 @@ def _reread(io: ShardIO, name: str) -> torch.Tensor:
         buf = bytearray(size)
         f.readinto(buf)
     return torch.frombuffer(buf, dtype=_DTYPES[meta["dtype"]]).reshape(meta["shape"])
-
-
-def _aliases(model: nn.Module, param: nn.Parameter) -> list[str]:
-    return [f"{m}.{n}" if m else n for m, mod in model.named_modules(remove_duplicate=False)
-            for n, p in mod.named_parameters(recurse=False) if p is param]

@@ -5,17 +5,17 @@
 
 For each treebank and recipe: LAS/UAS/CLAS before and after, relative LAS drop, the share of
 sentences whose LAS fell (the parsing analogue of ΔchrF losers) and the most-losing sentences,
-model size (nominal) and parsing speed (sentences/s, 1 thread). PTQ calibrates on the
-treebank's dev set. Writes summary.json, report.md, report.html and parse_compression.csv.
+model size (nominal) and parsing speed (sentences/s, 1 thread). Recipes run through
+``compress.apply_recipe`` with a ``ConlluCalibration``: PTQ calibrates on CoNLL-U sentences, the
+recipe's own (``calibration: {data: FILE.conllu}``) or, with ``--dev``, the first 200 sentences of
+the treebank's dev set; MT calibration data (a TSV) is refused before any work. The report files
+(summary.json, report.md, report.html, parse_compression.csv) are written by ``report.parsing``.
 """
 
 from __future__ import annotations
 
 import copy
-import csv
-import html
-import io
-import json
+import dataclasses
 import os
 import tempfile
 import time
@@ -23,38 +23,56 @@ from pathlib import Path
 
 import torch
 
-from forgetbench.compress import prune, quantize
+from forgetbench.compress import apply_recipe, check_recipe
 from forgetbench.compress.pipeline import write_artefacts
-from forgetbench.compress.recipe import load_recipe
+from forgetbench.compress.recipe import Calibration, Recipe, load_recipe
 from forgetbench.errors import ForgetbenchError
-from forgetbench.io import atomic_write_json, atomic_write_text
+from forgetbench.io import sha256_file
 from forgetbench.parsing.batching import batches, batchify
 from forgetbench.parsing.conll import read_conllu
-from forgetbench.parsing.metrics import score
+from forgetbench.parsing.metrics import score, sentence_las
 from forgetbench.parsing.model import save_module_dir
 from forgetbench.parsing.tagger import load_tagger, tag, with_tags
 from forgetbench.parsing.train import load_parser, predict
+from forgetbench.stats import pct, rel
+
+DEV_CALIBRATION_SENTENCES = 200
 
 
-def _sentence_las(gold, pred) -> list[float]:
-    out = []
-    for (gh, gd), (ph, pd) in zip(gold, pred, strict=True):
-        ok = sum(a == c and b.split(":")[0] == d.split(":")[0] for a, b, c, d in zip(gh, gd, ph, pd, strict=True))
-        out.append(100.0 * ok / len(gh))
-    return out
+class ConlluCalibration:
+    """The parsers' calibration source for ``compress.apply_recipe``: the first ``max_sentences``
+    sentences of a CoNLL-U file (tagged by the parser's own tagger in predicted-tag mode), parsed in
+    batches of at most 3000 tokens."""
+
+    def __init__(self, vocab, tagger=None):
+        self.vocab, self.tagger = vocab, tagger
+
+    def check(self, spec: Calibration | None) -> str | None:
+        if spec is None:
+            return "no calibration data: add calibration: {data: FILE.conllu} to the step or pass --dev FILE.conllu"
+        if spec.data.suffix != ".conllu":
+            return (f"parsers calibrate on CoNLL-U sentences, not {spec.data.name}: give calibration: {{data: FILE.conllu}} "
+                    "in the recipe, or --dev FILE.conllu")
+        return None
+
+    def forwards(self, spec: Calibration):
+        sents = read_conllu(spec.data)[: spec.max_sentences]
+        if self.tagger is not None:
+            sents = with_tags(sents, tag(self.tagger, self.vocab, sents))
+        data = [batchify(bs, self.vocab) for bs in batches(sents, 3000, shuffle=False)]
+
+        def run(model):
+            for b in data:
+                model(b["words"], b["chars"], b["tags"])
+
+        return run, {"data": str(spec.data), "sha256": sha256_file(spec.data), "sentences": len(sents)}
 
 
-def apply_to_parser(model, vocab, recipe, calib_sents):
-    """The recipe's steps on a parser, in place (PTQ calibrated on ``calib_sents``); returns the QuantState or None."""
-    qstate = None
-    for step in recipe.steps:
-        if step.kind == "prune":
-            prune(model, step.config)
-        else:
-            data = [batchify(bs, vocab) for bs in batches(calib_sents, 3000, shuffle=False)]
-            qstate = quantize(model, step.config,
-                              calibrate=lambda m, data=data: [m(b["words"], b["chars"], b["tags"]) for b in data])
-    return qstate
+def with_calibration(recipe: Recipe, data: Path, max_sentences: int = DEV_CALIBRATION_SENTENCES) -> Recipe:
+    """``recipe`` with every activation-quantising step calibrated on ``data`` instead of its own data."""
+    steps = tuple(dataclasses.replace(s, calibration=Calibration(Path(data).resolve(), max_sentences))
+                  if getattr(s.config, "needs_calibration", False) else s for s in recipe.steps)
+    return dataclasses.replace(recipe, steps=steps)
 
 
 def variant_sizes(model, recipe, qstate) -> dict:
@@ -64,78 +82,50 @@ def variant_sizes(model, recipe, qstate) -> dict:
         return write_artefacts(model, recipe, qstate, Path(d))
 
 
-def run(models: list[str], tests: list[str], devs: list[str], recipes: list[str], out_dir: str | Path,
-        threads: int = 1, n_examples: int = 5) -> dict:
-    if not len(models) == len(tests) == len(devs):
-        raise ForgetbenchError("give one --test and one --dev file per --models folder, in the same order")
-    torch.set_num_threads(threads)
+def run(models: list[str], tests: list[str], devs: list[str] | None, recipes: list[str], threads: int = 1,
+        n_examples: int = 5) -> dict:
+    """The parser compression summary (``report.parsing.write_parse_report`` renders it)."""
+    if len(models) != len(tests) or (devs and len(devs) != len(models)):
+        raise ForgetbenchError("give one --test (and, if any, one --dev) file per --models folder, in the same order")
     recs = [load_recipe(r) for r in recipes]
+    per_tb = [[with_calibration(r, Path(d)) for r in recs] for d in devs] if devs else [recs] * len(models)
+    for tb_recipes in per_tb:  # refuse what a parser cannot do before loading anything
+        for r in tb_recipes:
+            check_recipe(r, ConlluCalibration(vocab=None))
+    torch.set_num_threads(threads)
     summary = {"recipes": recipes, "treebanks": [], "threads": threads, "loadavg": os.getloadavg()[0]}
-    for mdir, tfile, dfile in zip(models, tests, devs, strict=True):
+    for mdir, tfile, tb_recipes in zip(models, tests, per_tb, strict=True):
         base, vocab = load_parser(mdir)
         tagger = load_tagger(mdir)  # predicted-tag parsers: the tagger stays uncompressed, tags computed once
-        sents, dev = read_conllu(tfile), read_conllu(dfile)[:200]
+        sents = read_conllu(tfile)
         gold = [(s.heads, s.deprels) for s in sents]
         if tagger is not None:
-            sents, dev = with_tags(sents, tag(tagger, vocab, sents)), with_tags(dev, tag(tagger, vocab, dev))
+            sents = with_tags(sents, tag(tagger, vocab, sents))
+        calibrate = ConlluCalibration(vocab, tagger)
         t0 = time.perf_counter()
         pb = predict(base, vocab, sents)
         base_speed = len(sents) / (time.perf_counter() - t0)
         sb = score(gold, pb)
-        las_b = _sentence_las(gold, pb)
+        las_b = sentence_las(gold, pb)
         tb = {"model": str(mdir), "test": str(tfile), "sentences": len(sents), "tags": "gold" if tagger is None else "predicted",
               "base": sb.to_dict() | {"sent_per_s": base_speed},
               "variants": {}}
-        for name, rec in zip(recipes, recs, strict=True):
+        for rec in tb_recipes:
+            name = rec.name
             m = copy.deepcopy(base)
-            sizes = variant_sizes(m, rec, apply_to_parser(m, vocab, rec, dev))
+            _, qstate = apply_recipe(m, rec, calibrate)
+            sizes = variant_sizes(m, rec, qstate)
             t0 = time.perf_counter()
             pv = predict(m, vocab, sents)
             speed = len(sents) / (time.perf_counter() - t0)
             sv = score(gold, pv)
-            las_v = _sentence_las(gold, pv)
+            las_v = sentence_las(gold, pv)
             deltas = [b - a for a, b in zip(las_b, las_v, strict=True)]
             worst = sorted(range(len(sents)), key=lambda i: deltas[i])[:n_examples]
             tb["variants"][name] = sv.to_dict() | {
-                "sent_per_s": speed, "rel_las": (sv.las - sb.las) / sb.las * 100, "sizes": sizes,
-                "losers_pct": 100 * sum(d < 0 for d in deltas) / len(deltas),
-                "winners_pct": 100 * sum(d > 0 for d in deltas) / len(deltas),
+                "sent_per_s": speed, "rel_las": rel(sv.las, sb.las), "sizes": sizes,
+                "losers_pct": pct(sum(d < 0 for d in deltas), len(deltas)),
+                "winners_pct": pct(sum(d > 0 for d in deltas), len(deltas)),
                 "worst": [{"sentence": " ".join(sents[i].forms), "las_base": las_b[i], "las": las_v[i]} for i in worst]}
         summary["treebanks"].append(tb)
-    write(summary, Path(out_dir))
     return summary
-
-
-def write(S: dict, out: Path) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(out / "summary.json", S)
-    head = ["treebank", "tags", "variant", "LAS", "UAS", "CLAS", "rel. LAS %", "sentences losing LAS %", "nominal size",
-            "real artefact (vs fp32)", "sent/s"]
-    rows = []
-    for tb in S["treebanks"]:
-        name = Path(tb["model"]).name
-        b = tb["base"]
-        tags = tb.get("tags", "gold")
-        rows.append([name, tags, "base", f"{b['las']:.2f}", f"{b['uas']:.2f}", f"{b['clas']:.2f}", "–", "–", "1.00", "1.00",
-                     f"{b['sent_per_s']:.1f}"])
-        for v, d in tb["variants"].items():
-            sz = d.get("sizes", {})
-            real = min((sz[k], k[:-6]) for k in ("int8_ratio", "sparse_ratio") if k in sz) if sz else None
-            rows.append([name, tags, v, f"{d['las']:.2f}", f"{d['uas']:.2f}", f"{d['clas']:.2f}", f"{d['rel_las']:.2f}",
-                         f"{d['losers_pct']:.1f}", f"{sz.get('nominal_ratio', float('nan')):.2f}",
-                         f"{real[0]:.3f} ({real[1]})" if real else "–", f"{d['sent_per_s']:.1f}"])
-    buf = io.StringIO()
-    csv.writer(buf).writerows([head, *rows])
-    atomic_write_text(out / "parse_compression.csv", buf.getvalue())
-    md = ["# Parser compression report", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    md += ["| " + " | ".join(r) + " |" for r in rows]
-    atomic_write_text(out / "report.md", "\n".join(md) + "\n")
-    e = html.escape
-    table = ("<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr>"
-             + "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in rows) + "</table>")
-    worst = "".join(f"<h3>{e(Path(tb['model']).name)} — {e(v)}: most-losing sentences</h3><ul>"
-                    + "".join(f"<li>{e(w['sentence'])} (LAS {w['las_base']:.0f} → {w['las']:.0f})</li>" for w in d["worst"])
-                    + "</ul>" for tb in S["treebanks"] for v, d in tb["variants"].items())
-    atomic_write_text(out / "report.html", f"<!doctype html><meta charset='utf-8'><title>parser compression</title>"
-                                           f"<h1>Parser compression report</h1>{table}{worst}"
-                                           f"<pre>{e(json.dumps({k: S[k] for k in ('recipes', 'threads', 'loadavg')}))}</pre>")

@@ -73,3 +73,13 @@ def score(gold: list[tuple[list[int], list[str]]], system: list[tuple[list[int],
             cl_correct += g_content and a == c and g_rel == s_rel
     return ParseScores(n, 100 * ua / n, 100 * la / n, 100 * 2 * cl_correct / (cl_gold + cl_sys) if cl_gold + cl_sys else 0.0,
                        invalid, len(gold))
+
+
+def sentence_las(gold: list[tuple[list[int], list[str]]], system: list[tuple[list[int], list[str]]]) -> list[float]:
+    """LAS per sentence (percent of words with the right head and stripped deprel): the parsing analogue
+    of ΔchrF per sentence in the compression report."""
+    out = []
+    for (gh, gd), (ph, pd) in zip(gold, system, strict=True):
+        ok = sum(a == c and strip(b) == strip(d) for a, b, c, d in zip(gh, gd, ph, pd, strict=True))
+        out.append(100.0 * ok / len(gh))
+    return out

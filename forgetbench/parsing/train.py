@@ -101,6 +101,14 @@ def save_parser(model: BiaffineParser, vocab: Vocab, out_dir: Path, info: dict) 
     atomic_write_json(out_dir / "training.json", info)
 
 
+def parser_skeleton(model_dir: str | Path) -> BiaffineParser:
+    """The parser of ``model_dir`` on the meta device, no weights loaded (for streamed compression)."""
+    cfg = json.loads((Path(model_dir) / "config.json").read_text())
+    cfg.pop("model_type", None)
+    with torch.device("meta"):
+        return BiaffineParser(ParserConfig(**cfg))
+
+
 def load_parser(model_dir: str | Path) -> tuple[BiaffineParser, Vocab]:
     model = load_module_dir(model_dir, "forgetbench-biaffine", lambda c: BiaffineParser(ParserConfig(**c)), "biaffine parser")
     return model, Vocab(**json.loads((Path(model_dir) / "vocab.json").read_text()))

@@ -1,0 +1,48 @@
+"""The parser compression report: the summary of ``parsing.compress_eval.run`` as JSON, CSV, Markdown
+and HTML (model text escaped)."""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import json
+from pathlib import Path
+
+from forgetbench.io import atomic_write_json, atomic_write_text
+
+
+def write_parse_report(S: dict, out: Path) -> None:
+    """summary.json, parse_compression.csv, report.md and report.html of ``forgetbench parse compress``."""
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(out / "summary.json", S)
+    head = ["treebank", "tags", "variant", "LAS", "UAS", "CLAS", "rel. LAS %", "sentences losing LAS %", "nominal size",
+            "real artefact (vs fp32)", "sent/s"]
+    rows = []
+    for tb in S["treebanks"]:
+        name = Path(tb["model"]).name
+        b = tb["base"]
+        tags = tb.get("tags", "gold")
+        rows.append([name, tags, "base", f"{b['las']:.2f}", f"{b['uas']:.2f}", f"{b['clas']:.2f}", "–", "–", "1.00", "1.00",
+                     f"{b['sent_per_s']:.1f}"])
+        for v, d in tb["variants"].items():
+            sz = d.get("sizes", {})
+            real = min((sz[k], k[:-6]) for k in ("int8_ratio", "sparse_ratio") if k in sz) if sz else None
+            rows.append([name, tags, v, f"{d['las']:.2f}", f"{d['uas']:.2f}", f"{d['clas']:.2f}", f"{d['rel_las']:.2f}",
+                         f"{d['losers_pct']:.1f}", f"{sz.get('nominal_ratio', float('nan')):.2f}",
+                         f"{real[0]:.3f} ({real[1]})" if real else "–", f"{d['sent_per_s']:.1f}"])
+    buf = io.StringIO()
+    csv.writer(buf).writerows([head, *rows])
+    atomic_write_text(out / "parse_compression.csv", buf.getvalue())
+    md = ["# Parser compression report", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    md += ["| " + " | ".join(r) + " |" for r in rows]
+    atomic_write_text(out / "report.md", "\n".join(md) + "\n")
+    e = html.escape
+    table = ("<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr>"
+             + "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in rows) + "</table>")
+    worst = "".join(f"<h3>{e(Path(tb['model']).name)} — {e(v)}: most-losing sentences</h3><ul>"
+                    + "".join(f"<li>{e(w['sentence'])} (LAS {w['las_base']:.0f} → {w['las']:.0f})</li>" for w in d["worst"])
+                    + "</ul>" for tb in S["treebanks"] for v, d in tb["variants"].items())
+    atomic_write_text(out / "report.html", f"<!doctype html><meta charset='utf-8'><title>parser compression</title>"
+                                           f"<h1>Parser compression report</h1>{table}{worst}"
+                                           f"<pre>{e(json.dumps({k: S[k] for k in ('recipes', 'threads', 'loadavg')}))}</pre>")

@@ -1,0 +1,105 @@
+"""One recipe dispatcher for every path: MT in memory, parsers, streamed checkpoints."""
+
+import dataclasses
+import shutil
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from forgetbench.cli import main
+from forgetbench.compress import PruneConfig, apply_recipe, prune
+from forgetbench.compress import apply as applymod
+from forgetbench.compress.ptq import quantize_weights, weight_matrices
+from forgetbench.compress.recipe import parse_recipe
+from forgetbench.compress.streaming import stream_compress
+from forgetbench.errors import ForgetbenchError
+from forgetbench.parsing.train import load_parser, parser_skeleton, train
+
+from .test_parser import _toy_treebank
+
+WEIGHTS_ONLY = {"linear_input": False, "linear_weight": True, "attn_qk": False, "attn_pv": False, "residual": False}
+
+
+@pytest.fixture(scope="module")
+def parser_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("parser")
+    tr, dv = _toy_treebank(d / "train.conllu", 40, 0), _toy_treebank(d / "dev.conllu", 10, 1)
+    train(tr, dv, d / "p", minutes=0.05, max_epochs=1, max_tokens=200, progress=False, lstm_hidden=16, arc_mlp=16,
+          rel_mlp=8, word_dim=8, char_dim=4, char_hidden=8, tag_dim=4)
+    return d
+
+
+def test_handlers_are_looked_up_by_config_type():
+    assert set(applymod.HANDLERS) == {PruneConfig, applymod.QuantConfig}
+
+    @dataclasses.dataclass(frozen=True)
+    class Other:
+        needs_calibration = False
+
+    r = parse_recipe({"steps": [{"prune": {"sparsity": 0.3}}]}, source="r.yaml")
+    r = dataclasses.replace(r, steps=(dataclasses.replace(r.steps[0], config=Other()),))
+    with pytest.raises(ForgetbenchError, match=r"r.yaml: step 1: no handler for Other"):
+        apply_recipe(torch.nn.Linear(2, 2), r)
+
+
+def test_every_path_runs_through_the_one_dispatcher(tiny_dir, parser_dir, tmp_path, monkeypatch):
+    calls = []
+    for cls, h in list(applymod.HANDLERS.items()):
+        def spy(target, step, calibrate, _run=h.run, _kind=h.kind):
+            calls.append((_kind, target.streamed))
+            return _run(target, step, calibrate)
+        monkeypatch.setitem(applymod.HANDLERS, cls, dataclasses.replace(h, run=spy))
+    assert main(["compress", str(tiny_dir), "--recipe", "prune-30", "--out", str(tmp_path / "mt"), "--quiet"]) == 0
+    assert calls == [("prune", False)]
+    assert main(["compress-stream", str(tiny_dir), "--recipe", "prune-30", "--out", str(tmp_path / "st")]) == 0
+    assert calls[1:] == [("prune", True)]
+    d = parser_dir
+    assert main(["parse", "compress", "--models", str(d / "p"), "--test", str(d / "dev.conllu"), "--dev",
+                 str(d / "dev.conllu"), "--recipes", "prune-30", "ptq-int8", "--out", str(tmp_path / "pc")]) == 0
+    assert calls[2:] == [("prune", False), ("quantize", False)]
+
+
+def test_streamed_weight_quantisation_covers_lstm_weights_like_in_memory(parser_dir, tmp_path):
+    r = parse_recipe({"steps": [{"prune": {"sparsity": 0.3}}, {"quantize": {"sites": WEIGHTS_ONLY}}]})
+    rep = stream_compress(parser_dir / "p", r, tmp_path / "s", skeleton=parser_skeleton(parser_dir / "p"))
+    model, _ = load_parser(parser_dir / "p")
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    prune(model, r.steps[0].config)
+    quantize_weights(model)
+    streamed = load_file(str(tmp_path / "s" / "model.safetensors"))
+    lstm = [n for n, _, m in weight_matrices(model) if isinstance(m, torch.nn.LSTM)]
+    assert len(lstm) == 2 * 2 * 2 + 2 * 2  # 2-layer BiLSTM (ih, hh per direction) + character BiLSTM
+    assert set(rep["steps"][1]["quantize"]["weights"]) == {n for n, _, _ in weight_matrices(model)}
+    for k, v in model.state_dict().items():
+        assert torch.equal(streamed[k], v), k
+    assert not torch.equal(before[lstm[0]], streamed[lstm[0]])
+    # the CLI streams a parser folder too
+    assert main(["compress-stream", str(parser_dir / "p"), "--recipe", "prune-30", "--out", str(tmp_path / "c")]) == 0
+
+
+def test_parser_ptq_recipe_with_conllu_calibration_works_and_mt_calibration_is_refused(parser_dir, tmp_path, capsys):
+    d = parser_dir
+    recipe = tmp_path / "ptq-ud.yaml"
+    recipe.write_text(f"steps:\n  - quantize: {{calibrator: max, calibration: {{data: {d / 'dev.conllu'}, max_sentences: 5}}}}\n")
+    assert main(["parse", "compress", "--models", str(d / "p"), "--test", str(d / "dev.conllu"), "--recipes", str(recipe),
+                 "--out", str(tmp_path / "ok")]) == 0
+    import json
+
+    S = json.loads((tmp_path / "ok" / "summary.json").read_text())
+    assert S["treebanks"][0]["variants"]["ptq-ud"]["sizes"]["nominal_ratio"] == 0.25
+    capsys.readouterr()
+    # the shipped ptq-int8 calibrates on an MT TSV: refused for parsers, in one line, before any work
+    assert main(["parse", "compress", "--models", str(d / "p"), "--test", str(d / "dev.conllu"), "--recipes", "ptq-int8",
+                 "--out", str(tmp_path / "no")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "step 1 (quantize): parsers calibrate on CoNLL-U" in err[0]
+    assert not (tmp_path / "no").exists()
+
+
+def test_streamed_activation_quantisation_is_refused_before_any_work(tiny_dir, tmp_path, capsys):
+    shutil.copytree(tiny_dir, tmp_path / "m")
+    assert main(["compress-stream", str(tmp_path / "m"), "--recipe", "ptq-int8", "--out", str(tmp_path / "s")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "step 1 (quantize): activation quantisation" in err[0] and "cannot be streamed" in err[0]
+    assert not (tmp_path / "s").exists()
