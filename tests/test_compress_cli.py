@@ -7,8 +7,8 @@ import torch
 from transformers import AutoModelForSeq2SeqLM
 
 from forgetbench.cli import main
-from forgetbench.compress.artefacts import load_int8, load_sparse
 from forgetbench.compress import apply_recipe
+from forgetbench.compress.artefacts import load_int8, load_sparse
 from forgetbench.compress.calibration import Seq2SeqCalibration
 from forgetbench.compress.pipeline import load_compressed, load_model_dir
 from forgetbench.compress.recipe import load_recipe
