@@ -71,8 +71,8 @@ def cmd_train_mt(args) -> int:
 
 
 def cmd_sweep(args) -> int:
-    from forgetbench.eval.sweep import load_sweep, run_sweep
     from forgetbench.report.build import write_report
+    from forgetbench.sweep import load_sweep, run_sweep
 
     cfg = load_sweep(args.config)  # validated before any work
     run_dir = Path(args.out or Path("runs") / cfg.name)
@@ -92,8 +92,8 @@ def cmd_sweep(args) -> int:
 def cmd_report(args) -> int:
     from forgetbench.errors import ForgetbenchError
     from forgetbench.eval.store import Store
-    from forgetbench.eval.sweep import load_sweep, summarise
     from forgetbench.report.build import write_report
+    from forgetbench.sweep import load_sweep, summarise
 
     run = Path(args.run_dir)
     if not (run / "store.sqlite").is_file():
@@ -246,7 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
         sw.add_argument("--quiet", action="store_true")
         sw.set_defaults(func=cmd_sweep)
 
-    rp = sub.add_parser("report", help="rewrite the report of a run from its summary.json")
+    rp = sub.add_parser("report", help="recompute the summary of a run from its store and rewrite the report")
     rp.add_argument("run_dir")
     rp.add_argument("--config", help="the sweep config (default: the one the run was made with)")
     rp.set_defaults(func=cmd_report)

@@ -21,10 +21,10 @@ from tqdm.auto import tqdm
 from forgetbench.errors import ForgetbenchError
 from forgetbench.eval.alignment import align_words, eflomal_align
 from forgetbench.eval.gender_metrics import GenderItem, gender_scores
-from forgetbench.eval.gender_readers import COVERED, read_gender
+from forgetbench.eval.gender_readers import read_gender
 from forgetbench.eval.store import Store
 from forgetbench.eval.translate import Job, length_batches
-from forgetbench.eval.word_sense import mucow_scores, read_mucow
+from forgetbench.eval.word_sense import mucow_scores
 
 GENDER_CODE = {"unknown": 0.0, "male": 1.0, "female": 2.0, "neutral": 3.0}
 GENDER_NAME = {v: k for k, v in GENDER_CODE.items()}
@@ -78,44 +78,6 @@ class BiasConfig:
     eflomal_context: object = None  # a FLORES-101 Benchmark for eflomal's co-occurrence statistics, or None
 
 
-def load_bias(spec: dict | None, base_dir: Path, resolve) -> BiasConfig | None:
-    from forgetbench.io import sha256_file
-
-    if not spec:
-        return None
-    rows, gjobs, mucow = [], [], {}
-    if "mt_gender" in spec:
-        g = spec["mt_gender"]
-        folder = resolve(base_dir, g["path"])
-        rows = [r for r in read_mt_gender(folder) if r.gold in ("male", "female")]
-        n = g.get("sentences")
-        if n is not None:  # a balanced sample: ψ* and ΔS need both pro- and anti-stereotypical items
-            pro = [r for r in rows if r.stereotype == "pro"][: n // 2]
-            anti = [r for r in rows if r.stereotype == "anti"][: n - n // 2]
-            rows = [r for pair in zip(pro, anti, strict=False) for r in pair] + pro[len(anti):] + anti[len(pro):]
-        langs = g.get("languages", list(COVERED))
-        bad = [x for x in langs if x not in COVERED]
-        if bad:
-            raise ForgetbenchError(f"mt_gender: no gender reader for {bad}; covered: {', '.join(COVERED)}")
-        src = SourceSet("mt_gender", tuple(r.sentence for r in rows), sha256_file(folder / "en.txt"))
-        gjobs = [Job(src, "en", lang) for lang in langs]
-        if g.get("eflomal_context"):
-            from forgetbench.eval.benchmarks import open_benchmark
-
-            ctx = open_benchmark("eflomal-context", "flores101", resolve(base_dir, g["eflomal_context"]))
-    if "mucow" in spec:
-        m = spec["mucow"]
-        folder = resolve(base_dir, m["path"])
-        for pair in m.get("pairs", ["en-de", "en-ru"]):
-            s, t = pair.split("-")
-            srcs, _, items = read_mucow(folder, pair)
-            n = m.get("sentences")
-            srcs, items = srcs[:n], items[:n]
-            job = Job(SourceSet(f"mucow:{pair}", tuple(srcs), sha256_file(folder / f"{pair}.key.txt")), s, t)
-            mucow[pair] = (items, job)
-    return BiasConfig(rows, gjobs, mucow, ctx if spec.get("mt_gender", {}).get("eflomal_context") else None)
-
-
 def jobs(bias: BiasConfig | None) -> list[Job]:
     return [] if bias is None else [*bias.gender_jobs, *(j for _, j in bias.mucow.values())]
 
@@ -125,9 +87,8 @@ def gender_pass(store: Store, variant: str, model, tokenizer, bias: BiasConfig, 
     """Align the profession word, read its gender, store ``gender_pred`` per translated item."""
     for job in bias.gender_jobs:
         key = (job.benchmark.name, job.src, job.tgt)
-        hyps = {r["idx"]: r["hyp"] for r in store.translations(variant, *key)}
-        done = store.stats_done("gender_pred", variant, *key)
-        todo = [i for i in hyps if i not in done]
+        hyps = store.missing_stat("gender_pred", variant, *key)
+        todo = list(hyps)
         srcs = [r.sentence for r in bias.gender_rows]
         for batch in tqdm(length_batches(todo, srcs, batch_size), desc=f"gender {variant} en-{job.tgt}",
                           disable=None if progress else True):
@@ -149,9 +110,9 @@ def eflomal_gender_pass(store: Store, variants: list[str], bias: BiasConfig) -> 
         ctx = list(zip(*bias.eflomal_context.pair("en", job.tgt), strict=True))
         key = (job.benchmark.name, job.src, job.tgt)
         for v in variants:
+            if not store.missing_stat("gender_pred_eflomal", v, *key):
+                continue  # aligned already (eflomal aligns a variant's items together, so all or none)
             hyps = {r["idx"]: r["hyp"] for r in store.translations(v, *key)}
-            if not hyps or store.stats_done("gender_pred_eflomal", v, *key) >= set(hyps):
-                continue
             idx = sorted(hyps)
             tgt_idx = eflomal_align([bias.gender_rows[i].sentence for i in idx], [hyps[i] for i in idx],
                                     [bias.gender_rows[i].index for i in idx], ctx)

@@ -18,15 +18,15 @@ def lid_pass(store: Store, variants: list[str], jobs: list[Job]) -> None:
         cov = lid.coverage(job.tgt)
         _, refs = job.lines()
         key = (job.benchmark.name, job.src, job.tgt)
-        todo = [i for i in range(len(refs)) if i not in store.stats_done("on_target", REF, *key)]
+        done = store.stats_done("on_target", REF, *key)  # references are not translations: no missing_stat
+        todo = [i for i in range(len(refs)) if i not in done]
         if todo:
             pred = lid.identify([refs[i] for i in todo], cov.identifier)
             store.add_stats([(REF, *key, i, "on_target", None if cov.identifier == "undefined" else float(lid.matches(p, job.tgt)))
                              for i, p in zip(todo, pred, strict=True)])
         for v in variants:
-            rows = {r["idx"]: r["hyp"] for r in store.translations(v, *key)}
-            done = store.stats_done("on_target", v, *key)
-            todo = [i for i in rows if i not in done]
+            rows = store.missing_stat("on_target", v, *key)
+            todo = list(rows)
             if todo:
                 pred = lid.identify([rows[i] for i in todo], cov.identifier)
                 store.add_stats([(v, *key, i, "on_target", None if cov.identifier == "undefined" else float(lid.matches(p, job.tgt)))
@@ -39,9 +39,8 @@ def xattn_pass(store: Store, variant: str, model, tokenizer, jobs: list[Job], ba
     plan = []
     for job in jobs:
         key = (job.benchmark.name, job.src, job.tgt)
-        rows = {r["idx"]: r["hyp"] for r in store.translations(variant, *key)}
-        done = store.stats_done("xattn_var", variant, *key)
-        todo = [i for i in rows if i not in done]
+        rows = store.missing_stat("xattn_var", variant, *key)
+        todo = list(rows)
         if todo:
             plan.append((job, key, rows, todo))
     bar = tqdm(total=sum(len(p[3]) for p in plan), desc=f"cross-attention {variant}", unit="sent",

@@ -82,6 +82,16 @@ class Store:
                               (name, variant, benchmark, src, tgt))
         return {r[0] for r in cur}
 
+    def missing_stat(self, name: str, variant: str, benchmark: str, src: str, tgt: str) -> dict[int, str]:
+        """The translations of one (variant, benchmark, pair) that have no statistic ``name`` yet:
+        idx -> hypothesis, in idx order. Every per-sentence pass asks this to resume where it stopped."""
+        cur = self.db.execute(
+            "SELECT t.idx, t.hyp FROM translations t LEFT JOIN sentence_stats s ON s.name=? AND s.variant=t.variant "
+            "AND s.benchmark=t.benchmark AND s.src=t.src AND s.tgt=t.tgt AND s.idx=t.idx "
+            "WHERE t.variant=? AND t.benchmark=? AND t.src=? AND t.tgt=? AND s.idx IS NULL ORDER BY t.idx",
+            (name, variant, benchmark, src, tgt))
+        return dict(cur.fetchall())
+
     def add_stats(self, rows: list[tuple]) -> None:
         """rows: (variant, benchmark, src, tgt, idx, name, value)."""
         with self.db:

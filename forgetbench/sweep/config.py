@@ -1,7 +1,7 @@
-"""Sweeps: model + variants (recipes) + benchmarks/pairs/limits + metrics -> run store -> analysis.
+"""Sweep configs: model + variants (recipes) + benchmarks/pairs/limits + metrics + analysis + bias.
 
     name: demo
-    model: ../artifacts/teacher            # paths resolve against this file's folder
+    model: ../artifacts/teacher            # paths resolve against this file's folder (resolve_path)
     variants: {base: null, prune-30: prune-30, ptq-int8: ptq-int8}
     benchmarks: [{name: flores101, kind: flores101, path: ../data/flores101}]
     languages: [de, fr, hi, sw]
@@ -11,35 +11,31 @@
     metrics: {spm: null, spm_official: false}   # null: the model's own sentencepiece.bpe.model
     analysis: {bleu_filter: 12, delta: 0.5, exclude_two_script: true}
     tiers: {training: {counts: ../artifacts/teacher/training.json, thresholds: [1000, 10000, 30000]}}
+    bias:
+      mt_gender: {path: ../data/mt_gender, languages: [de, fr], sentences: 40, eflomal_context: ../data/flores101}
+      mucow: {path: ../data/mucow, pairs: [en-de], sentences: 80}
 
-Everything is validated before any work starts; the run directory holds ``store.sqlite``,
-``variants/<name>/`` (compressed models) and ``config.yaml``. A rerun resumes.
+Everything is validated before any work starts.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import torch
 import yaml
 
-from forgetbench.compress.pipeline import compress_dir, load_compressed, load_model_dir
 from forgetbench.compress.recipe import Recipe, load_recipe
 from forgetbench.errors import ForgetbenchError
-from forgetbench.eval import bias as biasmod
-from forgetbench.eval.analysis import Thresholds, TierView, analyse
+from forgetbench.eval.analysis import Thresholds, TierView
 from forgetbench.eval.benchmarks import Benchmark, open_benchmark
+from forgetbench.eval.bias import BiasConfig, SourceSet, read_mt_gender
+from forgetbench.eval.gender_readers import COVERED
 from forgetbench.eval.languages import TIERS, language
-from forgetbench.eval.metrics import SpBLEU
-from forgetbench.eval.sentence_stats import lid_pass, xattn_pass
-from forgetbench.eval.store import Store
-from forgetbench.eval.translate import Job, run_variant
-from forgetbench.models.load import weights_sha256
+from forgetbench.eval.translate import Job
+from forgetbench.eval.word_sense import read_mucow
+from forgetbench.io import sha256_file
 
 TOP_KEYS = {"name", "model", "variants", "benchmarks", "languages", "pairs", "sentences", "generation", "metrics",
             "analysis", "tiers", "threads", "base", "bias"}
@@ -60,14 +56,15 @@ class SweepConfig:
     threads: int
     source: Path
     raw: dict = field(default_factory=dict)
-    bias: biasmod.BiasConfig | None = None
+    bias: BiasConfig | None = None
 
 
 def _err(src, msg):
     raise ForgetbenchError(f"{src}: {msg}")
 
 
-def _path(base: Path, p) -> Path:
+def resolve_path(base: Path, p) -> Path:
+    """The one path resolver of sweep configs: relative paths resolve against the config file's folder."""
     p = Path(str(p))
     return p if p.is_absolute() else (base / p).resolve()
 
@@ -115,7 +112,7 @@ def load_sweep(path: str | Path) -> SweepConfig:
     base_dir = src.parent.resolve()
     if "model" not in raw:
         _err(src, "'model' (a model folder) is required")
-    model = _path(base_dir, raw["model"])
+    model = resolve_path(base_dir, raw["model"])
     if not (model / "config.json").is_file():
         _err(src, f"model {model} is not a model folder (no config.json)")
     variants_raw = raw.get("variants") or {"base": None}
@@ -125,7 +122,7 @@ def load_sweep(path: str | Path) -> SweepConfig:
     for name, r in variants_raw.items():
         if not str(name).replace("-", "").replace("_", "").isalnum():
             _err(src, f"variant name {name!r}: use letters, digits, - and _")
-        variants[str(name)] = None if r is None else load_recipe(str(_path(base_dir, r)) if Path(str(r)).suffix else str(r))
+        variants[str(name)] = None if r is None else load_recipe(str(resolve_path(base_dir, r)) if Path(str(r)).suffix else str(r))
     base = raw.get("base") or next((n for n, r in variants.items() if r is None), None)
     if base not in variants or variants[base] is not None:
         _err(src, "one variant must be the uncompressed base (recipe null)")
@@ -144,7 +141,7 @@ def load_sweep(path: str | Path) -> SweepConfig:
     for b in raw.get("benchmarks") or []:
         if not isinstance(b, dict) or not {"name", "kind", "path"} <= set(b):
             _err(src, "each benchmark needs name, kind and path")
-        benches.append(open_benchmark(b["name"], b["kind"], _path(base_dir, b["path"])))
+        benches.append(open_benchmark(b["name"], b["kind"], resolve_path(base_dir, b["path"])))
     if not benches:
         _err(src, "no benchmarks")
     jobs = []
@@ -157,7 +154,7 @@ def load_sweep(path: str | Path) -> SweepConfig:
         if not isinstance(gen[k], int) or gen[k] < 1:
             _err(src, f"generation.{k} must be a positive integer")
     metrics = raw.get("metrics") or {}
-    spm = _path(base_dir, metrics["spm"]) if metrics.get("spm") else model / "sentencepiece.bpe.model"
+    spm = resolve_path(base_dir, metrics["spm"]) if metrics.get("spm") else model / "sentencepiece.bpe.model"
     if not spm.is_file():
         _err(src, f"SentencePiece model for spBLEU {spm} not found (metrics.spm)")
     an = raw.get("analysis") or {}
@@ -171,100 +168,47 @@ def load_sweep(path: str | Path) -> SweepConfig:
         _err(src, f"analysis.delta must be a number >= 0, got {th.delta!r}")
     views = [TierView("thesis")]
     for vname, spec in (raw.get("tiers") or {}).items():
-        counts = _path(base_dir, spec["counts"])
+        counts = resolve_path(base_dir, spec["counts"])
         if not counts.is_file():
             _err(src, f"tiers.{vname}.counts: {counts} not found")
         views.append(TierView(vname, training_tiers(counts, spec.get("thresholds", [1000, 10000, 30000]))))
-    bias = biasmod.load_bias(raw.get("bias"), base_dir, _path)
+    bias = load_bias(raw.get("bias"), base_dir)
     return SweepConfig(str(raw.get("name") or src.stem), model, variants, base, jobs, gen, spm,
                        bool(metrics.get("spm_official", False)), th, views, int(raw.get("threads") or 1), src, raw, bias)
 
 
-def prepare_variants(cfg: SweepConfig, run_dir: Path, store: Store, progress: bool = True) -> None:
-    vdir = run_dir / "variants"
-    vdir.mkdir(parents=True, exist_ok=True)
-    for name, recipe in cfg.variants.items():
-        if recipe is None:
-            if name not in store.variants():
-                store.add_variant(name, str(cfg.model), weights_sha256(cfg.model), {"recipe": None, "sizes": {
-                    "dense_bytes": sum(f.stat().st_size for f in cfg.model.glob("*.safetensors")), "nominal_ratio": 1.0}})
-            continue
-        out = vdir / name
-        if not (out / "compression.json").is_file():
-            if out.exists():
-                shutil.rmtree(out)
-            compress_dir(cfg.model, recipe, out, progress=progress)
-        if name not in store.variants():
-            rep = json.loads((out / "compression.json").read_text())
-            store.add_variant(name, str(out), weights_sha256(out), {"recipe": recipe.name, "sizes": rep["sizes"]})
+def load_bias(spec: dict | None, base_dir: Path) -> BiasConfig | None:
+    """The ``bias`` block: MT-Gender (balanced pro/anti sample) and MuCoW jobs; paths through ``resolve_path``."""
+    if not spec:
+        return None
+    rows, gjobs, mucow, ctx = [], [], {}, None
+    if "mt_gender" in spec:
+        g = spec["mt_gender"]
+        folder = resolve_path(base_dir, g["path"])
+        rows = [r for r in read_mt_gender(folder) if r.gold in ("male", "female")]
+        n = g.get("sentences")
+        if n is not None:  # a balanced sample: ψ* and ΔS need both pro- and anti-stereotypical items
+            pro = [r for r in rows if r.stereotype == "pro"][: n // 2]
+            anti = [r for r in rows if r.stereotype == "anti"][: n - n // 2]
+            rows = [r for pair in zip(pro, anti, strict=False) for r in pair] + pro[len(anti):] + anti[len(pro):]
+        langs = g.get("languages", list(COVERED))
+        bad = [x for x in langs if x not in COVERED]
+        if bad:
+            raise ForgetbenchError(f"mt_gender: no gender reader for {bad}; covered: {', '.join(COVERED)}")
+        src = SourceSet("mt_gender", tuple(r.sentence for r in rows), sha256_file(folder / "en.txt"))
+        gjobs = [Job(src, "en", lang) for lang in langs]
+        if g.get("eflomal_context"):
+            ctx = open_benchmark("eflomal-context", "flores101", resolve_path(base_dir, g["eflomal_context"]))
+    if "mucow" in spec:
+        m = spec["mucow"]
+        folder = resolve_path(base_dir, m["path"])
+        for pair in m.get("pairs", ["en-de", "en-ru"]):
+            s, t = pair.split("-")
+            srcs, _, items = read_mucow(folder, pair)
+            n = m.get("sentences")
+            srcs, items = srcs[:n], items[:n]
+            job = Job(SourceSet(f"mucow:{pair}", tuple(srcs), sha256_file(folder / f"{pair}.key.txt")), s, t)
+            mucow[pair] = (items, job)
+    return BiasConfig(rows, gjobs, mucow, ctx)
 
 
-def load_variant(cfg: SweepConfig, run_dir: Path, name: str):
-    if cfg.variants[name] is None:
-        return load_model_dir(cfg.model)
-    model, tok, _ = load_compressed(run_dir / "variants" / name)
-    return model, tok
-
-
-def run_sweep(cfg: SweepConfig, run_dir: str | Path, progress: bool = True, rank: int = 0, world: int = 1,
-              barrier=None) -> dict:
-    """Translate, score and analyse; returns the analysis as a dict (the report's summary)."""
-    run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    torch.set_num_threads(cfg.threads)
-    t0 = time.perf_counter()
-    if rank == 0:  # rank 0 creates the store (schema, WAL) before any other process opens it
-        store = Store(run_dir / "store.sqlite")
-        (run_dir / "config.yaml").write_text(yaml.safe_dump(cfg.raw, sort_keys=False, allow_unicode=True))
-        prepare_variants(cfg, run_dir, store, progress)
-        store.set_meta("config_source", str(cfg.source))
-    if barrier:
-        barrier()
-    if rank != 0:
-        store = Store(run_dir / "store.sqlite")
-    my_jobs = cfg.jobs[rank::world]
-    timings = {}
-    for name in cfg.variants:
-        model, tok = load_variant(cfg, run_dir, name)
-        t1 = time.perf_counter()
-        n = run_variant(store, name, model, tok, my_jobs, cfg.generation["batch_size"], cfg.generation["num_beams"],
-                        cfg.generation["max_new_tokens"], progress)
-        t2 = time.perf_counter()
-        if len(cfg.variants) > 1:  # λ compares a variant with the base; a base-only run (eval) needs no attention pass
-            xattn_pass(store, name, model, tok, my_jobs, cfg.generation["batch_size"], progress)
-        bias_jobs = biasmod.jobs(cfg.bias)[rank::world]
-        if bias_jobs:
-            run_variant(store, name, model, tok, bias_jobs, cfg.generation["batch_size"], cfg.generation["num_beams"],
-                        cfg.generation["max_new_tokens"], progress)
-            if cfg.bias.gender_jobs:
-                biasmod.gender_pass(store, name, model, tok, cfg.bias, cfg.generation["batch_size"], progress)
-        timings[name] = {"translated": n, "translate_s": round(t2 - t1, 2), "xattn_s": round(time.perf_counter() - t2, 2)}
-        del model
-    if barrier:
-        barrier()
-    store.close()
-    if rank != 0:
-        return {}
-    return summarise(cfg, run_dir, {"seconds": round(time.perf_counter() - t0, 1), "processes": world,
-                                    "timings_rank0": timings})
-
-
-def summarise(cfg: SweepConfig, run_dir: str | Path, run_info: dict | None = None) -> dict:
-    """LID pass + analysis of a run store; the report's summary. Needs no model."""
-    run_dir = Path(run_dir)
-    if not (run_dir / "store.sqlite").is_file():
-        raise ForgetbenchError(f"{run_dir}: no store.sqlite; run `forgetbench sweep` first")
-    store = Store(run_dir / "store.sqlite")
-    missing = [v for v in cfg.variants if v not in store.variants()]
-    if missing:
-        raise ForgetbenchError(f"{run_dir}: variants {missing} have no results yet; rerun the sweep to finish them")
-    lid_pass(store, list(cfg.variants), cfg.jobs)
-    spb = SpBLEU(cfg.spm, official=cfg.spm_official)
-    A = analyse(store, cfg.jobs, cfg.base, list(cfg.variants), spb, cfg.thresholds, cfg.tier_views)
-    biasmod.eflomal_gender_pass(store, list(cfg.variants), cfg.bias)
-    bias_summary = biasmod.analyse_bias(store, cfg.bias, cfg.base, list(cfg.variants))
-    store.close()
-    run = {"threads": cfg.threads, "loadavg": os.getloadavg()[0], "generation": cfg.generation,
-           "torch": torch.__version__, "seconds": None, "processes": None} | (run_info or {})
-    return A.to_dict() | {"bias": bias_summary, "name": cfg.name, "model": str(cfg.model),
-                          "tier_views": {v.name: v.tiers for v in cfg.tier_views}, "run": run}

@@ -1,0 +1,41 @@
+"""The summary of a finished run, read from its store alone (no model, no pass): the analysis
+sections, the bias benchmarks and the run record. ``forgetbench report`` calls it too."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import torch
+
+from forgetbench.errors import ForgetbenchError
+from forgetbench.eval import bias as biasmod
+from forgetbench.eval.analysis import analyse
+from forgetbench.eval.metrics import SpBLEU
+from forgetbench.eval.store import Store
+from forgetbench.sweep.config import SweepConfig
+
+
+def summarise(cfg: SweepConfig, run_dir: str | Path, run_info: dict | None = None) -> dict:
+    """The analysis of a finished run's store; the report's summary. Reads the store only."""
+    run_dir = Path(run_dir)
+    if not (run_dir / "store.sqlite").is_file():
+        raise ForgetbenchError(f"{run_dir}: no store.sqlite; run `forgetbench sweep` first")
+    store = Store(run_dir / "store.sqlite")
+    missing = [v for v in cfg.variants if v not in store.variants()]
+    if missing:
+        raise ForgetbenchError(f"{run_dir}: variants {missing} have no results yet; rerun the sweep to finish them")
+    unfinished = sum(len(store.missing_stat("on_target", v, j.benchmark.name, j.src, j.tgt)) for v in cfg.variants
+                     for j in cfg.jobs)
+    if unfinished:
+        store.close()
+        raise ForgetbenchError(f"{run_dir}: {unfinished} translations have no language identification yet (the run was "
+                               "interrupted or made by an older version); rerun `forgetbench sweep` on it to finish")
+    spb = SpBLEU(cfg.spm, official=cfg.spm_official)
+    A = analyse(store, cfg.jobs, cfg.base, list(cfg.variants), spb, cfg.thresholds, cfg.tier_views)
+    bias_summary = biasmod.analyse_bias(store, cfg.bias, cfg.base, list(cfg.variants))
+    store.close()
+    run = {"threads": cfg.threads, "loadavg": os.getloadavg()[0], "generation": cfg.generation,
+           "torch": torch.__version__, "seconds": None, "processes": None} | (run_info or {})
+    return A.to_dict() | {"bias": bias_summary, "name": cfg.name, "model": str(cfg.model),
+                          "tier_views": {v.name: v.tiers for v in cfg.tier_views}, "run": run}
