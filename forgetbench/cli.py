@@ -61,7 +61,7 @@ def cmd_make_tiny(args) -> int:
 
 
 def cmd_train_mt(args) -> int:
-    from forgetbench.distill.train_mt import load_config, train
+    from forgetbench.train.mt import load_config, train
 
     cfg = load_config(args.config)
     if args.steps:

@@ -5,8 +5,8 @@ import torch
 import yaml
 from safetensors.torch import load_file
 
-from forgetbench.distill.train_mt import load_config, train
 from forgetbench.errors import ForgetbenchError
+from forgetbench.train.mt import load_config, train
 
 from .conftest import calib_rows
 

@@ -1,16 +1,29 @@
-"""The analyses of "what did compression forget" (METHOD.md §2), from a run store.
+"""The analyses of "what did compression forget" (docs/METHOD.md §2), from a run store.
+
+One function per section of the report, each returning a typed result that serialises
+(``to_dict``) to the keys of ``summary.json``:
+
+- ``pair_results``: corpus chrF3 / spBLEU per pair and variant, relative differences, the
+  baseline-spBLEU filter, tiers per view; and the per-sentence ΔchrF of the kept pairs.
+- ``variant_table``: size and mean score per variant (thesis table 5.2).
+- ``tier_tables``: mean relative difference per pair / source / target tier, per tier view.
+- ``delta_summary``: ΔchrF losers (Δ < −delta) and winners (Δ > +delta).
+- ``off_target``: off-target rate of base and variant on the losers and overall.
+- ``lid_coverage``: which identifier covers each language ("undefined" where none does).
+- ``hallucination``: cross-attention λ on losers / winners / all, ratio of subset means.
+- ``examples``: the most losing and most winning sentences.
+- ``languages``: each language as source and as target.
 
 Every comparison between a compressed variant and the base uses the sentences both have.
 Thresholds (configurable; defaults from METHOD.md): baseline-spBLEU pair filter ≥ 12, ΔchrF
 losers < −0.5 and winners > +0.5 chrF points, languages with two scripts excluded from the Δ
-analysis.
+analysis. Means, relative changes and percentages are ``forgetbench.stats``'.
 """
 
 from __future__ import annotations
 
 import statistics
-from collections import defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 
 from forgetbench.eval import lid
 from forgetbench.eval.languages import TIERS, TWO_SCRIPT, language, pair_tier
@@ -18,6 +31,22 @@ from forgetbench.eval.metrics import SpBLEU, chrf_signature, corpus_chrf
 from forgetbench.eval.sentence_stats import REF
 from forgetbench.eval.store import Store
 from forgetbench.eval.translate import Job
+from forgetbench.stats import mean, pct, rel
+
+Key = tuple[str, str, str]  # (benchmark, src, tgt)
+
+
+def plain(x):
+    """Dataclasses (with their own ``to_dict`` where they have one), dicts and lists → JSON-ready values."""
+    if hasattr(x, "to_dict"):
+        return x.to_dict()
+    if is_dataclass(x):
+        return {f.metadata.get("key", f.name): plain(getattr(x, f.name)) for f in fields(x)}
+    if isinstance(x, dict):
+        return {k: plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [plain(v) for v in x]
+    return x
 
 
 @dataclass
@@ -33,62 +62,64 @@ class TierView:
     tiers: dict[str, str] | None = None  # None = thesis table
 
 
-def _mean(xs):
-    xs = [x for x in xs if x is not None]
-    return statistics.fmean(xs) if xs else None
-
-
-def _rel(comp: float, base: float) -> float | None:
-    return (comp - base) / base * 100 if base else None
-
-
-def _pct(num: int, den: int) -> float | None:
-    return 100.0 * num / den if den else None
-
-
 @dataclass
-class Analysis:
+class RunData:
+    """What every section reads, loaded from the store once."""
+
+    jobs: list[Job]
     base: str
     variants: list[str]
     thresholds: Thresholds
-    signatures: dict
-    pairs: list[dict] = field(default_factory=list)
-    tiers: dict = field(default_factory=dict)
-    variant_table: list[dict] = field(default_factory=list)
-    delta: dict = field(default_factory=dict)
-    off_target: dict = field(default_factory=dict)
-    lid_coverage: list[dict] = field(default_factory=list)
-    hallucination: dict = field(default_factory=dict)
-    examples: dict = field(default_factory=dict)
-    languages: list[dict] = field(default_factory=list)
+    views: list[TierView]
+    hyps: dict[Key, dict[str, dict[int, tuple[str, float]]]]  # key -> variant -> idx -> (hypothesis, sentence chrF)
+    on_target: dict[tuple, float | None]
+    xattn_var: dict[tuple, float | None]
+    variant_info: dict[str, dict]
 
-    def to_dict(self) -> dict:
-        return asdict(self)
+    @property
+    def comps(self) -> list[str]:
+        return [v for v in self.variants if v != self.base]
+
+    @classmethod
+    def load(cls, store: Store, jobs: list[Job], base: str, variants: list[str], thresholds: Thresholds,
+             views: list[TierView]) -> RunData:
+        hyps: dict = {}
+        for v in variants:
+            for r in store.translations(v):
+                hyps.setdefault((r["benchmark"], r["src"], r["tgt"]), {}).setdefault(v, {})[r["idx"]] = (r["hyp"], r["chrf"])
+        return cls(jobs, base, variants, thresholds, views, hyps, store.stats("on_target"), store.stats("xattn_var"),
+                   store.variants())
 
 
-def analyse(store: Store, jobs: list[Job], base: str, variants: list[str], spbleu: SpBLEU,
-            thresholds: Thresholds | None = None, tier_views: list[TierView] | None = None,
-            n_examples: int = 5) -> Analysis:
-    th = thresholds or Thresholds()
-    views = tier_views or [TierView("thesis")]
-    comps = [v for v in variants if v != base]
-    info = store.variants()
-    sig = {"chrF": chrf_signature(), "spBLEU": spbleu.signature(), "spm_sha256": spbleu.sha256,
-           "models": {v: info.get(v, {}).get("model_sha256") for v in variants},
-           "data": {f"{j.benchmark.name}:{j.src}-{j.tgt}": j.benchmark.sha256(j.src, j.tgt) for j in jobs}}
-    A = Analysis(base, variants, th, sig)
-    on_target = store.stats("on_target")
-    xvar = store.stats("xattn_var")
+@dataclass(frozen=True)
+class SentenceDelta:
+    variant: str
+    key: Key
+    idx: int
+    delta: float  # chrF_variant − chrF_base
 
-    by_key: dict[tuple, dict[str, dict[int, tuple[str, float]]]] = {}
-    for v in variants:
-        for r in store.translations(v):
-            by_key.setdefault((r["benchmark"], r["src"], r["tgt"]), {}).setdefault(v, {})[r["idx"]] = (r["hyp"], r["chrf"])
 
-    sentences = []  # per comp variant: (variant, key, idx, delta)
-    for job in jobs:
+@dataclass
+class PairResult:
+    benchmark: str
+    src: str
+    tgt: str
+    n: int
+    tier: dict[str, str]  # view -> tier of the pair
+    src_tier: dict[str, str]
+    tgt_tier: dict[str, str]
+    scores: dict[str, dict[str, float]]  # variant -> {"chrF", "spBLEU"}
+    rel: dict[str, dict[str, float | None]]  # compressed variant -> relative difference (%) per metric
+    kept: bool  # base spBLEU >= the filter
+    two_script_excluded: bool
+
+
+def pair_results(run: RunData, spbleu: SpBLEU) -> tuple[list[PairResult], list[SentenceDelta]]:
+    th, base, variants = run.thresholds, run.base, run.variants
+    pairs, sentences = [], []
+    for job in run.jobs:
         key = (job.benchmark.name, job.src, job.tgt)
-        rows = by_key.get(key, {})
+        rows = run.hyps.get(key, {})
         if base not in rows:
             continue
         srcs, refs = job.lines()
@@ -100,133 +131,322 @@ def analyse(store: Store, jobs: list[Job], base: str, variants: list[str], spble
             hyps = [rows[v][i][0] for i in common]
             rs = [refs[i] for i in common]
             scores[v] = {"chrF": corpus_chrf(hyps, rs), "spBLEU": spbleu.corpus(hyps, rs)}
-        rec = {"benchmark": key[0], "src": job.src, "tgt": job.tgt, "n": len(common),
-               "tier": {vw.name: pair_tier(job.src, job.tgt, vw.tiers) for vw in views},
-               "src_tier": {vw.name: (vw.tiers or {}).get(job.src) or language(job.src).tier for vw in views},
-               "tgt_tier": {vw.name: (vw.tiers or {}).get(job.tgt) or language(job.tgt).tier for vw in views},
-               "scores": scores,
-               "rel": {v: {m: _rel(scores[v][m], scores[base][m]) for m in ("chrF", "spBLEU")} for v in comps},
-               "kept": scores[base]["spBLEU"] >= th.bleu_filter}
-        A.pairs.append(rec)
         two_script = th.exclude_two_script and (job.src in TWO_SCRIPT or job.tgt in TWO_SCRIPT)
-        if rec["kept"] and not two_script:
-            for v in comps:
-                for i in common:
-                    sentences.append((v, key, i, rows[v][i][1] - rows[base][i][1]))
-        rec["two_script_excluded"] = two_script
+        p = PairResult(key[0], job.src, job.tgt, len(common),
+                       {vw.name: pair_tier(job.src, job.tgt, vw.tiers) for vw in run.views},
+                       {vw.name: (vw.tiers or {}).get(job.src) or language(job.src).tier for vw in run.views},
+                       {vw.name: (vw.tiers or {}).get(job.tgt) or language(job.tgt).tier for vw in run.views},
+                       scores, {v: {m: rel(scores[v][m], scores[base][m]) for m in ("chrF", "spBLEU")} for v in run.comps},
+                       scores[base]["spBLEU"] >= th.bleu_filter, two_script)
+        pairs.append(p)
+        if p.kept and not two_script:
+            sentences += [SentenceDelta(v, key, i, rows[v][i][1] - rows[base][i][1]) for v in run.comps for i in common]
+    return pairs, sentences
 
-    kept = [p for p in A.pairs if p["kept"]]
-    # size / score table per variant (thesis table 5.2)
-    for v in variants:
-        row = {"variant": v, "size": info.get(v, {}).get("sizes", {}),
-               "chrF": _mean(p["scores"][v]["chrF"] for p in kept), "spBLEU": _mean(p["scores"][v]["spBLEU"] for p in kept),
-               "pairs": len(kept)}
-        if v != base:
-            row["rel_chrF"] = _mean(p["rel"][v]["chrF"] for p in kept)
-            row["rel_spBLEU"] = _mean(p["rel"][v]["spBLEU"] for p in kept)
-            row["improved_pairs"] = sum(1 for p in kept if (p["rel"][v]["spBLEU"] or 0) > 0)
-        A.variant_table.append(row)
 
-    # tiers: mean relative spBLEU / chrF difference per pair / source / target tier, per view
-    for vw in views:
-        out = {}
+@dataclass
+class VariantRow:
+    variant: str
+    size: dict
+    chrF: float | None
+    spBLEU: float | None
+    pairs: int
+    rel_chrF: float | None = None  # the rest only for compressed variants
+    rel_spBLEU: float | None = None
+    improved_pairs: int | None = None
+
+    def to_dict(self) -> dict:
+        d = {"variant": self.variant, "size": self.size, "chrF": self.chrF, "spBLEU": self.spBLEU, "pairs": self.pairs}
+        if self.improved_pairs is not None:
+            d |= {"rel_chrF": self.rel_chrF, "rel_spBLEU": self.rel_spBLEU, "improved_pairs": self.improved_pairs}
+        return d
+
+
+def variant_table(run: RunData, pairs: list[PairResult]) -> list[VariantRow]:
+    kept = [p for p in pairs if p.kept]
+    out = []
+    for v in run.variants:
+        row = VariantRow(v, run.variant_info.get(v, {}).get("sizes", {}), mean(p.scores[v]["chrF"] for p in kept),
+                         mean(p.scores[v]["spBLEU"] for p in kept), len(kept))
+        if v != run.base:
+            row.rel_chrF = mean(p.rel[v]["chrF"] for p in kept)
+            row.rel_spBLEU = mean(p.rel[v]["spBLEU"] for p in kept)
+            row.improved_pairs = sum(1 for p in kept if (p.rel[v]["spBLEU"] or 0) > 0)
+        out.append(row)
+    return out
+
+
+@dataclass
+class TierCell:
+    pairs: int
+    by_variant: dict[str, dict[str, float | None]]  # variant -> mean relative difference per metric
+
+    def to_dict(self) -> dict:
+        return {"pairs": self.pairs, **self.by_variant}
+
+
+def tier_tables(run: RunData, pairs: list[PairResult]) -> dict[str, dict[str, dict[str, TierCell]]]:
+    """view -> axis (tier, src_tier, tgt_tier) -> tier -> cell, over the kept pairs."""
+    kept = [p for p in pairs if p.kept]
+    out = {}
+    for vw in run.views:
+        out[vw.name] = {}
         for axis in ("tier", "src_tier", "tgt_tier"):
-            out[axis] = {}
+            out[vw.name][axis] = {}
             for t in TIERS:
-                ps = [p for p in kept if p[axis][vw.name] == t]
-                out[axis][t] = {"pairs": len(ps), **{v: {m: _mean(p["rel"][v][m] for p in ps) for m in ("chrF", "spBLEU")}
-                                                     for v in comps}}
-        A.tiers[vw.name] = out
+                ps = [p for p in kept if getattr(p, axis)[vw.name] == t]
+                out[vw.name][axis][t] = TierCell(len(ps), {v: {m: mean(p.rel[v][m] for p in ps) for m in ("chrF", "spBLEU")}
+                                                           for v in run.comps})
+    return out
 
-    # ΔchrF losers / winners
-    groups = defaultdict(lambda: {"losers": [], "winners": [], "all": []})
-    for v, key, i, d in sentences:
-        g = groups[v]
-        g["all"].append((key, i, d))
-        if d < -th.delta:
-            g["losers"].append((key, i, d))
-        elif d > th.delta:
-            g["winners"].append((key, i, d))
-    for v in comps:
-        g = groups[v]
-        hist_by_tier = defaultdict(list)
-        for key, _, d in g["all"]:
-            hist_by_tier[pair_tier(key[1], key[2], views[0].tiers)].append(round(d, 3))
-        A.delta[v] = {"sentences": len(g["all"]), "losers": len(g["losers"]), "winners": len(g["winners"]),
-                      "losers_pct": _pct(len(g["losers"]), len(g["all"])), "winners_pct": _pct(len(g["winners"]), len(g["all"])),
-                      "deltas_by_tier": dict(hist_by_tier)}
 
-    # off-target on losers and overall; "undefined" where no identifier covers the target language
-    langs = sorted({p["tgt"] for p in A.pairs} | {p["src"] for p in A.pairs})
-    A.lid_coverage = [{"lang": c, "name": language(c).name, "identifier": lid.coverage(c).identifier} for c in langs]
+@dataclass
+class DeltaGroups:
+    """A variant's kept sentences and its losers and winners."""
 
-    def off_rate(variant, items):
-        n = off = 0
-        for key, i in items:
-            ref_ok = on_target.get((REF, *key, i))
-            hyp = on_target.get((variant, *key, i))
-            if ref_ok is None or hyp is None or ref_ok < 1:
-                continue  # undefined identifier, or the reference itself not identified as the gold language
-            n += 1
-            off += hyp < 1
-        return {"n": n, "off_target_pct": _pct(off, n) if n else None}
+    all: list[SentenceDelta] = field(default_factory=list)
+    losers: list[SentenceDelta] = field(default_factory=list)
+    winners: list[SentenceDelta] = field(default_factory=list)
 
-    for v in comps:
-        losers = [(k, i) for k, i, _ in groups[v]["losers"]]
-        everything = [(k, i) for k, i, _ in groups[v]["all"]]
-        A.off_target[v] = {"losers": {"base": off_rate(base, losers), "compressed": off_rate(v, losers)},
-                           "overall": {"base": off_rate(base, everything), "compressed": off_rate(v, everything)},
-                           "by_target": {}}
+
+def delta_groups(run: RunData, sentences: list[SentenceDelta]) -> dict[str, DeltaGroups]:
+    groups = {v: DeltaGroups() for v in run.comps}
+    for s in sentences:
+        g = groups[s.variant]
+        g.all.append(s)
+        if s.delta < -run.thresholds.delta:
+            g.losers.append(s)
+        elif s.delta > run.thresholds.delta:
+            g.winners.append(s)
+    return groups
+
+
+@dataclass
+class DeltaResult:
+    sentences: int
+    losers: int
+    winners: int
+    losers_pct: float | None
+    winners_pct: float | None
+    deltas_by_tier: dict[str, list[float]]  # thesis tier of the pair -> ΔchrF (rounded to 3 places), for histograms
+
+
+def delta_summary(run: RunData, groups: dict[str, DeltaGroups]) -> dict[str, DeltaResult]:
+    out = {}
+    for v, g in groups.items():
+        by_tier: dict[str, list[float]] = {}
+        for s in g.all:
+            by_tier.setdefault(pair_tier(s.key[1], s.key[2], run.views[0].tiers), []).append(round(s.delta, 3))
+        out[v] = DeltaResult(len(g.all), len(g.losers), len(g.winners), pct(len(g.losers), len(g.all)),
+                             pct(len(g.winners), len(g.all)), by_tier)
+    return out
+
+
+@dataclass
+class Rate:
+    n: int  # sentences whose reference is identified as the gold language and whose hypothesis is identified
+    off_target_pct: float | None
+
+
+@dataclass
+class RatePair:
+    base: Rate
+    compressed: Rate
+
+
+@dataclass
+class TargetRate:
+    identifier: str
+    base: Rate | None = None  # None where no identifier covers the target language
+    compressed: Rate | None = None
+
+    def to_dict(self) -> dict:
+        if self.base is None:
+            return {"identifier": self.identifier}
+        return {"identifier": self.identifier, "base": plain(self.base), "compressed": plain(self.compressed)}
+
+
+@dataclass
+class OffTargetResult:
+    losers: RatePair
+    overall: RatePair
+    by_target: dict[str, TargetRate]
+
+
+def off_target_rate(run: RunData, variant: str, items: list[tuple[Key, int]]) -> Rate:
+    n = off = 0
+    for key, i in items:
+        ref_ok = run.on_target.get((REF, *key, i))
+        hyp = run.on_target.get((variant, *key, i))
+        if ref_ok is None or hyp is None or ref_ok < 1:
+            continue  # undefined identifier, or the reference itself not identified as the gold language
+        n += 1
+        off += hyp < 1
+    return Rate(n, pct(off, n) if n else None)
+
+
+def off_target(run: RunData, groups: dict[str, DeltaGroups]) -> dict[str, OffTargetResult]:
+    out = {}
+    for v, g in groups.items():
+        losers = [(s.key, s.idx) for s in g.losers]
+        everything = [(s.key, s.idx) for s in g.all]
+        by_target = {}
         for t in {k[2] for k, _ in everything}:
             items = [(k, i) for k, i in everything if k[2] == t]
             cov = lid.coverage(t).identifier
-            A.off_target[v]["by_target"][t] = ({"identifier": cov, "base": off_rate(base, items), "compressed": off_rate(v, items)}
-                                               if cov != "undefined" else {"identifier": "undefined"})
+            by_target[t] = (TargetRate(cov, off_target_rate(run, run.base, items), off_target_rate(run, v, items))
+                            if cov != "undefined" else TargetRate("undefined"))
+        out[v] = OffTargetResult(RatePair(off_target_rate(run, run.base, losers), off_target_rate(run, v, losers)),
+                                 RatePair(off_target_rate(run, run.base, everything), off_target_rate(run, v, everything)),
+                                 by_target)
+    return out
 
-    # λ on losers and winners: ratio of subset means, and per-sentence ratios
-    for v in comps:
+
+@dataclass
+class LidCoverage:
+    lang: str
+    name: str
+    identifier: str
+
+
+def pair_languages(pairs: list[PairResult]) -> list[str]:
+    return sorted({p.tgt for p in pairs} | {p.src for p in pairs})
+
+
+def lid_coverage(pairs: list[PairResult]) -> list[LidCoverage]:
+    return [LidCoverage(c, language(c).name, lid.coverage(c).identifier) for c in pair_languages(pairs)]
+
+
+@dataclass
+class LambdaResult:
+    n: int
+    var_base: float | None  # mean cross-attention variance of the base over the subset
+    var_compressed: float | None
+    lambda_: float | None = field(metadata={"key": "lambda"})  # var_compressed / var_base (ratio of subset means)
+    per_sentence: dict[str, float | None] = field(default_factory=dict)  # median, p25, p75 of per-sentence ratios
+
+
+def hallucination(run: RunData, groups: dict[str, DeltaGroups]) -> dict[str, dict[str, LambdaResult]]:
+    out = {}
+    for v, g in groups.items():
         res = {}
         for subset in ("losers", "winners", "all"):
-            items = [(k, i) for k, i, _ in groups[v][subset]]
-            vb = [xvar.get((base, *k, i)) for k, i in items]
-            vc = [xvar.get((v, *k, i)) for k, i in items]
-            pairs_ok = [(b, c) for b, c in zip(vb, vc, strict=True) if b is not None and c is not None]
-            mb, mc = _mean(b for b, _ in pairs_ok), _mean(c for _, c in pairs_ok)
-            ratios = sorted(c / b for b, c in pairs_ok if b > 0)
-            res[subset] = {"n": len(pairs_ok), "var_base": mb, "var_compressed": mc,
-                           "lambda": (mc / mb) if mb else None,
-                           "per_sentence": {"median": statistics.median(ratios) if ratios else None,
-                                            "p25": ratios[len(ratios) // 4] if ratios else None,
-                                            "p75": ratios[(3 * len(ratios)) // 4] if ratios else None}}
-        A.hallucination[v] = res
+            items = [(s.key, s.idx) for s in getattr(g, subset)]
+            vb = [run.xattn_var.get((run.base, *k, i)) for k, i in items]
+            vc = [run.xattn_var.get((v, *k, i)) for k, i in items]
+            both = [(b, c) for b, c in zip(vb, vc, strict=True) if b is not None and c is not None]
+            mb, mc = mean(b for b, _ in both), mean(c for _, c in both)
+            ratios = sorted(c / b for b, c in both if b > 0)
+            res[subset] = LambdaResult(len(both), mb, mc, (mc / mb) if mb else None,
+                                       {"median": statistics.median(ratios) if ratios else None,
+                                        "p25": ratios[len(ratios) // 4] if ratios else None,
+                                        "p75": ratios[(3 * len(ratios)) // 4] if ratios else None})
+        out[v] = res
+    return out
 
-    # examples: the most losing and most winning sentences
-    ref_cache = {}
-    for job in jobs:
-        ref_cache[(job.benchmark.name, job.src, job.tgt)] = job.lines()
-    for v in comps:
-        ex = {}
+
+@dataclass
+class Example:
+    pair: str
+    benchmark: str
+    idx: int
+    delta_chrF: float
+    source: str
+    reference: str
+    base: str
+    compressed: str
+
+
+def examples(run: RunData, groups: dict[str, DeltaGroups], n: int = 5) -> dict[str, dict[str, list[Example]]]:
+    lines = {(j.benchmark.name, j.src, j.tgt): j.lines() for j in run.jobs}
+    out = {}
+    for v, g in groups.items():
+        out[v] = {}
         for subset, rev in (("losers", False), ("winners", True)):
-            items = sorted(groups[v][subset], key=lambda x: x[2], reverse=rev)[:n_examples]
-            ex[subset] = [{"pair": f"{k[1]}-{k[2]}", "benchmark": k[0], "idx": i, "delta_chrF": d,
-                           "source": ref_cache[k][0][i], "reference": ref_cache[k][1][i],
-                           "base": by_key[k][base][i][0], "compressed": by_key[k][v][i][0]} for k, i, d in items]
-        A.examples[v] = ex
+            items = sorted(getattr(g, subset), key=lambda s: s.delta, reverse=rev)[:n]
+            out[v][subset] = [Example(f"{s.key[1]}-{s.key[2]}", s.key[0], s.idx, s.delta, lines[s.key][0][s.idx],
+                                      lines[s.key][1][s.idx], run.hyps[s.key][run.base][s.idx][0],
+                                      run.hyps[s.key][v][s.idx][0]) for s in items]
+    return out
 
-    # per language: as source and as target
-    for c in langs:
-        entry = {"lang": c, "name": language(c).name, "tier": language(c).tier, "bitext_m": language(c).bitext_m,
-                 "identifier": lid.coverage(c).identifier, "as_source": {}, "as_target": {}}
-        for role, axis in (("as_source", "src"), ("as_target", "tgt")):
-            ps = [p for p in kept if p[axis] == c]
-            entry[role]["pairs"] = len(ps)
-            entry[role]["base_spBLEU"] = _mean(p["scores"][base]["spBLEU"] for p in ps)
-            entry[role]["base_chrF"] = _mean(p["scores"][base]["chrF"] for p in ps)
-            for v in comps:
-                ls = sum(1 for k, _, _ in groups[v]["losers"] if k[1 if axis == "src" else 2] == c)
-                al = sum(1 for k, _, _ in groups[v]["all"] if k[1 if axis == "src" else 2] == c)
-                entry[role][v] = {"rel_spBLEU": _mean(p["rel"][v]["spBLEU"] for p in ps),
-                                  "rel_chrF": _mean(p["rel"][v]["chrF"] for p in ps),
-                                  "losers_pct": _pct(ls, al)}
-        A.languages.append(entry)
-    return A
+
+@dataclass
+class RoleResult:
+    """A language as source or as target: kept pairs, base scores, and per variant rel. differences and losers."""
+
+    pairs: int
+    base_spBLEU: float | None
+    base_chrF: float | None
+    by_variant: dict[str, dict[str, float | None]]
+
+    def to_dict(self) -> dict:
+        return {"pairs": self.pairs, "base_spBLEU": self.base_spBLEU, "base_chrF": self.base_chrF, **self.by_variant}
+
+
+@dataclass
+class LanguageResult:
+    lang: str
+    name: str
+    tier: str
+    bitext_m: float
+    identifier: str
+    as_source: RoleResult
+    as_target: RoleResult
+
+
+def languages(run: RunData, pairs: list[PairResult], groups: dict[str, DeltaGroups]) -> list[LanguageResult]:
+    kept = [p for p in pairs if p.kept]
+    out = []
+    for c in pair_languages(pairs):
+        roles = {}
+        for role, axis, pos in (("as_source", "src", 1), ("as_target", "tgt", 2)):
+            ps = [p for p in kept if getattr(p, axis) == c]
+            by_variant = {}
+            for v in run.comps:
+                losers = sum(1 for s in groups[v].losers if s.key[pos] == c)
+                total = sum(1 for s in groups[v].all if s.key[pos] == c)
+                by_variant[v] = {"rel_spBLEU": mean(p.rel[v]["spBLEU"] for p in ps), "rel_chrF": mean(p.rel[v]["chrF"] for p in ps),
+                                 "losers_pct": pct(losers, total)}
+            roles[role] = RoleResult(len(ps), mean(p.scores[run.base]["spBLEU"] for p in ps),
+                                     mean(p.scores[run.base]["chrF"] for p in ps), by_variant)
+        L = language(c)
+        out.append(LanguageResult(c, L.name, L.tier, L.bitext_m, lid.coverage(c).identifier, **roles))
+    return out
+
+
+@dataclass
+class Analysis:
+    base: str
+    variants: list[str]
+    thresholds: Thresholds
+    signatures: dict
+    pairs: list[PairResult] = field(default_factory=list)
+    tiers: dict = field(default_factory=dict)
+    variant_table: list[VariantRow] = field(default_factory=list)
+    delta: dict[str, DeltaResult] = field(default_factory=dict)
+    off_target: dict[str, OffTargetResult] = field(default_factory=dict)
+    lid_coverage: list[LidCoverage] = field(default_factory=list)
+    hallucination: dict[str, dict[str, LambdaResult]] = field(default_factory=dict)
+    examples: dict[str, dict[str, list[Example]]] = field(default_factory=dict)
+    languages: list[LanguageResult] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {f.name: plain(getattr(self, f.name)) for f in fields(self)}
+
+
+def signatures(run: RunData, spbleu: SpBLEU) -> dict:
+    """Metric signatures, the SPM hash, every variant's model hash and every benchmark file pair's hash."""
+    return {"chrF": chrf_signature(), "spBLEU": spbleu.signature(), "spm_sha256": spbleu.sha256,
+            "models": {v: run.variant_info.get(v, {}).get("model_sha256") for v in run.variants},
+            "data": {f"{j.benchmark.name}:{j.src}-{j.tgt}": j.benchmark.sha256(j.src, j.tgt) for j in run.jobs}}
+
+
+def analyse(store: Store, jobs: list[Job], base: str, variants: list[str], spbleu: SpBLEU,
+            thresholds: Thresholds | None = None, tier_views: list[TierView] | None = None,
+            n_examples: int = 5) -> Analysis:
+    run = RunData.load(store, jobs, base, variants, thresholds or Thresholds(), tier_views or [TierView("thesis")])
+    pairs, sentences = pair_results(run, spbleu)
+    groups = delta_groups(run, sentences)
+    return Analysis(base, variants, run.thresholds, signatures(run, spbleu), pairs, tier_tables(run, pairs),
+                    variant_table(run, pairs), delta_summary(run, groups), off_target(run, groups), lid_coverage(pairs),
+                    hallucination(run, groups), examples(run, groups, n_examples), languages(run, pairs, groups))

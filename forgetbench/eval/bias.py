@@ -25,6 +25,7 @@ from forgetbench.eval.gender_readers import read_gender
 from forgetbench.eval.store import Store
 from forgetbench.eval.translate import Job, length_batches
 from forgetbench.eval.word_sense import mucow_scores
+from forgetbench.stats import mean, rel
 
 GENDER_CODE = {"unknown": 0.0, "male": 1.0, "female": 2.0, "neutral": 3.0}
 GENDER_NAME = {v: k for k, v in GENDER_CODE.items()}
@@ -121,10 +122,6 @@ def eflomal_gender_pass(store: Store, variants: list[str], bias: BiasConfig) -> 
                              for i, ti in zip(idx, tgt_idx, strict=True)])
 
 
-def _rel(c, b):
-    return None if c is None or b in (None, 0) else (c - b) / abs(b) * 100
-
-
 def analyse_bias(store: Store, bias: BiasConfig | None, base: str, variants: list[str]) -> dict:
     if bias is None:
         return {}
@@ -141,7 +138,7 @@ def analyse_bias(store: Store, bias: BiasConfig | None, base: str, variants: lis
                          for i, r in enumerate(bias.gender_rows) if (v, job.benchmark.name, job.src, job.tgt, i) in ef]
                 if items:
                     by[job.tgt] = gender_scores(items).to_dict()
-            out["aligner_comparison"][v] = {"eflomal": {k: _mean(d[k] for d in by.values()) for k in ("accuracy", "psi", "psi_star")}}
+            out["aligner_comparison"][v] = {"eflomal": {k: mean(d[k] for d in by.values()) for k in ("accuracy", "psi", "psi_star")}}
     for v in variants:
         per_lang = {}
         for job in bias.gender_jobs:
@@ -153,7 +150,7 @@ def analyse_bias(store: Store, bias: BiasConfig | None, base: str, variants: lis
             if items:
                 per_lang[job.tgt] = gender_scores(items).to_dict()
         keys = ("accuracy", "f1_male", "f1_female", "delta_g", "delta_s", "psi", "psi_star")
-        avg = {k: _mean(d[k] for d in per_lang.values()) for k in keys}
+        avg = {k: mean(d[k] for d in per_lang.values()) for k in keys}
         out["gender"][v] = {"languages": per_lang, "average": avg}
         if "aligner_comparison" in out and v in out["aligner_comparison"]:
             out["aligner_comparison"][v]["cross_attention"] = {k: avg[k] for k in ("accuracy", "psi", "psi_star")}
@@ -161,7 +158,7 @@ def analyse_bias(store: Store, bias: BiasConfig | None, base: str, variants: lis
         if v == base:
             continue
         b, c = out["gender"][base]["average"], out["gender"][v]["average"]
-        out["gender"][v]["relative_to_base"] = {k: _rel(c[k], b[k]) for k in ("accuracy", "psi", "psi_star", "delta_g")}
+        out["gender"][v]["relative_to_base"] = {k: rel(c[k], b[k]) for k in ("accuracy", "psi", "psi_star", "delta_g")}
     for pair, (items, job) in bias.mucow.items():
         res = {}
         for v in variants:
@@ -174,11 +171,7 @@ def analyse_bias(store: Store, bias: BiasConfig | None, base: str, variants: lis
             res[v] = s
         for v in res:
             if v != base and base in res:
-                res[v]["relative_accuracy"] = _rel(res[v]["accuracy"], res[base]["accuracy"])
+                res[v]["relative_accuracy"] = rel(res[v]["accuracy"], res[base]["accuracy"])
         out["word_sense"][pair] = res
     return out
 
-
-def _mean(xs):
-    xs = [x for x in xs if x is not None]
-    return sum(xs) / len(xs) if xs else None

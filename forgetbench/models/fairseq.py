@@ -32,7 +32,7 @@ import torch
 
 from forgetbench.errors import ForgetbenchError
 from forgetbench.io import atomic_directory
-from forgetbench.models.tiny import M2M_SPECIALS, N_LANG_TOKENS, N_MADEUP
+from forgetbench.models.vocabulary import M2M_SPECIALS, N_LANG_TOKENS, N_MADEUP
 
 
 def allowed_globals() -> list:

@@ -1,1 +1,0 @@
-"""SMaLL-100-style distillation of students."""

@@ -1,0 +1,45 @@
+"""M2M-100's vocabulary format, built from a SentencePiece model this project trains.
+
+``vocab.json`` = the fairseq dictionary (``<s> <pad> </s> <unk>``, then the SPM pieces) beside
+``sentencepiece.bpe.model``; ``M2M100Tokenizer`` appends the 100 language tokens and 8 made-up
+words, so a folder written here loads like a real M2M-100 checkpoint's tokenizer.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import sentencepiece as spm
+
+M2M_SPECIALS = ["<s>", "<pad>", "</s>", "<unk>"]
+N_LANG_TOKENS = 100
+N_MADEUP = 8
+
+
+def train_spm(sentences: list[str], vocab_size: int, model_type: str = "bpe", character_coverage: float = 0.9995,
+              seed_sentencepiece_size: int = 1_000_000) -> bytes:
+    """Train a SentencePiece model in memory (deterministic: one thread) and return its bytes."""
+    buf = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(sentences), model_writer=buf, vocab_size=vocab_size, model_type=model_type,
+        character_coverage=character_coverage, num_threads=1, unk_id=0, bos_id=-1, eos_id=-1, pad_id=-1,
+        hard_vocab_limit=False, seed_sentencepiece_size=seed_sentencepiece_size, minloglevel=2,
+    )
+    return buf.getvalue()
+
+
+def write_m2m_vocab(spm_bytes: bytes, out_dir: str | Path) -> int:
+    """Write ``sentencepiece.bpe.model`` and a fairseq-style ``vocab.json``; returns the model vocab size."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "sentencepiece.bpe.model").write_bytes(spm_bytes)
+    sp = spm.SentencePieceProcessor(model_proto=spm_bytes)
+    vocab = {tok: i for i, tok in enumerate(M2M_SPECIALS)}
+    for i in range(sp.get_piece_size()):
+        if sp.is_control(i) or sp.is_unknown(i):
+            continue
+        vocab.setdefault(sp.id_to_piece(i), len(vocab))
+    (out / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False, indent=0), encoding="utf-8")
+    return len(vocab) + N_LANG_TOKENS + N_MADEUP

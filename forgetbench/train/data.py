@@ -1,0 +1,138 @@
+"""Training data for M2M-100-architecture models: corpus (``train.corpus``, evaluation sets filtered
+out) → SentencePiece BPE on a language-balanced sample, M2M-100 vocabulary format → token ids
+cached as ``.npz`` (no pickle) → length-bucketed batches in a seeded order (``Examples``).
+
+Format is M2M-100's: source ``__src__ tokens </s>``, labels ``__tgt__ tokens </s>``, decoder
+input ``</s> __tgt__ tokens``; generation forces ``__tgt__`` as first token.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from forgetbench.errors import ForgetbenchError
+from forgetbench.io import atomic_write_json, sha256_file
+from forgetbench.train.config import TrainMTConfig
+from forgetbench.train.corpus import build_corpus
+
+
+def prepare(cfg: TrainMTConfig, out: Path, log=print) -> dict:
+    """Corpus, SPM and token ids; cached in ``out`` (skipped when already there)."""
+    from transformers import M2M100Tokenizer
+
+    from forgetbench.models.vocabulary import train_spm, write_m2m_vocab
+
+    meta_path = out / "prepared.json"
+    key = hashlib.sha256(json.dumps([asdict(cfg.data), asdict(cfg.spm), cfg.train.seed, cfg.train.max_len],
+                                    sort_keys=True).encode()).hexdigest()[:16]
+    if meta_path.is_file():
+        meta = json.loads(meta_path.read_text())
+        if meta.get("prepared_with", key) != key:
+            raise ForgetbenchError(f"{out}: prepared with other data/spm settings ({meta['prepared_with']} vs {key}); "
+                                   "use a new --out")
+        return meta
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    train, dev, stats = build_corpus(Path(cfg.data.shared), cfg.data.languages, cfg.data.dev_per_language,
+                                     cfg.data.max_chars, cfg.train.seed)
+    log(f"corpus: {sum(stats.train.values()):,} training pairs; dropped for evaluation-set overlap: "
+        f"{sum(stats.dropped_eval_overlap.values()):,}")
+    rng = random.Random(cfg.train.seed)
+    sample = []
+    for pairs in train.values():
+        sub = pairs if len(pairs) <= cfg.spm.sample_per_language else rng.sample(pairs, cfg.spm.sample_per_language)
+        sample += [x for _, x in sub]
+        sample += [e for e, _ in sub[: max(1, len(sub) // len(train))]]  # English share ~ one language
+    rng.shuffle(sample)
+    tok_dir = out / "tokenizer"
+    vocab_size = write_m2m_vocab(train_spm(sample, cfg.spm.vocab_size, character_coverage=cfg.spm.character_coverage),
+                                 tok_dir)
+    tok = M2M100Tokenizer(str(tok_dir / "vocab.json"), str(tok_dir / "sentencepiece.bpe.model"))
+    tok.save_pretrained(tok_dir)
+
+    def encode(texts):
+        return [[tok.encoder.get(p, 3) for p in tok.sp_model.encode(t, out_type=str)] for t in texts]
+
+    for split, data in (("train", train), ("dev", dev)):
+        src, tgt, sl, tl = [], [], [], []
+        for lang, pairs in data.items():
+            e_ids, x_ids = encode([e for e, _ in pairs]), encode([x for _, x in pairs])
+            lid, eid = tok.get_lang_id(lang), tok.get_lang_id("en")
+            for a, b in zip(e_ids, x_ids, strict=True):
+                src += [a, b]
+                tgt += [b, a]
+                sl += [eid, lid]
+                tl += [lid, eid]
+        _save_ids(out / f"{split}.npz", src, tgt, sl, tl)
+        if split == "dev":
+            (out / "dev.json").write_text(json.dumps({k: v for k, v in dev.items()}, ensure_ascii=False))
+    meta = {"vocab_size": vocab_size, "corpus": asdict(stats), "seconds": round(time.perf_counter() - t0, 1),
+            "spm_sha256": sha256_file(tok_dir / "sentencepiece.bpe.model"), "prepared_with": key}
+    atomic_write_json(meta_path, meta)
+    return meta
+
+
+def _save_ids(path: Path, src, tgt, sl, tl) -> None:
+    def flat(seqs):
+        off = np.zeros(len(seqs) + 1, dtype=np.int64)
+        off[1:] = np.cumsum([len(s) for s in seqs])
+        return np.fromiter((i for s in seqs for i in s), dtype=np.int32, count=int(off[-1])), off
+
+    s_ids, s_off = flat(src)
+    t_ids, t_off = flat(tgt)
+    np.savez(path, src=s_ids, src_off=s_off, tgt=t_ids, tgt_off=t_off, src_lang=np.array(sl, np.int32),
+             tgt_lang=np.array(tl, np.int32))
+
+
+class Examples:
+    def __init__(self, path: Path, max_len: int):
+        z = np.load(path, allow_pickle=False)
+        self.src, self.src_off, self.tgt, self.tgt_off = z["src"], z["src_off"], z["tgt"], z["tgt_off"]
+        self.src_lang, self.tgt_lang = z["src_lang"], z["tgt_lang"]
+        self.max_len = max_len
+        body = max_len - 2
+        self.src_len = np.minimum(np.diff(self.src_off), body) + 2
+        self.tgt_len = np.minimum(np.diff(self.tgt_off), body) + 2
+
+    def __len__(self):
+        return len(self.src_lang)
+
+    def batches(self, max_tokens: int, seed: int, epoch: int) -> list[np.ndarray]:
+        """Length-bucketed batches (source+target padded tokens <= max_tokens), in a seeded order."""
+        rng = np.random.default_rng(seed * 1000 + epoch)
+        order = rng.permutation(len(self))
+        order = order[np.argsort(np.maximum(self.src_len, self.tgt_len)[order], kind="stable")]
+        out, cur, cur_max = [], [], 0
+        for i in order:
+            m = max(self.src_len[i], self.tgt_len[i])
+            if cur and (len(cur) + 1) * max(cur_max, m) * 2 > max_tokens:
+                out.append(np.array(cur))
+                cur, cur_max = [], 0
+            cur.append(i)
+            cur_max = max(cur_max, m)
+        if cur:
+            out.append(np.array(cur))
+        return [out[j] for j in rng.permutation(len(out))]
+
+    def collate(self, idx: np.ndarray, pad: int = 1, eos: int = 2) -> dict[str, torch.Tensor]:
+        body = self.max_len - 2
+        srcs = [[int(self.src_lang[i]), *self.src[self.src_off[i]:self.src_off[i + 1]][:body].tolist(), eos] for i in idx]
+        tgts = [[int(self.tgt_lang[i]), *self.tgt[self.tgt_off[i]:self.tgt_off[i + 1]][:body].tolist(), eos] for i in idx]
+        S, T = max(map(len, srcs)), max(map(len, tgts))
+        ids = torch.full((len(idx), S), pad, dtype=torch.long)
+        labels = torch.full((len(idx), T), -100, dtype=torch.long)
+        dec = torch.full((len(idx), T), pad, dtype=torch.long)
+        for r, (s, t) in enumerate(zip(srcs, tgts, strict=True)):
+            ids[r, : len(s)] = torch.tensor(s)
+            labels[r, : len(t)] = torch.tensor(t)
+            dec[r, 0] = eos
+            dec[r, 1 : len(t)] = torch.tensor(t[:-1])
+        return {"input_ids": ids, "attention_mask": (ids != pad).long(), "decoder_input_ids": dec, "labels": labels}

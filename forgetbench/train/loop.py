@@ -1,0 +1,146 @@
+"""The training loop every trainer shares (the teacher's now, distilled students' next): schedule,
+determinism, checkpoints and exact resume.
+
+- Schedule: ``inverse_sqrt`` — linear warm-up to ``lr`` over ``warmup`` steps, then ``lr·√(warmup/step)``.
+- Determinism: batch order comes from the data source's seeded permutation per epoch, and the
+  torch RNG is re-seeded before every step (``seed·1,000,003 + step``), so dropout at step s is
+  the same whether or not the run was interrupted before it.
+- Checkpoint (``save_checkpoint``): weights (safetensors, tied copies stored once), optimiser
+  state (``torch.save``, read back with ``weights_only=True``) and the loop state as JSON, written
+  to a temporary folder and swapped in every ``checkpoint_minutes``, at the time budget and at the
+  last step. ``resume`` reads it back and refuses a checkpoint made with other settings
+  (fingerprint).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol
+
+import torch
+from tqdm.auto import tqdm
+
+from forgetbench.errors import ForgetbenchError
+from forgetbench.train.config import TrainCfg
+
+
+class BatchSource(Protocol):
+    def batches(self, max_tokens: int, seed: int, epoch: int) -> list: ...
+    def collate(self, idx) -> dict[str, torch.Tensor]: ...
+
+
+def inverse_sqrt(step: int, lr: float, warmup: int) -> float:
+    step = max(step, 1)
+    return lr * min(step / warmup, math.sqrt(warmup / step))
+
+
+def new_state(fingerprint: str) -> dict:
+    return {"step": 0, "epoch": 0, "batch": 0, "elapsed": 0.0, "tokens": 0, "fingerprint": fingerprint}
+
+
+def _unique_tensors(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The state dict with every tied tensor once (its first name), as safetensors requires."""
+    out, seen = {}, set()
+    for k, v in model.state_dict().items():
+        key = (v.untyped_storage().data_ptr(), v.storage_offset(), tuple(v.shape)) if v.numel() else None
+        if key is not None and key in seen:
+            continue
+        seen.add(key)
+        out[k] = v.contiguous()
+    return out
+
+
+def save_checkpoint(model, opt, state: dict, ckpt: Path) -> None:
+    from safetensors.torch import save_file
+
+    tmp = ckpt.with_name(ckpt.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    save_file(_unique_tensors(model), str(tmp / "model.safetensors"))
+    torch.save(opt.state_dict(), tmp / "optim.pt")
+    (tmp / "state.json").write_text(json.dumps(state))
+    old = ckpt.with_name(ckpt.name + ".old")
+    shutil.rmtree(old, ignore_errors=True)
+    if ckpt.exists():
+        os.rename(ckpt, old)
+    os.rename(tmp, ckpt)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def resume(model, opt, ckpt: Path, fingerprint: str, log=print) -> dict:
+    """The loop state of the checkpoint in ``ckpt`` loaded into ``model``/``opt``, or a new state."""
+    from safetensors.torch import load_file
+
+    if not ckpt.is_dir():
+        return new_state(fingerprint)
+    saved = json.loads((ckpt / "state.json").read_text()).get("fingerprint")
+    if saved != fingerprint:
+        raise ForgetbenchError(f"{ckpt}: made with other data/model/optimiser settings (fingerprint {saved} vs "
+                               f"{fingerprint}); use a new --out, or restore the config it was made with")
+    missing, unexpected = model.load_state_dict(load_file(str(ckpt / "model.safetensors")), strict=False)
+    if unexpected:
+        raise ForgetbenchError(f"checkpoint {ckpt} does not match the model config: unexpected {unexpected[:3]}")
+    if hasattr(model, "tie_weights"):
+        model.tie_weights()
+    opt.load_state_dict(torch.load(ckpt / "optim.pt", weights_only=True))
+    state = json.loads((ckpt / "state.json").read_text())
+    log(f"resumed from {ckpt} at step {state['step']}")
+    return state
+
+
+def run(model, opt, data: BatchSource, step_loss: Callable[[dict], tuple[torch.Tensor, int]], tc: TrainCfg, state: dict,
+        ckpt: Path, log_file: Path, on_log: Callable[[int], dict] | None = None, progress: bool = True) -> str:
+    """Train until ``tc.steps`` or the time budget; returns what stopped it. ``step_loss(batch)`` gives the
+    loss to minimise and the tokens it covered; ``on_log(step)`` adds fields (dev scores) to every 100th
+    step's log record. ``state`` is updated in place."""
+    batches = data.batches(tc.max_tokens, tc.seed, state["epoch"])
+    t_start, last_ckpt = time.perf_counter() - state["elapsed"], time.perf_counter()
+    bar = tqdm(total=tc.steps, initial=state["step"], disable=None if progress else True, unit="step")
+    run_loss, run_n = 0.0, 0
+    stopped = "steps"
+    with open(log_file, "a", encoding="utf-8") as log_f:
+        while state["step"] < tc.steps:
+            if state["batch"] >= len(batches):
+                state["epoch"], state["batch"] = state["epoch"] + 1, 0
+                batches = data.batches(tc.max_tokens, tc.seed, state["epoch"])
+            b = data.collate(batches[state["batch"]])
+            state["batch"] += 1
+            step = state["step"] + 1
+            torch.manual_seed(tc.seed * 1_000_003 + step)
+            for g in opt.param_groups:
+                g["lr"] = inverse_sqrt(step, tc.lr, tc.warmup)
+            loss, tokens = step_loss(b)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), tc.clip)
+            opt.step()
+            state["step"] = step
+            state["tokens"] += tokens
+            run_loss, run_n = run_loss + loss.item(), run_n + 1
+            bar.update(1)
+            elapsed = time.perf_counter() - t_start
+            if step % 100 == 0:
+                rec = {"step": step, "loss": round(run_loss / run_n, 4), "lr": inverse_sqrt(step, tc.lr, tc.warmup),
+                       "epoch": state["epoch"], "elapsed_s": round(elapsed, 1), "tokens": state["tokens"],
+                       "loadavg": os.getloadavg()[0]}
+                run_loss, run_n = 0.0, 0
+                rec |= on_log(step) if on_log else {}
+                log_f.write(json.dumps(rec) + "\n")
+                log_f.flush()
+                bar.set_postfix(loss=rec["loss"])
+            over_budget = tc.time_budget_minutes and elapsed > tc.time_budget_minutes * 60
+            if time.perf_counter() - last_ckpt > tc.checkpoint_minutes * 60 or over_budget or step == tc.steps:
+                state["elapsed"] = elapsed
+                save_checkpoint(model, opt, state, ckpt)
+                last_ckpt = time.perf_counter()
+            if over_budget:
+                stopped = f"time budget ({tc.time_budget_minutes} min)"
+                break
+    bar.close()
+    return stopped
