@@ -87,7 +87,7 @@ def test_conllu_multiword_tokens_and_empty_nodes(tmp_path):
 
 
 def test_biaffine_scores_at_given_heads_equal_the_full_tensor():
-    from forgetbench.parsing.model import Biaffine
+    from forgetbench.parsing.modules import Biaffine
 
     torch.manual_seed(0)
     b = Biaffine(7, 5)
@@ -103,7 +103,7 @@ def test_biaffine_scores_at_given_heads_equal_the_full_tensor():
 def test_time_budget_stops_before_an_epoch_would_overrun():
     import time
 
-    from forgetbench.parsing.model import epoch_would_overrun
+    from forgetbench.parsing.epochs import epoch_would_overrun
 
     now = time.perf_counter()
     assert epoch_would_overrun(now - 50, 1, 1.0)  # 50 s per epoch, 10 s left

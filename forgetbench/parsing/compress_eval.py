@@ -31,7 +31,7 @@ from forgetbench.io import sha256_file
 from forgetbench.parsing.batching import batches, batchify
 from forgetbench.parsing.conll import read_conllu
 from forgetbench.parsing.metrics import score, sentence_las
-from forgetbench.parsing.model import save_module_dir
+from forgetbench.parsing.saving import save_module_dir
 from forgetbench.parsing.tagger import load_tagger, tag, with_tags
 from forgetbench.parsing.train import load_parser, predict
 from forgetbench.stats import pct, rel

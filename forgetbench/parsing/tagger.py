@@ -16,12 +16,13 @@ from pathlib import Path
 
 import torch
 from torch import nn
-from tqdm.auto import tqdm
 
 from forgetbench.io import atomic_write_json
 from forgetbench.parsing.batching import batches, batchify
 from forgetbench.parsing.conll import Sentence
-from forgetbench.parsing.model import char_features, epoch_would_overrun, load_module_dir, save_module_dir
+from forgetbench.parsing.epochs import train_epochs
+from forgetbench.parsing.modules import char_features
+from forgetbench.parsing.saving import load_module_dir, save_module_dir
 
 
 @dataclass
@@ -115,25 +116,22 @@ def train_tagger(tr: list[Sentence], dv: list[Sentence], vocab, out_dir: Path, m
     tagger = UposTagger(TaggerConfig(len(vocab.words), len(vocab.chars), len(vocab.tags)))
     opt = torch.optim.Adam(tagger.parameters(), lr=lr, betas=(0.9, 0.9))
     t0 = time.perf_counter()
-    best, history = -1.0, []
-    for epoch in range(1, 1000):
-        tagger.train()
-        for bs in tqdm(batches(tr, max_tokens, True, rng), disable=None if progress else True, desc=f"tagger {epoch}"):
-            b = batchify(bs, vocab)
-            drop = (torch.rand(b["words"].shape) < 0.1) & (b["words"] > 2)
-            loss = nn.functional.cross_entropy(tagger(b["words"].masked_fill(drop, 1), b["chars"]).flatten(0, 1),
-                                               _tag_ids(b).flatten())
-            opt.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(tagger.parameters(), 5.0)
-            opt.step()
+
+    def batch_loss(b, words):
+        return nn.functional.cross_entropy(tagger(words, b["chars"]).flatten(0, 1), _tag_ids(b).flatten())
+
+    acc = None
+
+    def dev_upos(epoch):
+        nonlocal acc
         acc = accuracy(tagger, vocab, dv)
-        history.append({"epoch": epoch, "dev_upos": round(acc, 2), "elapsed_s": round(time.perf_counter() - t0, 1)})
-        if acc > best:
-            best = acc
-            save_tagger(tagger, out_dir, {"best_epoch": epoch, "dev_upos": acc, "history": history, "seed": seed})
-        if epoch_would_overrun(t0, epoch, minutes):
-            break
+        return acc, {"epoch": epoch, "dev_upos": round(acc, 2), "elapsed_s": round(time.perf_counter() - t0, 1)}
+
+    def save(epoch, history):
+        save_tagger(tagger, out_dir, {"best_epoch": epoch, "dev_upos": acc, "history": history, "seed": seed})
+
+    epoch, history = train_epochs(tagger, opt, tr, vocab, rng, max_tokens, batch_loss, dev_upos, save, minutes, 999,
+                                  t0, desc="tagger", progress=progress)
     info = json.loads((out_dir / "training.json").read_text()) | {"history": history, "epochs": epoch,
                                                                   "train_seconds": round(time.perf_counter() - t0, 1)}
     atomic_write_json(out_dir / "training.json", info)

@@ -26,14 +26,10 @@ from forgetbench.io import atomic_directory, atomic_write_json
 from forgetbench.parsing.batching import Vocab, batches, batchify
 from forgetbench.parsing.conll import Sentence, read_conllu, with_predictions, write_conllu
 from forgetbench.parsing.decode import mst
+from forgetbench.parsing.epochs import train_epochs
 from forgetbench.parsing.metrics import ParseScores, score
-from forgetbench.parsing.model import (
-    BiaffineParser,
-    ParserConfig,
-    epoch_would_overrun,
-    load_module_dir,
-    save_module_dir,
-)
+from forgetbench.parsing.model import BiaffineParser, ParserConfig
+from forgetbench.parsing.saving import load_module_dir, save_module_dir
 from forgetbench.parsing.tagger import (
     load_tagger,
     load_tagger_dir,
@@ -132,7 +128,6 @@ def train(train_file: str | Path, dev_file: str | Path, out_dir: str | Path, min
     opt = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.9))
     out = Path(out_dir)
     t0 = time.perf_counter()
-    best, history, tokens = -1.0, [], 0
     tag_info: dict = {"tags": tags}
     with atomic_directory(out) as tmp:
         if tags == "predicted":
@@ -147,30 +142,29 @@ def train(train_file: str | Path, dev_file: str | Path, out_dir: str | Path, min
             tag_info |= {"jackknife_folds": jackknife, "train_upos_jackknifed": round(jk_acc, 2),
                          "tagger_dev_upos": round(tinfo["dev_upos"], 2), "tagger_seconds": round(time.perf_counter() - t0, 1)}
         t_parser = time.perf_counter()
-        for epoch in range(1, max_epochs + 1):
-            model.train()
-            for bs in tqdm(batches(tr, max_tokens, True, rng), disable=None if progress else True, desc=f"epoch {epoch}"):
-                b = batchify(bs, vocab)
-                # word dropout: rare words become <unk> so the model learns to use characters and tags
-                drop = (torch.rand(b["words"].shape) < 0.1) & (b["words"] > 2)
-                arc, rel_dep, rel_head = model.encode(b["words"].masked_fill(drop, 1), b["chars"], b["tags"])
-                loss = loss_fn(arc, model.label_scores(rel_dep, rel_head, b["heads"]), b)
-                opt.zero_grad()
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
-                opt.step()
-                tokens += int((b["heads"] != -100).sum())
+        tokens = 0
+
+        def batch_loss(b, words):
+            nonlocal tokens
+            arc, rel_dep, rel_head = model.encode(words, b["chars"], b["tags"])
+            tokens += int((b["heads"] != -100).sum())
+            return loss_fn(arc, model.label_scores(rel_dep, rel_head, b["heads"]), b)
+
+        def dev_las(epoch):
+            nonlocal dev
             dev = evaluate(model, vocab, dv)
-            elapsed = time.perf_counter() - t0
-            history.append({"epoch": epoch, "dev_las": dev.las, "dev_uas": dev.uas, "elapsed_s": round(elapsed, 1),
-                            "parser_tokens_per_s": round(tokens / (time.perf_counter() - t_parser), 1)})  # dev eval included
-            if dev.las > best:
-                best = dev.las
-                save_parser(model, vocab, tmp, {"best_epoch": epoch, "dev": dev.to_dict(), "history": history,
-                                                "threads": threads, "seed": seed, "train": str(train_file),
-                                                "loadavg": os.getloadavg()[0]} | tag_info)
-            if epoch_would_overrun(t0, epoch, minutes, t_first=t_parser):
-                break
+            return dev.las, {"epoch": epoch, "dev_las": dev.las, "dev_uas": dev.uas,
+                             "elapsed_s": round(time.perf_counter() - t0, 1),  # dev eval included
+                             "parser_tokens_per_s": round(tokens / (time.perf_counter() - t_parser), 1)}
+
+        def save(epoch, history):
+            save_parser(model, vocab, tmp, {"best_epoch": epoch, "dev": dev.to_dict(), "history": history,
+                                            "threads": threads, "seed": seed, "train": str(train_file),
+                                            "loadavg": os.getloadavg()[0]} | tag_info)
+
+        dev = None
+        epoch, history = train_epochs(model, opt, tr, vocab, rng, max_tokens, batch_loss, dev_las, save, minutes,
+                                      max_epochs, t0, t_first=t_parser, desc="epoch", progress=progress)
         info = json.loads((tmp / "training.json").read_text()) | {"history": history, "epochs": epoch,
                                                                     "train_seconds": round(time.perf_counter() - t0, 1)}
         atomic_write_json(tmp / "training.json", info)

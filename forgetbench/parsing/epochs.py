@@ -1,0 +1,61 @@
+"""The epoch loop shared by the parser and its tagger, under a time budget.
+
+Each epoch: batches of similar length (≤ ``max_tokens`` padded tokens) in a seeded shuffled
+order; word dropout (10 % of known words become ``<unk>``, so the model learns to use characters
+and tags); Adam step with gradient clipping at 5; then evaluation on dev. The model is saved
+whenever the dev score improves, so an interrupted run keeps its best model. No epoch starts
+that would end after the budget (``epoch_would_overrun``).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+
+import torch
+from tqdm.auto import tqdm
+
+from forgetbench.parsing.batching import batches, batchify
+from forgetbench.parsing.conll import Sentence
+
+WORD_DROPOUT = 0.1
+
+
+def epoch_would_overrun(t0: float, epochs_done: int, minutes: float, t_first: float | None = None) -> bool:
+    """True when another epoch, as long as the mean epoch so far (counted from ``t_first``, default ``t0``),
+    would end after ``t0 + minutes``: time-budgeted training stops *within* its budget."""
+    now = time.perf_counter()
+    per_epoch = (now - (t0 if t_first is None else t_first)) / max(epochs_done, 1)
+    return now + per_epoch > t0 + minutes * 60
+
+
+def train_epochs(model, opt, sents: list[Sentence], vocab, rng: random.Random, max_tokens: int,
+                 batch_loss: Callable[[dict, torch.Tensor], torch.Tensor],
+                 evaluate: Callable[[int], tuple[float, dict]], save: Callable[[int, list[dict]], None],
+                 minutes: float, max_epochs: int, t0: float, t_first: float | None = None, desc: str = "epoch",
+                 progress: bool = True) -> tuple[int, list[dict]]:
+    """Train epoch after epoch until ``max_epochs`` or the budget (``minutes`` from ``t0``; epoch length
+    measured from ``t_first``). ``batch_loss(batch, words_with_dropout)`` gives the loss of a batch;
+    ``evaluate(epoch)`` the dev score used for selection and the epoch's history record; ``save(epoch,
+    history)`` writes the model when the score improves. Returns (epochs run, history)."""
+    best, history = -1.0, []
+    epoch = 0
+    for epoch in range(1, max_epochs + 1):
+        model.train()
+        for bs in tqdm(batches(sents, max_tokens, True, rng), disable=None if progress else True, desc=f"{desc} {epoch}"):
+            b = batchify(bs, vocab)
+            drop = (torch.rand(b["words"].shape) < WORD_DROPOUT) & (b["words"] > 2)
+            loss = batch_loss(b, b["words"].masked_fill(drop, 1))
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
+            opt.step()
+        score, record = evaluate(epoch)
+        history.append(record)
+        if score > best:
+            best = score
+            save(epoch, history)
+        if epoch_would_overrun(t0, epoch, minutes, t_first):
+            break
+    return epoch, history

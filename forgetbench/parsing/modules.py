@@ -1,0 +1,49 @@
+"""The parsers' layers: character features, MLP, biaffine scorer (as SuPar's ``supar.modules``)."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+def char_features(embed: nn.Embedding, lstm: nn.LSTM, chars: torch.Tensor) -> torch.Tensor:
+    """chars [B, L, C] → final states of a BiLSTM over each word's characters, [B, L, 2·hidden]."""
+    B, L, C = chars.shape
+    flat = chars.view(B * L, C)
+    lengths = (flat != 0).sum(-1).clamp(min=1).cpu()
+    packed = nn.utils.rnn.pack_padded_sequence(embed(flat), lengths, batch_first=True, enforce_sorted=False)
+    _, (h, _) = lstm(packed)
+    return torch.cat([h[0], h[1]], -1).view(B, L, -1)
+
+
+class MLP(nn.Module):
+    def __init__(self, d_in: int, d_out: int, dropout: float):
+        super().__init__()
+        self.linear = nn.Linear(d_in, d_out)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x):
+        return self.drop(nn.functional.leaky_relu(self.linear(x), 0.1))
+
+
+class Biaffine(nn.Module):
+    """s[b, o, h, d] = [x_d; 1]ᵀ W_o [y_h; 1] (bias on both sides)."""
+
+    def __init__(self, d: int, n_out: int = 1):
+        super().__init__()
+        self.n_out = n_out
+        self.weight = nn.Parameter(torch.zeros(n_out, d + 1, d + 1))
+
+    def forward(self, dep, head):
+        dep = torch.cat([dep, torch.ones_like(dep[..., :1])], -1)
+        head = torch.cat([head, torch.ones_like(head[..., :1])], -1)
+        s = torch.matmul(torch.matmul(dep.unsqueeze(1), self.weight), head.unsqueeze(1).transpose(-1, -2))
+        return s  # [B, O, D(dep), H(head)]
+
+    def at_heads(self, dep, head, heads):
+        """Scores of each dependent d with one given head ``heads[b, d]`` only: [B, O, D]. The same numbers as
+        ``forward(dep, head)[b, :, d, heads[b, d]]`` at O·(d+1)² per word instead of O·(d+1)·L."""
+        dep = torch.cat([dep, torch.ones_like(dep[..., :1])], -1)
+        head = torch.cat([head, torch.ones_like(head[..., :1])], -1)
+        head_at = head.gather(1, heads.clamp(min=0).unsqueeze(-1).expand(-1, -1, head.shape[-1]))
+        return torch.einsum("bdi,oij,bdj->bod", dep, self.weight, head_at)
