@@ -9,11 +9,16 @@ import sys
 from pathlib import Path
 
 
+def _thread_count(n: int | None) -> int:
+    """--threads, else $FORGETBENCH_THREADS, else 1. Deliberate: with another busy process, 2 torch threads
+    ran generate 25-45x slower than 1 here."""
+    return n or int(os.environ.get("FORGETBENCH_THREADS", "1"))
+
+
 def _threads(n: int | None) -> None:
     import torch
 
-    # Deliberate: with another busy process, 2 torch threads ran generate 25-45x slower than 1 here.
-    torch.set_num_threads(n or int(os.environ.get("FORGETBENCH_THREADS", "1")))
+    torch.set_num_threads(_thread_count(n))
 
 
 def cmd_compress(args) -> int:
@@ -160,7 +165,7 @@ def cmd_parse(args) -> int:
         from forgetbench.parsing.compress_eval import run
         from forgetbench.report.parsing import write_parse_report
 
-        S = run(args.models, args.test, args.dev, args.recipes, threads=args.threads or 1)
+        S = run(args.models, args.test, args.dev, args.recipes, threads=_thread_count(args.threads))
         with atomic_directory(args.out) as tmp:
             write_parse_report(S, tmp)
         for tb in S["treebanks"]:
@@ -169,7 +174,7 @@ def cmd_parse(args) -> int:
         print(f"wrote {args.out}")
         return 0
     if args.action == "train":
-        info = ptrain.train(args.train, args.dev, args.out, minutes=args.minutes, threads=args.threads or 1,
+        info = ptrain.train(args.train, args.dev, args.out, minutes=args.minutes, threads=_thread_count(args.threads),
                             seed=args.seed, progress=not args.quiet, tags=args.tags, tagger_minutes=args.tagger_minutes,
                             jackknife=args.jackknife)
         tags = f", dev UPOS {info['tagger_dev_upos']:.2f}" if args.tags == "predicted" else ""
@@ -190,7 +195,7 @@ def cmd_parse(args) -> int:
         print(json.dumps(s))
     else:
         _threads(args.threads)
-        ptrain.predict_file(args.model, args.data, args.out)
+        ptrain.predict_file(args.model, args.data, args.out, progress=not args.quiet)
         print(f"wrote {args.out}")
     return 0
 
@@ -288,8 +293,9 @@ def build_parser() -> argparse.ArgumentParser:
     pt.add_argument("--tagger-minutes", type=float, default=1.0, help="time budget of each tagger (predicted tags)")
     pt.add_argument("--jackknife", type=int, default=4, help="folds for the jackknifed training tags")
     for q in (pt, psub.add_parser("eval"), psub.add_parser("predict")):
-        q.add_argument("--threads", type=int)
-        q.add_argument("--quiet", action="store_true")
+        q.add_argument("--threads", type=int, help="torch threads (default 1, or $FORGETBENCH_THREADS)")
+        if q is not psub.choices.get("eval"):
+            q.add_argument("--quiet", action="store_true", help="no progress bars")
         if q is not pt:
             q.add_argument("model")
             q.add_argument("data")

@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import time
 from pathlib import Path
 
-import torch
 from torch import nn
 
 from forgetbench.compress.apply import apply_recipe, check_recipe
@@ -26,6 +24,7 @@ from forgetbench.compress.artefacts import load_int8, load_sparse, save_int8, sa
 from forgetbench.compress.calibration import Seq2SeqCalibration
 from forgetbench.compress.ptq import QuantState, attach
 from forgetbench.compress.recipe import Recipe
+from forgetbench.env import environment
 from forgetbench.errors import ForgetbenchError
 from forgetbench.io import atomic_directory, atomic_write_json, sha256_file
 
@@ -89,8 +88,7 @@ def compress_dir(model_dir: str | Path, recipe: Recipe, out_dir: str | Path, pro
             "inputs_sha256": inputs | ({"recipe": sha256_file(recipe.source)} if Path(recipe.source).is_file() else {}),
             "sizes": sizes,
             "seconds": round(seconds, 3),
-            "environment": {"torch": torch.__version__, "threads": torch.get_num_threads(),
-                            "python": platform.python_version(), "loadavg": os.getloadavg()[0]},
+            "environment": environment(),
         }
         atomic_write_json(tmp / "compression.json", report)
     return report

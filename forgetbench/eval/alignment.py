@@ -1,4 +1,5 @@
-"""Word alignment from the model's own cross-attention (the aligner needs no extra tool).
+"""Word alignment for the gender pass: the model's own cross-attention (``align_words``), and eflomal
+(``eflomal_align``) as a second, model-independent aligner to compare with.
 
 For a source word (its SentencePiece pieces), the aligned target word is the one containing the
 target piece that attends most to those pieces (attention averaged over layers and heads,

@@ -1,4 +1,4 @@
-"""Cross-attention "relative alignment" variance and λ (METHOD.md §2), and word alignment from it.
+"""Cross-attention "relative alignment" variance for λ (docs/METHOD.md §2); ``eval.alignment`` aligns words with the same attention.
 
 α = cross-attention averaged over all layers and heads, teacher-forced on the model's own output;
 rows i over target positions, columns j over source positions (each row sums to 1):

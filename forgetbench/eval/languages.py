@@ -87,10 +87,6 @@ class Language:
     bitext_m: float  # bitext with English, millions of pairs
 
     @property
-    def tier_rank(self) -> int:
-        return TIERS.index(self.tier)
-
-    @property
     def flores_file(self) -> str:
         return f"{self.iso3}.devtest"
 

@@ -63,9 +63,5 @@ class SpBLEU:
     def corpus(self, hyps: list[str], refs: list[str]) -> float:
         return self.bleu.corpus_score(self.segment(hyps), [self.segment(refs)]).score
 
-    def sentence(self, hyp: str, ref: str) -> float:
-        h, r = self.segment([hyp, ref])
-        return BLEU(tokenize="none", effective_order=True, force=True).sentence_score(h, [r]).score
-
     def signature(self) -> str:
         return f"{self.name}|spm:{self.sha256[:16]}|{self.bleu.get_signature()}"

@@ -32,6 +32,7 @@ import torch
 
 from forgetbench.errors import ForgetbenchError
 from forgetbench.io import atomic_directory
+from forgetbench.models.tokenizers import SMALL100_MARKER
 from forgetbench.models.vocabulary import M2M_SPECIALS, N_LANG_TOKENS, N_MADEUP
 
 
@@ -194,7 +195,7 @@ def convert(ckpt: str | Path, dict_file: str | Path, spm_file: str | Path, out_d
         raise ForgetbenchError(f"{spm_file}: SentencePiece model not found")
     config = hf_config(args, rows)
     if small100:
-        config.forgetbench_small100 = True
+        setattr(config, SMALL100_MARKER, True)
     model = M2M100ForConditionalGeneration(config)
     missing, unexpected = model.load_state_dict(hsd, strict=False)
     missing = [k for k in missing if not k.endswith("embed_positions.weights") and k != "lm_head.weight"

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import torch
 
+from forgetbench.models.tokenizers import SMALL100_MARKER
+
 
 def is_small100(tokenizer) -> bool:
-    return bool(getattr(tokenizer, "forgetbench_small100", False))
+    return bool(getattr(tokenizer, SMALL100_MARKER, False))
 
 
 def encode_sources(tokenizer, texts: list[str], src_lang: str, tgt_lang: str, max_length: int = 256):

@@ -19,7 +19,7 @@ import torch
 
 from forgetbench.errors import ForgetbenchError
 from forgetbench.io import sha256_file
-from forgetbench.models.tokenizers import load_tokenizer, tokenizer_for_folder
+from forgetbench.models.tokenizers import SMALL100_MARKER, load_tokenizer, tokenizer_for_folder
 
 DTYPES = {"fp32": torch.float32, "float32": torch.float32, "fp16": torch.float16, "float16": torch.float16,
           "bf16": torch.bfloat16, "bfloat16": torch.bfloat16}
@@ -104,7 +104,7 @@ def load(name_or_dir: str | Path, dtype: str | torch.dtype | None = None, device
         raise ForgetbenchError(f"{name_or_dir}: max_memory {max_memory} leaves nothing in memory (every module offloaded "
                                "to disk cannot run); give the CPU or a GPU room for at least the embeddings")
     if small100 is None:
-        small100 = "small100" in str(name_or_dir).lower() or bool(getattr(config, "forgetbench_small100", False))
+        small100 = "small100" in str(name_or_dir).lower() or bool(getattr(config, SMALL100_MARKER, False))
     tok = tokenizer_for_folder(p, small100=small100) if local else load_tokenizer(name_or_dir, small100=small100)
     if not with_signature:
         return model, tok, None

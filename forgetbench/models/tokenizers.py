@@ -16,7 +16,7 @@ from transformers import M2M100Tokenizer
 
 from forgetbench.errors import ForgetbenchError
 
-SMALL100_MARKER = "forgetbench_small100"
+SMALL100_MARKER = "forgetbench_small100"  # attribute set on SMaLL-100 tokenizers and configs
 
 
 def _lang_tokens(language_codes: str = "m2m100") -> list[str]:
@@ -28,7 +28,7 @@ def _lang_tokens(language_codes: str = "m2m100") -> list[str]:
 class Small100Tokenizer(M2M100Tokenizer):
     """SMaLL-100 format: ``src_lang`` is ignored for the prefix; set ``tgt_lang`` before encoding sources."""
 
-    forgetbench_small100 = True
+    forgetbench_small100 = True  # = SMALL100_MARKER (a class attribute needs its literal name)
 
     def set_src_lang_special_tokens(self, src_lang: str) -> None:
         lang = getattr(self, "tgt_lang", None) or src_lang
@@ -51,7 +51,7 @@ def load_tokenizer(path: str | Path, small100: bool = False, **kwargs):
         raise ForgetbenchError(f"{path}: cannot load an M2M-100 tokenizer (vocab.json + sentencepiece.bpe.model): "
                                f"{str(e).splitlines()[0]}") from None
     if small100:
-        tok.forgetbench_small100 = True
+        setattr(tok, SMALL100_MARKER, True)
     return tok
 
 

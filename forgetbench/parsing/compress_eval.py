@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import os
 import tempfile
 import time
 from pathlib import Path
@@ -26,6 +25,7 @@ import torch
 from forgetbench.compress import apply_recipe, check_recipe
 from forgetbench.compress.pipeline import write_artefacts
 from forgetbench.compress.recipe import Calibration, Recipe, load_recipe
+from forgetbench.env import environment
 from forgetbench.errors import ForgetbenchError
 from forgetbench.io import sha256_file
 from forgetbench.parsing.batching import batches, batchify
@@ -93,7 +93,7 @@ def run(models: list[str], tests: list[str], devs: list[str] | None, recipes: li
         for r in tb_recipes:
             check_recipe(r, ConlluCalibration(vocab=None))
     torch.set_num_threads(threads)
-    summary = {"recipes": recipes, "treebanks": [], "threads": threads, "loadavg": os.getloadavg()[0]}
+    summary = {"recipes": recipes, "treebanks": [], "threads": threads, "environment": environment()}
     for mdir, tfile, tb_recipes in zip(models, tests, per_tb, strict=True):
         base, vocab = load_parser(mdir)
         tagger = load_tagger(mdir)  # predicted-tag parsers: the tagger stays uncompressed, tags computed once

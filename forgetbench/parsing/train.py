@@ -12,7 +12,6 @@ taggers too.
 from __future__ import annotations
 
 import json
-import os
 import random
 import shutil
 import time
@@ -21,6 +20,7 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
+from forgetbench.env import environment
 from forgetbench.errors import ForgetbenchError
 from forgetbench.io import atomic_directory, atomic_write_json
 from forgetbench.parsing.batching import Vocab, batches, batchify
@@ -160,7 +160,7 @@ def train(train_file: str | Path, dev_file: str | Path, out_dir: str | Path, min
         def save(epoch, history):
             save_parser(model, vocab, tmp, {"best_epoch": epoch, "dev": dev.to_dict(), "history": history,
                                             "threads": threads, "seed": seed, "train": str(train_file),
-                                            "loadavg": os.getloadavg()[0]} | tag_info)
+                                            "environment": environment()} | tag_info)
 
         dev = None
         epoch, history = train_epochs(model, opt, tr, vocab, rng, max_tokens, batch_loss, dev_las, save, minutes,
@@ -171,8 +171,8 @@ def train(train_file: str | Path, dev_file: str | Path, out_dir: str | Path, min
     return info
 
 
-def predict_file(model_dir, in_file, out_file) -> None:
+def predict_file(model_dir, in_file, out_file, progress: bool = True) -> None:
     model, vocab = load_parser(model_dir)
     sents = read_conllu(in_file)
-    preds = predict(model, vocab, sents, progress=True, tagger=load_tagger(model_dir))
+    preds = predict(model, vocab, sents, progress=progress, tagger=load_tagger(model_dir))
     write_conllu(out_file, [with_predictions(s, h, r) for s, (h, r) in zip(sents, preds, strict=True)])

@@ -45,4 +45,4 @@ def write_parse_report(S: dict, out: Path) -> None:
                     + "</ul>" for tb in S["treebanks"] for v, d in tb["variants"].items())
     atomic_write_text(out / "report.html", f"<!doctype html><meta charset='utf-8'><title>parser compression</title>"
                                            f"<h1>Parser compression report</h1>{table}{worst}"
-                                           f"<pre>{e(json.dumps({k: S[k] for k in ('recipes', 'threads', 'loadavg')}))}</pre>")
+                                           f"<pre>{e(json.dumps({k: S[k] for k in ('recipes', 'threads', 'environment') if k in S}))}</pre>")

@@ -3,11 +3,9 @@ sections, the bias benchmarks and the run record. ``forgetbench report`` calls i
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-import torch
-
+from forgetbench.env import environment
 from forgetbench.errors import ForgetbenchError
 from forgetbench.eval import bias as biasmod
 from forgetbench.eval.analysis import analyse
@@ -35,7 +33,7 @@ def summarise(cfg: SweepConfig, run_dir: str | Path, run_info: dict | None = Non
     A = analyse(store, cfg.jobs, cfg.base, list(cfg.variants), spb, cfg.thresholds, cfg.tier_views)
     bias_summary = biasmod.analyse_bias(store, cfg.bias, cfg.base, list(cfg.variants))
     store.close()
-    run = {"threads": cfg.threads, "loadavg": os.getloadavg()[0], "generation": cfg.generation,
-           "torch": torch.__version__, "seconds": None, "processes": None} | (run_info or {})
+    run = {"threads": cfg.threads, "generation": cfg.generation, "seconds": None, "processes": None,
+           "environment": environment()} | (run_info or {})
     return A.to_dict() | {"bias": bias_summary, "name": cfg.name, "model": str(cfg.model),
                           "tier_views": {v.name: v.tiers for v in cfg.tier_views}, "run": run}

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import torch
 
+from forgetbench.env import environment
 from forgetbench.train import loop
 from forgetbench.train.config import TrainMTConfig, fingerprint, load_config
 from forgetbench.train.data import Examples, prepare
@@ -96,7 +97,7 @@ def train(cfg: TrainMTConfig, out_dir: str | Path, progress: bool = True, log=pr
     final = export_model(model, tok, out, {
         "config": asdict(cfg), "stopped_by": stopped, "steps": state["step"], "epochs": state["epoch"],
         "tokens": state["tokens"], "train_seconds": round(state["elapsed"], 1),
-        "threads": tc.threads, "corpus": meta["corpus"], "spm_sha256": meta["spm_sha256"],
+        "threads": tc.threads, "corpus": meta["corpus"], "spm_sha256": meta["spm_sha256"], "environment": environment(),
     })
     log(f"stopped by {stopped} at step {state['step']}; model in {final}")
     return final
