@@ -45,7 +45,7 @@ def test_language_table_and_tiers():
     assert LANGUAGES["en"].tier == "High" and LANGUAGES["fr"].tier == "High" and LANGUAGES["sw"].tier == "Low"
     assert {c for c, L in LANGUAGES.items() if L.tier == "High"} == {"en", "fr", "de", "it", "pt", "ru", "es"}
     assert pair_tier("de", "sw") == "Low" and pair_tier("en", "fr") == "High"
-    # the thesis labels follow METHOD.md's bitext thresholds for all but one language (xh: 0.13M labelled Very-Low)
+    # the thesis labels follow docs/METHOD.md's bitext thresholds for all but one language (xh: 0.13M labelled Very-Low)
     assert [c for c, L in LANGUAGES.items() if tier_of_bitext(L.bitext_m) != L.tier] == ["xh"]
 
 

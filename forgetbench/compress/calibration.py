@@ -1,7 +1,7 @@
 """Calibration data for PTQ: a TSV of parallel sentences and a teacher-forced seq2seq forward.
 
 TSV columns: ``src_lang  tgt_lang  source  target`` (M2M-100 language codes, e.g. ``en de``).
-**Decision** (METHOD.md §1.2): calibrate on data that is not the test set; the project ships
+**Decision** (docs/METHOD.md §1.2): calibrate on data that is not the test set; the project ships
 a slice of NTREX-128 for that (``data/calibration/``).
 """
 

@@ -47,7 +47,7 @@ def write_artefacts(model: nn.Module, recipe: Recipe, qstate: QuantState | None,
 
 
 def _nominal_ratio(recipe: Recipe) -> float:
-    """The study's size accounting: p-pruned counts (1-p), int8 0.25 (METHOD.md §1.1)."""
+    """The study's size accounting: p-pruned counts (1-p), int8 0.25 (docs/METHOD.md §1.1)."""
     r = 1.0
     for s in recipe.steps:
         r *= (1 - s.config.sparsity) if s.kind == "prune" else 0.25

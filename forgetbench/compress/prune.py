@@ -1,4 +1,4 @@
-"""Layer-wise magnitude pruning (METHOD.md §1.1).
+"""Layer-wise magnitude pruning (docs/METHOD.md §1.1).
 
 ``prune(model, PruneConfig(sparsity=0.3))`` zeros, in every selection group, exactly
 k = ⌊p·n⌉ (round half up) weights with the smallest |w|. Ties at the threshold are broken

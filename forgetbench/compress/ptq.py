@@ -1,4 +1,4 @@
-"""8-bit post-training quantisation, Wu et al. (2020) recipe, as fake quantisation (METHOD.md §1.2).
+"""8-bit post-training quantisation, Wu et al. (2020) recipe, as fake quantisation (docs/METHOD.md §1.2).
 
     state = quantize(model, QuantConfig(calibrator="mse"), calibrate=lambda m: run_forwards(m))
 

@@ -1,4 +1,4 @@
-"""Units: the "layers" of a model for layer-wise operations (METHOD.md §1.1).
+"""Units: the "layers" of a model for layer-wise operations (docs/METHOD.md §1.1).
 
 A unit map is declarative: a list of entries ``{"unit": NAME, "module": GLOB, "groups": {...}}``.
 ``GLOB`` matches qualified module names; ``*`` matches one dotted component and its captures
@@ -10,7 +10,7 @@ parameters (M2M-100's ``shared`` = ``encoder.embed_tokens`` = ``decoder.embed_to
 ``lm_head``) are processed once; their aliases are recorded.
 
 Prunable parameters are weights: ``ndim >= 2``, not a bias, not inside a normalisation module.
-(**Decision**, METHOD.md §1.1: biases and LayerNorm are never pruned.)
+(**Decision**, docs/METHOD.md §1.1: biases and LayerNorm are never pruned.)
 """
 
 from __future__ import annotations

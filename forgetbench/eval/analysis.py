@@ -15,7 +15,7 @@ One function per section of the report, each returning a typed result that seria
 - ``languages``: each language as source and as target.
 
 Every comparison between a compressed variant and the base uses the sentences both have.
-Thresholds (configurable; defaults from METHOD.md): baseline-spBLEU pair filter ≥ 12, ΔchrF
+Thresholds (configurable; defaults from docs/METHOD.md): baseline-spBLEU pair filter ≥ 12, ΔchrF
 losers < −0.5 and winners > +0.5 chrF points, languages with two scripts excluded from the Δ
 analysis. Means, relative changes and percentages are ``forgetbench.stats``'.
 """

@@ -1,4 +1,4 @@
-"""MT-Gender / WinoMT metrics (METHOD.md §2) from per-item gold and predicted genders.
+"""MT-Gender / WinoMT metrics (docs/METHOD.md §2) from per-item gold and predicted genders.
 
 Per language: accuracy; F1 of male and female gold entities (a prediction of "neutral" or
 "unknown" counts as wrong); ΔG = F1_m − F1_f; ΔS = Acc_pro − Acc_anti;

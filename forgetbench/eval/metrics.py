@@ -1,4 +1,4 @@
-"""chrF3 and spBLEU with signatures (METHOD.md §2).
+"""chrF3 and spBLEU with signatures (docs/METHOD.md §2).
 
 - chrF3 = sacrebleu ``CHRF(char_order=6, word_order=0, beta=3)``, 0–100, always by keyword
   (in sacrebleu 2.x the third positional argument of ``sentence_chrf`` is ``word_order``).

@@ -1,6 +1,6 @@
 """Word-sense bias scorers: DiBiMT metrics on user-supplied data, and MuCoW (open) scoring.
 
-DiBiMT (METHOD.md §2; closed benchmark, so the scorer reads data a licensed user supplies as
+DiBiMT (docs/METHOD.md §2; closed benchmark, so the scorer reads data a licensed user supplies as
 JSONL, one item per line: ``{"id", "word", "gold": σ, "senses": [σ ordered by frequency],
 "good": [lemmas], "bad": {lemma: σ'}}``). A translation is GOOD if it contains a GOOD lemma, BAD if
 it contains a BAD lemma (and no GOOD one), else MISS. With C(σ) the 1-based index of σ in the

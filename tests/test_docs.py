@@ -1,0 +1,54 @@
+"""docs/METHOD.md describes the tree as it is: every docstring reference resolves to one of its
+sections, and every module and function its look-up table names exists."""
+
+import ast
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+METHOD = (REPO / "docs" / "METHOD.md").read_text(encoding="utf-8")
+
+
+def _sections() -> set[str]:
+    return {m.group(1) for m in re.finditer(r"^#{2,3} (\d+(?:\.\d+)?)[. ]", METHOD, re.M)}
+
+
+def test_every_docstring_reference_resolves_to_a_section():
+    sections = _sections()
+    assert {"1.1", "1.2", "2", "4", "6"} <= sections
+    refs = []
+    for f in sorted((REPO / "forgetbench").rglob("*.py")):
+        for m in re.finditer(r"METHOD\.md §(\d+(?:\.\d+)?)", f.read_text(encoding="utf-8")):
+            refs.append((f.relative_to(REPO), m.group(1)))
+    assert refs, "no references found: the pattern is wrong"
+    assert [r for r in refs if r[1] not in sections] == []
+    bare = [f for f in (REPO / "forgetbench").rglob("*.py") if re.search(r"(?<!docs/)METHOD\.md", f.read_text(encoding="utf-8"))]
+    assert bare == [], "cite docs/METHOD.md, the repository's own file"
+
+
+def _defined(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return names
+
+
+def test_the_lookup_table_names_real_modules_and_functions():
+    rows = [line for line in METHOD.splitlines() if line.startswith("| ") and "`" in line and ".py`" in line]
+    assert len(rows) >= 20
+    for row in rows:
+        cells = row.split("|")
+        modules = re.findall(r"`([\w/]+\.py)`", cells[2])
+        functions = {f.split(".")[-1] for f in re.findall(r"`([\w.]+)`", cells[3])}
+        defined = set()
+        for m in modules:
+            path = REPO / "forgetbench" / m
+            assert path.is_file(), f"{m} named in docs/METHOD.md does not exist"
+            defined |= _defined(path)
+        assert functions <= defined, f"{row}: not defined in {modules}: {sorted(functions - defined)}"
