@@ -208,14 +208,37 @@ def test_pairs_split_across_two_cpu_processes_with_accelerate(tiny_dir, tmp_path
     assert S["run"]["processes"] == 2
 
 
-def test_report_command_recomputes_from_the_store(tiny_dir, tmp_path):
+def test_report_command_recomputes_from_the_store(tiny_dir, tmp_path, capsys):
+    import sqlite3
+
     cfg = _sweep_config(tmp_path, tiny_dir, name="r", sentences=3)
     run = tmp_path / "run"
     assert main(["sweep", str(cfg), "--out", str(run), "--quiet"]) == 0
+    before = json.loads((run / "report" / "summary.json").read_text())
     (run / "report" / "report.html").unlink()
+
+    def dump():
+        db = sqlite3.connect(run / "store.sqlite")
+        rows = [db.execute(f"SELECT * FROM {t} ORDER BY 1, 2, 3, 4, 5").fetchall() for t in ("translations", "sentence_stats")]
+        db.close()
+        return rows
+
+    stored = dump()
     assert main(["report", str(run)]) == 0
     assert (run / "report" / "report.html").is_file()
-    assert json.loads((run / "report" / "summary.json").read_text())["pairs"][0]["n"] == 3
+    after = json.loads((run / "report" / "summary.json").read_text())
+    assert after["pairs"][0]["n"] == 3
+    # the report only reads the store: no pass runs, nothing is written there, the analysis is the same
+    assert dump() == stored
+    assert {k: v for k, v in after.items() if k != "run"} == {k: v for k, v in before.items() if k != "run"}
+    # a store whose language identification is unfinished is refused with one line, not silently reported
+    db = sqlite3.connect(run / "store.sqlite")
+    with db:
+        db.execute("DELETE FROM sentence_stats WHERE name='on_target' AND variant='base' AND idx=0")
+    db.close()
+    capsys.readouterr()
+    assert main(["report", str(run)]) == 2
+    assert "no language identification yet" in capsys.readouterr().err
 
 
 def test_ntrex_tico_tatoeba_loaders(tmp_path):
