@@ -1,4 +1,9 @@
-"""The ``forgetbench`` command line. Bad input: one line on stderr, exit 2, nothing written."""
+"""The ``forgetbench`` command line.
+
+Bad input: one line on stderr (``forgetbench: error: what, where, how to fix``), exit 2, nothing
+written; every command checks its inputs and its output (``forgetbench.outputs``) before any work.
+An unexpected exception also ends in one line (exit 1), with ``--debug`` for the traceback.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +17,14 @@ from pathlib import Path
 def _thread_count(n: int | None) -> int:
     """--threads, else $FORGETBENCH_THREADS, else 1. Deliberate: with another busy process, 2 torch threads
     ran generate 25-45x slower than 1 here."""
-    return n or int(os.environ.get("FORGETBENCH_THREADS", "1"))
+    from forgetbench.errors import ForgetbenchError
+
+    if n is not None:
+        return n
+    env = os.environ.get("FORGETBENCH_THREADS", "1")
+    if not env.isdigit() or int(env) < 1:
+        raise ForgetbenchError(f"$FORGETBENCH_THREADS={env!r}: give a positive integer (torch threads)")
+    return int(env)
 
 
 def _threads(n: int | None) -> None:
@@ -24,7 +36,9 @@ def _threads(n: int | None) -> None:
 def cmd_compress(args) -> int:
     from forgetbench.compress.pipeline import compress_dir
     from forgetbench.compress.recipe import load_recipe
+    from forgetbench.outputs import new_output
 
+    new_output(args.out)
     recipe = load_recipe(args.recipe, calibration_override=args.calibration)  # validate before any work
     _threads(args.threads)
     report = compress_dir(args.model_dir, recipe, args.out, progress=not args.quiet)
@@ -49,13 +63,22 @@ def cmd_compress(args) -> int:
 
 def cmd_make_tiny(args) -> int:
     from forgetbench.errors import ForgetbenchError
-    from forgetbench.io import atomic_directory
+    from forgetbench.io import atomic_directory, read_text
     from forgetbench.models.tiny import build_tiny_m2m100
+    from forgetbench.outputs import new_output
 
+    new_output(args.out)
     src = Path(args.text)
     if not src.is_file():
         raise ForgetbenchError(f"{src} not found; give a text file (one sentence per line) or a calibration TSV")
-    lines = [ln for ln in src.read_text(encoding="utf-8").splitlines() if ln.strip()]
+    for flag, v, lo in (("--vocab", args.vocab, 16), ("--d-model", args.d_model, 4), ("--layers", args.layers, 1)):
+        if v < lo:
+            raise ForgetbenchError(f"make-tiny {flag} {v}: must be at least {lo}")
+    if args.d_model % 4:
+        raise ForgetbenchError(f"make-tiny --d-model {args.d_model}: must be a multiple of 4 (the attention heads)")
+    lines = [ln for ln in read_text(src).splitlines() if ln.strip()]
+    if not lines:
+        raise ForgetbenchError(f"{src}: no text to train the SentencePiece vocabulary on")
     sents = [c for ln in lines for c in (ln.split("\t")[2:] if ln.count("\t") == 3 else [ln])]
     _threads(1)
     with atomic_directory(args.out) as tmp:
@@ -66,21 +89,30 @@ def cmd_make_tiny(args) -> int:
 
 
 def cmd_train_mt(args) -> int:
+    from forgetbench.errors import ForgetbenchError
+    from forgetbench.outputs import resumable_output
     from forgetbench.train.mt import load_config, train
 
     cfg = load_config(args.config)
-    if args.steps:
+    resumable_output(args.out, "train-run.json", "train-mt run folder")
+    if args.steps is not None:
+        if args.steps < 1:
+            raise ForgetbenchError(f"train-mt --steps {args.steps}: must be a positive number of steps")
         cfg.train.steps = args.steps
     train(cfg, args.out, progress=not args.quiet)
     return 0
 
 
 def cmd_sweep(args) -> int:
+    from forgetbench.outputs import resumable_output
     from forgetbench.report.build import write_report
     from forgetbench.sweep import load_sweep, run_sweep
 
     cfg = load_sweep(args.config)  # validated before any work
     run_dir = Path(args.out or Path("runs") / cfg.name)
+    if not run_dir.parent.exists() and args.out is None:
+        run_dir.parent.mkdir(parents=True)
+    resumable_output(run_dir, "store.sqlite", "sweep run folder")
     rank, world, barrier = 0, 1, None
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # launched with `accelerate launch --num_processes N`
         from accelerate import PartialState
@@ -103,11 +135,16 @@ def cmd_report(args) -> int:
     run = Path(args.run_dir)
     if not (run / "store.sqlite").is_file():
         raise ForgetbenchError(f"{run}: not a run folder (no store.sqlite); run `forgetbench sweep` first")
-    source = args.config or Store(run / "store.sqlite").meta("config_source")
+    store = Store(run / "store.sqlite")
+    source = args.config or store.meta("config_source")
+    store.close()
     if not source or not Path(source).is_file():
         raise ForgetbenchError(f"{run}: its sweep config {source} is gone; pass --config CONFIG.yaml")
     previous = run / "report" / "summary.json"
-    info = json.loads(previous.read_text())["run"] if previous.is_file() else None
+    try:
+        info = json.loads(previous.read_text(encoding="utf-8"))["run"] if previous.is_file() else None
+    except (ValueError, KeyError, TypeError):
+        info = None  # a damaged previous summary: the run record is rebuilt without its timings
     summary = summarise(load_sweep(source), run, info)
     print(f"report: {write_report(summary, run / 'report')}")
     return 0
@@ -132,7 +169,9 @@ def cmd_plan_devices(args) -> int:
 
 def cmd_convert_fairseq(args) -> int:
     from forgetbench.models.fairseq import convert
+    from forgetbench.outputs import new_output
 
+    new_output(args.out)
     _threads(1)
     model = convert(args.checkpoint, args.dict, args.spm, args.out, small100=args.small100)
     print(f"wrote {args.out}: M2M100ForConditionalGeneration, {sum(p.numel() for p in model.parameters()):,} parameters")
@@ -142,7 +181,9 @@ def cmd_convert_fairseq(args) -> int:
 def cmd_compress_stream(args) -> int:
     from forgetbench.compress.recipe import load_recipe
     from forgetbench.compress.streaming import stream_compress
+    from forgetbench.outputs import new_output
 
+    new_output(args.out)
     recipe = load_recipe(args.recipe)
     _threads(args.threads)
     skeleton = None
@@ -158,6 +199,7 @@ def cmd_compress_stream(args) -> int:
 
 
 def cmd_parse(args) -> int:
+    from forgetbench.outputs import new_output
     from forgetbench.parsing import train as ptrain
 
     if args.action == "compress":
@@ -165,6 +207,7 @@ def cmd_parse(args) -> int:
         from forgetbench.parsing.compress_eval import run
         from forgetbench.report.parsing import write_parse_report
 
+        new_output(args.out)
         S = run(args.models, args.test, args.dev, args.recipes, threads=_thread_count(args.threads))
         with atomic_directory(args.out) as tmp:
             write_parse_report(S, tmp)
@@ -174,6 +217,7 @@ def cmd_parse(args) -> int:
         print(f"wrote {args.out}")
         return 0
     if args.action == "train":
+        new_output(args.out)
         info = ptrain.train(args.train, args.dev, args.out, minutes=args.minutes, threads=_thread_count(args.threads),
                             seed=args.seed, progress=not args.quiet, tags=args.tags, tagger_minutes=args.tagger_minutes,
                             jackknife=args.jackknife)
@@ -194,6 +238,7 @@ def cmd_parse(args) -> int:
             s["upos"] = upos_accuracy(sents, pred_tags)
         print(json.dumps(s))
     else:
+        new_output(args.out)
         _threads(args.threads)
         ptrain.predict_file(args.model, args.data, args.out, progress=not args.quiet)
         print(f"wrote {args.out}")
@@ -214,102 +259,152 @@ def cmd_recipes(args) -> int:
     return 0
 
 
+class _Help(argparse.HelpFormatter):
+    """Shows an option's default in --help where it has a meaningful one."""
+
+    def _get_help_string(self, action):
+        h = action.help or ""
+        if action.default not in (None, False, argparse.SUPPRESS) and "%(default)" not in h and action.option_strings:
+            h += " (default: %(default)s)"
+        return h
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (``forgetbench: error: …``, exit 2) and defaults shown in --help."""
+
+    def __init__(self, *a, **kw):
+        kw.setdefault("formatter_class", _Help)
+        super().__init__(*a, **kw)
+
+    def error(self, message):
+        sys.stderr.write(f"forgetbench: error: {self.prog}: {message}; see `{self.prog} --help`\n")
+        sys.exit(2)
+
+
+def _positive(v: str) -> int:
+    try:
+        n = int(v)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{v!r} is not an integer") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{v} must be at least 1")
+    return n
+
+
+def _minutes(v: str) -> float:
+    try:
+        x = float(v)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{v!r} is not a number of minutes") from None
+    if not x > 0 or x != x or x == float("inf"):
+        raise argparse.ArgumentTypeError(f"{v} must be a positive number of minutes")
+    return x
+
+
+THREADS_HELP = "torch threads (default: $FORGETBENCH_THREADS, else 1)"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="forgetbench", description=__doc__)
-    sub = p.add_subparsers(dest="command", required=True)
+    p = _Parser(prog="forgetbench", description="Who pays for compression? Compress, translate, score and report "
+                                                "per language, tier, gender and word sense.")
+    p.add_argument("--debug", action="store_true", help="show the traceback of an unexpected error")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     c = sub.add_parser("compress", help="apply a compression recipe to a model folder")
-    c.add_argument("model_dir")
+    c.add_argument("model_dir", help="a Hugging Face model folder (config.json + safetensors + tokenizer files)")
     c.add_argument("--recipe", required=True, help="a recipe YAML file or a shipped name (prune-30, prune-45, ptq-int8)")
     c.add_argument("--out", required=True, help="output folder (must not exist)")
     c.add_argument("--calibration", help="calibration TSV overriding the recipe's (src_lang, tgt_lang, source, target)")
-    c.add_argument("--threads", type=int, help="torch threads (default 1, or $FORGETBENCH_THREADS)")
-    c.add_argument("--quiet", action="store_true")
+    c.add_argument("--threads", type=_positive, help=THREADS_HELP)
+    c.add_argument("--quiet", action="store_true", help="no progress bars")
     c.set_defaults(func=cmd_compress)
 
     t = sub.add_parser("make-tiny", help="build a tiny random M2M-100 with its own SPM vocabulary (tests, demos)")
     t.add_argument("text", help="training text for the SPM: one sentence per line, or a calibration TSV")
-    t.add_argument("--out", required=True)
-    t.add_argument("--vocab", type=int, default=2000)
-    t.add_argument("--d-model", type=int, default=64)
-    t.add_argument("--layers", type=int, default=2)
-    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--out", required=True, help="output folder (must not exist)")
+    t.add_argument("--vocab", type=int, default=2000, help="SentencePiece vocabulary size")
+    t.add_argument("--d-model", type=int, default=64, help="model width")
+    t.add_argument("--layers", type=int, default=2, help="encoder and decoder layers")
+    t.add_argument("--seed", type=int, default=0, help="weight initialisation seed")
     t.set_defaults(func=cmd_make_tiny)
 
     tm = sub.add_parser("train-mt", help="train a multilingual M2M-100-architecture model from scratch (resumable)")
-    tm.add_argument("config")
-    tm.add_argument("--out", required=True, help="run folder; rerunning resumes from its checkpoint")
+    tm.add_argument("config", help="training config YAML (see configs/teacher.yaml)")
+    tm.add_argument("--out", required=True, help="run folder: new, or a train-mt run folder to resume")
     tm.add_argument("--steps", type=int, help="override train.steps")
-    tm.add_argument("--quiet", action="store_true")
+    tm.add_argument("--quiet", action="store_true", help="no progress bars")
     tm.set_defaults(func=cmd_train_mt)
 
     for name, text in (("sweep", "compress variants, translate, score, analyse and report (resumable)"),
                        ("eval", "same as sweep; for a config whose only variant is the base model")):
         sw = sub.add_parser(name, help=text)
-        sw.add_argument("config")
-        sw.add_argument("--out", help="run folder (default runs/<name>); rerunning resumes")
-        sw.add_argument("--quiet", action="store_true")
+        sw.add_argument("config", help="sweep config YAML (see configs/demo.yaml)")
+        sw.add_argument("--out", help="run folder: new, or a run folder of this kind to resume (default runs/<name>)")
+        sw.add_argument("--quiet", action="store_true", help="no progress bars")
         sw.set_defaults(func=cmd_sweep)
 
     rp = sub.add_parser("report", help="recompute the summary of a run from its store and rewrite the report")
-    rp.add_argument("run_dir")
+    rp.add_argument("run_dir", help="a sweep run folder")
     rp.add_argument("--config", help="the sweep config (default: the one the run was made with)")
     rp.set_defaults(func=cmd_report)
 
     pd = sub.add_parser("plan-devices", help="layer -> device split on the meta device (no weights loaded)")
     pd.add_argument("model", help="a model folder or a known config: m2m100_418M, m2m100_1.2B, m2m100_12B, small100")
-    pd.add_argument("--gpus", type=int, required=True)
+    pd.add_argument("--gpus", type=_positive, required=True, help="number of GPUs")
     pd.add_argument("--gpu-memory", required=True, help="per GPU, e.g. 40GiB")
     pd.add_argument("--cpu-memory", help="allow CPU offload up to this size")
-    pd.add_argument("--dtype", default="bf16")
-    pd.add_argument("--json", action="store_true")
+    pd.add_argument("--dtype", default="bf16", help="weight dtype: fp32, fp16, bf16")
+    pd.add_argument("--json", action="store_true", help="print the plan as JSON")
     pd.set_defaults(func=cmd_plan_devices)
 
     cf = sub.add_parser("convert-fairseq", help="fairseq M2M-100/SMaLL-100 .pt -> Hugging Face folder (no fairseq)")
-    cf.add_argument("checkpoint")
+    cf.add_argument("checkpoint", help="fairseq checkpoint .pt (allow-listed unpickling)")
     cf.add_argument("--dict", required=True, help="fairseq dict.txt")
     cf.add_argument("--spm", required=True, help="SentencePiece model")
-    cf.add_argument("--out", required=True)
+    cf.add_argument("--out", required=True, help="output folder (must not exist)")
     cf.add_argument("--small100", action="store_true", help="SMaLL-100 input format (target code on the encoder side)")
     cf.set_defaults(func=cmd_convert_fairseq)
 
-    cs = sub.add_parser("compress-stream", help="prune / weight-quantise a sharded safetensors checkpoint unit by unit")
-    cs.add_argument("model_dir")
-    cs.add_argument("--recipe", required=True)
-    cs.add_argument("--out", required=True)
-    cs.add_argument("--threads", type=int)
+    cs = sub.add_parser("compress-stream", help="prune / weight-quantise a sharded safetensors checkpoint group by group")
+    cs.add_argument("model_dir", help="a model folder with model.safetensors or a sharded index")
+    cs.add_argument("--recipe", required=True, help="a recipe without activation quantisation")
+    cs.add_argument("--out", required=True, help="output folder (must not exist)")
+    cs.add_argument("--threads", type=_positive, help=THREADS_HELP)
     cs.set_defaults(func=cmd_compress_stream)
 
-    pa = sub.add_parser("parse", help="biaffine dependency parser: train | eval | predict")
-    psub = pa.add_subparsers(dest="action", required=True)
-    pt = psub.add_parser("train")
-    pt.add_argument("--train", required=True)
-    pt.add_argument("--dev", required=True)
-    pt.add_argument("--out", required=True)
-    pt.add_argument("--minutes", type=float, default=15.0)
-    pt.add_argument("--seed", type=int, default=1)
-    pt.add_argument("--tags", choices=["gold", "predicted"], default="gold",
-                    help="UPOS input: gold, or predicted by the parser's own tagger (trained on jackknifed tags)")
-    pt.add_argument("--tagger-minutes", type=float, default=1.0, help="time budget of each tagger (predicted tags)")
-    pt.add_argument("--jackknife", type=int, default=4, help="folds for the jackknifed training tags")
-    for q in (pt, psub.add_parser("eval"), psub.add_parser("predict")):
-        q.add_argument("--threads", type=int, help="torch threads (default 1, or $FORGETBENCH_THREADS)")
-        if q is not psub.choices.get("eval"):
-            q.add_argument("--quiet", action="store_true", help="no progress bars")
-        if q is not pt:
-            q.add_argument("model")
-            q.add_argument("data")
-            q.set_defaults(func=cmd_parse)
+    pa = sub.add_parser("parse", help="biaffine dependency parser: train | eval | predict | compress")
+    psub = pa.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    pt = psub.add_parser("train", help="train a parser on a UD treebank (gold tokenisation)")
+    pt.add_argument("--train", required=True, help="training CoNLL-U")
+    pt.add_argument("--dev", help="dev CoNLL-U for model selection; without it every 10th training sentence is "
+                                  "held out as dev (documented in training.json)")
+    pt.add_argument("--out", required=True, help="output folder (must not exist)")
+    pt.add_argument("--minutes", type=_minutes, default=15.0, help="time budget of the whole run, taggers included")
+    pt.add_argument("--seed", type=int, default=1, help="seed")
+    pt.add_argument("--tags", choices=["gold", "predicted"], default="predicted",
+                    help="UPOS input: predicted by the parser's own tagger (trained on jackknifed tags), or gold")
+    pt.add_argument("--tagger-minutes", type=_minutes, default=1.5, help="time budget of each tagger (predicted tags)")
+    pt.add_argument("--jackknife", type=int, default=2, help="folds for the jackknifed training tags")
+    pt.add_argument("--threads", type=_positive, help=THREADS_HELP)
+    pt.add_argument("--quiet", action="store_true", help="no progress bars")
     pt.set_defaults(func=cmd_parse)
-    psub.choices["predict"].add_argument("--out", required=True)
+    pe = psub.add_parser("eval", help="CoNLL 2018 UAS/LAS/CLAS (+ UPOS with predicted tags) on a CoNLL-U file")
+    pp = psub.add_parser("predict", help="parse a CoNLL-U file: heads, deprels and (predicted-tag parsers) UPOS")
+    for q in (pe, pp):
+        q.add_argument("model", help="a parser folder from `parse train`")
+        q.add_argument("data", help="CoNLL-U file (gold tokenisation)")
+        q.add_argument("--threads", type=_positive, help=THREADS_HELP)
+        q.set_defaults(func=cmd_parse)
+    pp.add_argument("--out", required=True, help="output CoNLL-U file (must not exist)")
+    pp.add_argument("--quiet", action="store_true", help="no progress bar")
     pc = psub.add_parser("compress", help="apply recipes to trained parsers; per-treebank report")
-    pc.add_argument("--models", nargs="+", required=True)
-    pc.add_argument("--test", nargs="+", required=True)
+    pc.add_argument("--models", nargs="+", required=True, help="parser folders")
+    pc.add_argument("--test", nargs="+", required=True, help="test CoNLL-U per parser")
     pc.add_argument("--dev", nargs="+", help="PTQ calibration data per treebank (its first 200 sentences), replacing "
                                             "the recipes' own; without it a recipe must name a CoNLL-U calibration file")
-    pc.add_argument("--recipes", nargs="+", default=["prune-30", "prune-45", "ptq-int8"])
-    pc.add_argument("--out", required=True)
-    pc.add_argument("--threads", type=int)
+    pc.add_argument("--recipes", nargs="+", default=["prune-30", "prune-45", "ptq-int8"], help="recipes")
+    pc.add_argument("--out", required=True, help="report folder (must not exist)")
+    pc.add_argument("--threads", type=_positive, help=THREADS_HELP)
     pc.set_defaults(func=cmd_parse)
 
     r = sub.add_parser("recipes", help="list shipped compression recipes")
@@ -326,11 +421,18 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except ForgetbenchError as e:
-        print(f"forgetbench: error: {e}", file=sys.stderr)
+        print(f"forgetbench: error: {' '.join(str(e).split())}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
         print("forgetbench: interrupted", file=sys.stderr)
         return 130
+    except Exception as e:  # noqa: BLE001 - the one place that turns any other failure into one line
+        if args.debug:
+            raise
+        first = (str(e).strip().splitlines() or [""])[0][:300]
+        print(f"forgetbench: error: unexpected {type(e).__name__}: {first} (rerun with --debug for the traceback)",
+              file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

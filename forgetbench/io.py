@@ -1,4 +1,4 @@
-"""Hashes and atomic writes, shared by every layer."""
+"""Hashes and atomic writes (files: temporary file, fsync, replace; folders: temporary folder, rename), shared by every layer."""
 
 from __future__ import annotations
 
@@ -28,6 +28,17 @@ def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
+def read_text(path: str | os.PathLike, what: str = "") -> str:
+    """A UTF-8 text file; invalid UTF-8 is refused with the line it is on."""
+    data = Path(path).read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise ForgetbenchError(f"{path}:{line}: {what + ' ' if what else ''}is not valid UTF-8 (byte {e.start}); "
+                               "re-encode the file as UTF-8") from None
+
+
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -48,21 +59,54 @@ def atomic_write_json(path: str | os.PathLike, obj) -> None:
     atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def clean_leftovers(out: Path) -> list[Path]:
+    """Remove the temporary siblings ``.<name>.<pid>.*.partial`` that killed runs left for ``out`` (their process
+    is gone); a live process's folder is left alone. Returns what was removed."""
+    removed = []
+    if not out.parent.is_dir():
+        return removed
+    for d in out.parent.glob(f".{out.name}.*.partial"):
+        parts = d.name[len(out.name) + 2:].split(".")
+        if parts and parts[0].isdigit() and _alive(int(parts[0])) and int(parts[0]) != os.getpid():
+            continue
+        shutil.rmtree(d, ignore_errors=True)
+        removed.append(d)
+    return removed
+
+
 @contextlib.contextmanager
-def atomic_directory(out_dir: str | os.PathLike) -> Iterator[Path]:
+def atomic_directory(out_dir: str | os.PathLike, replace: bool = False) -> Iterator[Path]:
     """Yield a temporary sibling directory that becomes ``out_dir`` only if the block succeeds.
 
-    Refuses an existing ``out_dir``: nothing is ever overwritten.
+    Refuses an existing ``out_dir`` (nothing is ever overwritten) unless ``replace``: then the old folder is
+    moved aside and removed only after the new one is in place (a kill in between leaves ``.<name>.old``,
+    removed by the next run). Leftovers of killed runs are cleaned first (``clean_leftovers``).
     """
     out = Path(out_dir)
-    if out.exists():
+    if out.exists() and not replace:
         raise ForgetbenchError(f"output directory {out} already exists; choose another --out or remove it")
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".partial"))
+    clean_leftovers(out)
+    old = out.with_name(f".{out.name}.old")
+    shutil.rmtree(old, ignore_errors=True)
+    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.{os.getpid()}.", suffix=".partial"))
     os.chmod(tmp, 0o777 & ~_umask())
     try:
         yield tmp
+        if out.exists():
+            os.rename(out, old)
         os.rename(tmp, out)
+        shutil.rmtree(old, ignore_errors=True)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -83,7 +83,11 @@ def test_conllu_multiword_tokens_and_empty_nodes(tmp_path):
     (s,) = read_conllu(p)
     assert s.forms == ["Vamos", "nos", "a", "el", "mar", "."] and s.heads == [0, 1, 5, 5, 1, 1]
     out = with_predictions(s, [0, 1, 1, 5, 1, 1], ["root", "obj", "case", "det", "obl", "punct"]).serialize()
-    assert "1-2\tVámonos" in out and "4.1\tpues" in out and "3\ta\ta\tADP\t_\t_\t1\tcase" in out
+    # only what the model predicted: the input's gold lemma and UPOS are not copied
+    assert "1-2\tVámonos" in out and "4.1\tpues" in out and "3\ta\t_\t_\t_\t_\t1\tcase" in out
+    out = with_predictions(s, [0, 1, 1, 5, 1, 1], ["root", "obj", "case", "det", "obl", "punct"],
+                           ["VERB", "PRON", "ADP", "DET", "NOUN", "PUNCT"]).serialize()
+    assert "3\ta\t_\tADP\t_\t_\t1\tcase" in out
 
 
 def test_biaffine_scores_at_given_heads_equal_the_full_tensor():

@@ -110,10 +110,21 @@ def load_parser(model_dir: str | Path) -> tuple[BiaffineParser, Vocab]:
     return model, Vocab(**json.loads((Path(model_dir) / "vocab.json").read_text()))
 
 
-def train(train_file: str | Path, dev_file: str | Path, out_dir: str | Path, minutes: float = 15.0, max_epochs: int = 200,
+HELD_OUT_EVERY = 10
+
+
+def held_out_split(sents: list[Sentence]) -> tuple[list[Sentence], list[Sentence]]:
+    """For treebanks without a dev set: every 10th training sentence (positions 9, 19, …) is held out for model
+    selection, the rest is trained on."""
+    dev = [s for i, s in enumerate(sents) if i % HELD_OUT_EVERY == HELD_OUT_EVERY - 1]
+    return [s for i, s in enumerate(sents) if i % HELD_OUT_EVERY != HELD_OUT_EVERY - 1], dev
+
+
+def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Path, minutes: float = 15.0, max_epochs: int = 200,
           seed: int = 1, threads: int = 1, max_tokens: int = 3000, lr: float = 2e-3, progress: bool = True,
           tags: str = "gold", tagger_minutes: float = 1.0, jackknife: int = 4, **model_kw) -> dict:
-    """Train on ``train_file``, select on ``dev_file``; ``minutes`` bounds the whole run (taggers included)."""
+    """Train on ``train_file``, select on ``dev_file`` (None: ``held_out_split`` of the training file); ``minutes``
+    bounds the whole run (taggers included)."""
     if tags not in ("gold", "predicted"):
         raise ForgetbenchError(f"tags must be 'gold' or 'predicted', got {tags!r}")
     if tags == "predicted" and (jackknife < 2 or (jackknife + 1) * tagger_minutes >= minutes):
@@ -122,7 +133,14 @@ def train(train_file: str | Path, dev_file: str | Path, out_dir: str | Path, min
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
     rng = random.Random(seed)
-    tr, dv = read_conllu(train_file), read_conllu(dev_file)
+    tr = read_conllu(train_file)
+    if dev_file is None:
+        tr, dv = held_out_split(tr)
+        if not dv:
+            raise ForgetbenchError(f"{train_file}: {len(tr)} sentences are too few to hold out a dev set "
+                                   f"(every {HELD_OUT_EVERY}th); give --dev")
+    else:
+        dv = read_conllu(dev_file)
     vocab = Vocab.build(tr)
     model = BiaffineParser(ParserConfig(len(vocab.words), len(vocab.chars), len(vocab.tags), len(vocab.rels), **model_kw))
     opt = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.9))
@@ -160,6 +178,8 @@ def train(train_file: str | Path, dev_file: str | Path, out_dir: str | Path, min
         def save(epoch, history):
             save_parser(model, vocab, tmp, {"best_epoch": epoch, "dev": dev.to_dict(), "history": history,
                                             "threads": threads, "seed": seed, "train": str(train_file),
+                                            "dev_data": str(dev_file) if dev_file else f"held out: every {HELD_OUT_EVERY}th "
+                                                                                 "training sentence",
                                             "environment": environment()} | tag_info)
 
         dev = None
@@ -172,7 +192,13 @@ def train(train_file: str | Path, dev_file: str | Path, out_dir: str | Path, min
 
 
 def predict_file(model_dir, in_file, out_file, progress: bool = True) -> None:
+    """Write ``in_file`` with what the model predicted: heads and deprels, UPOS from a predicted-tag parser's
+    tagger; LEMMA, XPOS and FEATS are not predicted and written as ``_`` (a gold-tag parser reads UPOS from the
+    input and predicts none, so UPOS is ``_`` too): a scorer never credits the model with the input's gold."""
     model, vocab = load_parser(model_dir)
+    tagger = load_tagger(model_dir)
     sents = read_conllu(in_file)
-    preds = predict(model, vocab, sents, progress=progress, tagger=load_tagger(model_dir))
-    write_conllu(out_file, [with_predictions(s, h, r) for s, (h, r) in zip(sents, preds, strict=True)])
+    tags = tag(tagger, vocab, sents) if tagger is not None else None
+    preds = predict(model, vocab, with_tags(sents, tags) if tags else sents, progress=progress)
+    write_conllu(out_file, [with_predictions(s, h, r, tags[k] if tags else None)
+                            for k, (s, (h, r)) in enumerate(zip(sents, preds, strict=True))])

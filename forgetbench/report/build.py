@@ -242,16 +242,20 @@ def html_report(S: dict, T: dict, figs: dict[str, str]) -> str:
 
 
 def write_report(S: dict, out_dir: str | Path) -> Path:
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    """Write the report folder as a whole: built in a temporary sibling and swapped in, so a killed write
+    leaves the previous complete report (or none), never a half-updated one; a rerun rewrites it."""
+    from forgetbench.io import atomic_directory
+
     T = tables(S)
-    atomic_write_json(out / "summary.json", S)
-    atomic_write_text(out / "report.md", markdown(S, T))
-    atomic_write_text(out / "report.html", html_report(S, T, figures(S)))
-    for name, (headers, rows) in T.items():
-        buf = io.StringIO()
-        w = csv.writer(buf)
-        w.writerow(headers)
-        w.writerows(rows)
-        atomic_write_text(out / f"{name}.csv", buf.getvalue())
-    return out / "report.html"
+    figs = figures(S)
+    with atomic_directory(out_dir, replace=True) as out:
+        atomic_write_json(out / "summary.json", S)
+        atomic_write_text(out / "report.md", markdown(S, T))
+        atomic_write_text(out / "report.html", html_report(S, T, figs))
+        for name, (headers, rows) in T.items():
+            buf = io.StringIO()
+            w = csv.writer(buf)
+            w.writerow(headers)
+            w.writerows(rows)
+            atomic_write_text(out / f"{name}.csv", buf.getvalue())
+    return Path(out_dir) / "report.html"
