@@ -3,7 +3,7 @@
     models ← compress ← eval ← sweep ← report ← cli
     train, distill, parsing: beside them — they may import the core layers below the sweep,
     and nothing below ``cli`` imports them.
-    errors, io, env, stats: base modules every layer may use; they import no layer.
+    errors, io, env, stats, configs, outputs: base modules every layer may use; they import no layer.
 """
 
 import ast
@@ -14,7 +14,7 @@ import pytest
 PKG = Path(__file__).resolve().parents[1] / "forgetbench"
 RANK = {"models": 0, "compress": 1, "eval": 2, "sweep": 3, "report": 4, "cli": 5}
 BESIDE = {"train", "distill", "parsing"}
-BASE = {"errors", "io", "env", "stats", "__init__"}
+BASE = {"errors", "io", "env", "stats", "configs", "outputs", "__init__"}
 MAY_IMPORT_BESIDE = {"cli": BESIDE, "train": set(), "distill": {"train"}, "parsing": set()}
 
 

@@ -14,8 +14,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import yaml
-
+from forgetbench.configs import dataclass_from, load_yaml_mapping
 from forgetbench.errors import ForgetbenchError
 
 
@@ -75,21 +74,24 @@ class TrainMTConfig:
 
 
 def load_config(path: str | Path) -> TrainMTConfig:
+    """The training config in ``path``, every key and value checked (one line per problem)."""
     path = Path(path)
-    if not path.is_file():
-        raise ForgetbenchError(f"config {path} not found")
-    raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    parts = {}
-    for key, cls in (("data", DataCfg), ("spm", SpmCfg), ("model", ModelCfg), ("train", TrainCfg)):
-        sec = raw.get(key) or {}
-        known = set(cls.__dataclass_fields__)
-        extra = set(sec) - known
-        if extra:
-            raise ForgetbenchError(f"{path}: {key}: unknown key(s) {sorted(extra)}; allowed: {', '.join(sorted(known))}")
-        parts[key] = cls(**sec)
+    raw = load_yaml_mapping(path, "training config")
     extra = set(raw) - {"data", "spm", "model", "train"}
     if extra:
         raise ForgetbenchError(f"{path}: unknown section(s) {sorted(extra)}; allowed: data, spm, model, train")
+    parts = {key: dataclass_from(cls, raw.get(key), f"{path}: {key}")
+             for key, cls in (("data", DataCfg), ("spm", SpmCfg), ("model", ModelCfg), ("train", TrainCfg))}
+    for sec, keys in (("spm", ("vocab_size", "sample_per_language")), ("model", ("d_model", "encoder_layers",
+                      "decoder_layers", "heads", "ffn", "max_positions")),
+                      ("train", ("max_tokens", "max_len", "warmup", "steps", "threads")), ("data", ("max_chars",))):
+        for k in keys:
+            if getattr(parts[sec], k) < 1:
+                raise ForgetbenchError(f"{path}: {sec}.{k} must be at least 1, got {getattr(parts[sec], k)}")
+    if parts["model"].d_model % parts["model"].heads:
+        raise ForgetbenchError(f"{path}: model.d_model {parts['model'].d_model} must be a multiple of model.heads")
+    if not parts["data"].languages:
+        raise ForgetbenchError(f"{path}: data.languages is empty; list the languages to train with English")
     cfg = TrainMTConfig(**parts, source=str(path))
     shared = Path(cfg.data.shared)
     if not shared.is_absolute():

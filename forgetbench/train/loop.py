@@ -74,9 +74,16 @@ def save_checkpoint(model, opt, state: dict, ckpt: Path) -> None:
 
 
 def resume(model, opt, ckpt: Path, fingerprint: str, log=print) -> dict:
-    """The loop state of the checkpoint in ``ckpt`` loaded into ``model``/``opt``, or a new state."""
+    """The loop state of the checkpoint in ``ckpt`` loaded into ``model``/``opt``, or a new state. A kill between
+    the two renames of ``save_checkpoint`` leaves only ``<ckpt>.old`` (the previous checkpoint, complete): it is
+    put back and resumed from."""
     from safetensors.torch import load_file
 
+    old = ckpt.with_name(ckpt.name + ".old")
+    if not ckpt.is_dir() and (old / "state.json").is_file():
+        os.rename(old, ckpt)
+        log(f"{ckpt}: a checkpoint swap was interrupted; resuming from the previous checkpoint")
+    shutil.rmtree(ckpt.with_name(ckpt.name + ".tmp"), ignore_errors=True)
     if not ckpt.is_dir():
         return new_state(fingerprint)
     saved = json.loads((ckpt / "state.json").read_text()).get("fingerprint")

@@ -18,12 +18,15 @@ from pathlib import Path
 import torch
 
 from forgetbench.env import environment
+from forgetbench.io import atomic_write_json
 from forgetbench.train import loop
 from forgetbench.train.config import TrainMTConfig, fingerprint, load_config
 from forgetbench.train.data import Examples, prepare
 from forgetbench.train.export import export_model
 
-__all__ = ["load_config", "train", "build_model", "dev_chrf"]
+__all__ = ["load_config", "train", "build_model", "dev_chrf", "RUN_MARKER"]
+
+RUN_MARKER = "train-run.json"
 
 
 def build_model(cfg: TrainMTConfig, vocab_size: int):
@@ -67,6 +70,9 @@ def train(cfg: TrainMTConfig, out_dir: str | Path, progress: bool = True, log=pr
     out = Path(out_dir)
     tc = cfg.train
     torch.set_num_threads(tc.threads)
+    out.mkdir(exist_ok=True)
+    if not (out / RUN_MARKER).is_file():  # marks the folder as a train-mt run: only such a folder is resumed
+        atomic_write_json(out / RUN_MARKER, {"kind": "forgetbench train-mt run", "config": cfg.source})
     meta = prepare(cfg, out, log)
     tok = M2M100Tokenizer.from_pretrained(str(out / "tokenizer"))
     data = Examples(out / "train.npz", tc.max_len)

@@ -1,0 +1,73 @@
+"""Reading YAML configs at the boundary: one clear line for invalid YAML, a document that is not a
+mapping, unknown keys and values of the wrong type (``where.key: expected …, got …``)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import yaml
+
+from forgetbench.errors import ForgetbenchError
+
+_NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string", list: "a list",
+          dict: "a mapping"}
+
+
+def load_yaml_mapping(path: str | Path, what: str = "config") -> dict:
+    """The YAML document in ``path`` as a mapping (an empty file is an empty mapping)."""
+    from forgetbench.io import read_text
+
+    p = Path(path)
+    if not p.is_file():
+        raise ForgetbenchError(f"{what} {p} not found")
+    try:
+        raw = yaml.safe_load(read_text(p, what))
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{p}:{mark.line + 1}" if mark else str(p)
+        raise ForgetbenchError(f"{where}: not valid YAML ({getattr(e, 'problem', None) or e})") from None
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ForgetbenchError(f"{p}: a {what} is a YAML mapping (key: value lines), not a {type(raw).__name__}")
+    return raw
+
+
+def is_type(value, kind: type) -> bool:
+    if kind is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, kind)
+
+
+def expect(value, kind: type | tuple, where: str):
+    """``value`` if it is of ``kind`` (a type or a tuple of types), else one line naming ``where``."""
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if not any(is_type(value, k) for k in kinds):
+        want = " or ".join(_NAMES.get(k, k.__name__) for k in kinds)
+        raise ForgetbenchError(f"{where}: expected {want}, got {value!r}")
+    return value
+
+
+def mapping(value, where: str) -> dict:
+    if value is None:
+        return {}
+    return expect(value, dict, where)
+
+
+def dataclass_from(cls, values, where: str):
+    """``cls(**values)`` after checking keys and each value's type against the field's default."""
+    values = mapping(values, where)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    extra = set(values) - set(fields)
+    if extra:
+        raise ForgetbenchError(f"{where}: unknown key(s) {sorted(extra)}; allowed: {', '.join(sorted(fields))}")
+    for k, v in values.items():
+        f = fields[k]
+        default = f.default if f.default is not dataclasses.MISSING else (
+            f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
+        if default is not None:
+            expect(v, type(default) if not isinstance(default, float) else float, f"{where}.{k}")
+    return cls(**values)
