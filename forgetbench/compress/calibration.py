@@ -16,7 +16,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from forgetbench.errors import ForgetbenchError
-from forgetbench.io import sha256_file
+from forgetbench.io import read_text, sha256_file
 
 Row = tuple[str, str, str, str]
 
@@ -26,7 +26,7 @@ def read_calibration_tsv(path: str | Path, max_sentences: int | None = None, see
     if not path.is_file():
         raise ForgetbenchError(f"calibration file {path} not found; give a TSV 'src_lang<TAB>tgt_lang<TAB>source<TAB>target'")
     rows: list[Row] = []
-    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for i, line in enumerate(read_text(path).splitlines(), 1):
         if not line.strip():
             continue
         cols = line.split("\t")

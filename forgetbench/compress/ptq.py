@@ -47,9 +47,16 @@ class QuantConfig:
         unknown = set(self.sites) - set(SITE_KINDS)
         if unknown:
             raise ForgetbenchError(f"unknown quantisation site kind(s) {sorted(unknown)}; known: {', '.join(SITE_KINDS)}")
-        if not isinstance(self.num_bins, int) or self.num_bins < 16:
+        if not isinstance(self.num_bins, int) or isinstance(self.num_bins, bool) or self.num_bins < 16:
             raise ForgetbenchError(f"num_bins must be an integer >= 16, got {self.num_bins!r}")
-        if not 0 < float(self.percentile) <= 100:
+        if not isinstance(self.start_bin, int) or isinstance(self.start_bin, bool) or not 0 <= self.start_bin < self.num_bins:
+            raise ForgetbenchError(f"start_bin must be an integer in [0, num_bins), got {self.start_bin!r}")
+        if not isinstance(self.sites, dict) or not all(isinstance(v, bool) for v in self.sites.values()):
+            raise ForgetbenchError(f"sites must be a mapping of site kind -> true/false, got {self.sites!r}")
+        if not isinstance(self.exclude, tuple) or not all(isinstance(x, str) for x in self.exclude):
+            raise ForgetbenchError(f"exclude must be a list of globs over site names, got {self.exclude!r}")
+        if not isinstance(self.percentile, (int, float)) or isinstance(self.percentile, bool) \
+                or not 0 < float(self.percentile) <= 100:
             raise ForgetbenchError(f"percentile must be in (0, 100], got {self.percentile}")
 
     @property

@@ -16,8 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from forgetbench.compress.prune import PruneConfig
 from forgetbench.compress.ptq import QuantConfig
 from forgetbench.errors import ForgetbenchError
@@ -112,7 +110,7 @@ def parse_recipe(data: dict, source: str = "<recipe>", base: Path | None = None,
                 _unknown(where, set(opts), QUANT_KEYS)
                 q = {k: v for k, v in opts.items() if k != "calibration"}
                 if "exclude" in q:
-                    q["exclude"] = tuple(q["exclude"])
+                    q["exclude"] = tuple(q["exclude"]) if isinstance(q["exclude"], list) else q["exclude"]
                 cfg = QuantConfig(**q)
                 calib = _calibration(where, opts.get("calibration"), base, calibration_override)
                 if cfg.needs_calibration and calib is None:
@@ -144,12 +142,9 @@ def find_recipe(name_or_path: str) -> Path:
 
 
 def load_recipe(name_or_path: str, calibration_override: str | Path | None = None) -> Recipe:
+    from forgetbench.configs import load_yaml_mapping
+
     path = find_recipe(name_or_path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark else str(path)
-        raise ForgetbenchError(f"{where}: not valid YAML ({getattr(e, 'problem', e)})") from None
+    data = load_yaml_mapping(path, "recipe")
     override = Path(calibration_override) if calibration_override else None
     return parse_recipe(data, str(path), path.parent, override)

@@ -42,15 +42,39 @@ _DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
 
 
 def read_header(path: Path) -> tuple[int, dict]:
+    size = os.path.getsize(path)
     with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        return n, json.loads(f.read(n))
+        head = f.read(8)
+        n = struct.unpack("<Q", head)[0] if len(head) == 8 else -1
+        if not 0 < n <= size - 8:
+            raise ForgetbenchError(f"{path}: not a safetensors file (truncated or damaged header)")
+        try:
+            header = json.loads(f.read(n))
+        except ValueError:
+            raise ForgetbenchError(f"{path}: damaged safetensors header (not JSON)") from None
+    end = max((m["data_offsets"][1] for k, m in header.items() if k != "__metadata__"), default=0)
+    if 8 + n + end > size:
+        raise ForgetbenchError(f"{path}: truncated: its header describes {8 + n + end:,} bytes, the file has {size:,}")
+    return n, header
 
 
 def shard_map(model_dir: Path) -> dict[str, str]:
+    """Tensor name -> shard file name; shard names from an index are confined to ``model_dir``."""
+    from forgetbench.outputs import confined_name
+
     idx = model_dir / "model.safetensors.index.json"
     if idx.is_file():
-        return json.loads(idx.read_text())["weight_map"]
+        try:
+            weight_map = json.loads(idx.read_text(encoding="utf-8"))["weight_map"]
+        except (ValueError, KeyError, TypeError):
+            raise ForgetbenchError(f"{idx}: not a safetensors index (no weight_map)") from None
+        if not isinstance(weight_map, dict) or not weight_map:
+            raise ForgetbenchError(f"{idx}: weight_map must map tensor names to shard files")
+        for shard in set(weight_map.values()):
+            confined_name(str(shard), "shard file", str(idx))
+            if not (model_dir / shard).is_file():
+                raise ForgetbenchError(f"{idx}: shard {shard} is missing from {model_dir}")
+        return weight_map
     single = model_dir / "model.safetensors"
     if not single.is_file():
         raise ForgetbenchError(f"{model_dir}: no model.safetensors(.index.json); streamed compression reads safetensors")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from forgetbench.errors import ForgetbenchError
 from forgetbench.eval.languages import language
-from forgetbench.io import sha256_file
+from forgetbench.io import read_text, sha256_file
 
 KINDS = ("flores101", "ntrex128", "tico19", "tatoeba")
 
@@ -66,11 +66,15 @@ class Benchmark:
 
     def pair(self, src: str, tgt: str) -> tuple[list[str], list[str]]:
         fs, ft = self._file(src, tgt), self._file(tgt, src)
-        s = fs.read_text(encoding="utf-8").splitlines()
-        t = ft.read_text(encoding="utf-8").splitlines()
+        s, t = read_text(fs).splitlines(), read_text(ft).splitlines()
         if len(s) != len(t):
             raise ForgetbenchError(f"{self.name} {src}-{tgt}: {fs} has {len(s)} lines but {ft} has {len(t)}; "
                                    "source and reference must be line-aligned")
+        for f, lines in ((fs, s), (ft, t)):
+            empty = next((i for i, x in enumerate(lines, 1) if not x.strip()), None)
+            if empty is not None:
+                raise ForgetbenchError(f"{f}:{empty}: empty line; every line is a sentence to translate or a reference "
+                                       "(an empty one would be scored chrF 0): remove it from both files")
         return s, t
 
     def sha256(self, src: str, tgt: str) -> str:

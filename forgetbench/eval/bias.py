@@ -56,16 +56,21 @@ class GenderRow:
 
 
 def read_mt_gender(folder: Path) -> list[GenderRow]:
+    from forgetbench.io import read_text
+
     f = folder / "en.txt"
     if not f.is_file():
         raise ForgetbenchError(f"MT-Gender: {f} not found")
-    pro = set((folder / "en_pro.txt").read_text(encoding="utf-8").splitlines()) if (folder / "en_pro.txt").is_file() else set()
-    anti = set((folder / "en_anti.txt").read_text(encoding="utf-8").splitlines()) if (folder / "en_anti.txt").is_file() else set()
+    extra = {}
+    for name in ("en_pro.txt", "en_anti.txt"):
+        extra[name] = set(read_text(folder / name).splitlines()) if (folder / name).is_file() else set()
+    pro, anti = extra["en_pro.txt"], extra["en_anti.txt"]
     rows = []
-    for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(read_text(f).splitlines(), 1):
         cols = line.split("\t")
-        if len(cols) != 4:
-            raise ForgetbenchError(f"{f}:{n}: expected 4 tab-separated columns")
+        if len(cols) != 4 or not cols[1].strip().lstrip("-").isdigit():
+            raise ForgetbenchError(f"{f}:{n}: expected 4 tab-separated columns: gender, profession word index (an "
+                                   "integer), sentence, profession")
         rows.append(GenderRow(cols[0], int(cols[1]), cols[2], cols[3],
                               "pro" if line in pro else "anti" if line in anti else None))
     return rows

@@ -11,6 +11,8 @@ import json
 import sqlite3
 from pathlib import Path
 
+from forgetbench.errors import ForgetbenchError
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS variants (
@@ -30,10 +32,15 @@ class Store:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(str(self.path), timeout=60)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=FULL")
-        self.db.executescript(SCHEMA)
+        try:
+            self.db = sqlite3.connect(str(self.path), timeout=60)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=FULL")
+            self.db.executescript(SCHEMA)
+            self.db.execute("SELECT count(*) FROM translations").fetchone()
+        except sqlite3.DatabaseError as e:
+            raise ForgetbenchError(f"{self.path}: not a readable forgetbench run store ({e}); it is damaged: move it "
+                                   "away and rerun the sweep into a new --out") from None
 
     def close(self):
         self.db.close()
@@ -44,16 +51,22 @@ class Store:
 
     def meta(self, key: str, default=None):
         row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
-        return json.loads(row[0]) if row else default
+        try:
+            return json.loads(row[0]) if row else default
+        except ValueError:
+            raise ForgetbenchError(f"{self.path}: metadata {key!r} is damaged (not JSON)") from None
+
+    def variants(self) -> dict[str, dict]:
+        try:
+            return {n: {"model_dir": d, "model_sha256": h, **json.loads(i)}
+                    for n, d, h, i in self.db.execute("SELECT * FROM variants")}
+        except (ValueError, TypeError):
+            raise ForgetbenchError(f"{self.path}: the variants table is damaged (not JSON)") from None
 
     def add_variant(self, name: str, model_dir: str, model_sha256: str, info: dict) -> None:
         with self.db:
             self.db.execute("INSERT OR REPLACE INTO variants VALUES (?, ?, ?, ?)",
                             (name, model_dir, model_sha256, json.dumps(info)))
-
-    def variants(self) -> dict[str, dict]:
-        return {n: {"model_dir": d, "model_sha256": h, **json.loads(i)}
-                for n, d, h, i in self.db.execute("SELECT * FROM variants")}
 
     def done(self, variant: str, benchmark: str, src: str, tgt: str) -> set[int]:
         cur = self.db.execute("SELECT idx FROM translations WHERE variant=? AND benchmark=? AND src=? AND tgt=?",

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from forgetbench.errors import ForgetbenchError
+from forgetbench.io import read_text
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 STEM_LANGS = {"ru", "uk", "cs", "pl", "fi", "et", "lt", "lv", "sk", "sl", "hr", "sr", "bg"}
@@ -69,10 +70,12 @@ def read_mucow(folder: str | Path, pair: str) -> tuple[list[str], list[str], lis
     for f in files.values():
         if not f.is_file():
             raise ForgetbenchError(f"MuCoW {pair}: missing {f}")
-    src = files["text"].read_text(encoding="utf-8").splitlines()
-    ref = files["ref"].read_text(encoding="utf-8").splitlines()
+    from forgetbench.io import read_text
+
+    src = read_text(files["text"]).splitlines()
+    ref = read_text(files["ref"]).splitlines()
     items = []
-    for n, line in enumerate(files["key"].read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(read_text(files["key"]).splitlines(), 1):
         cols = line.split("\t")
         if len(cols) != 5:
             raise ForgetbenchError(f"{files['key']}:{n}: expected 5 tab-separated columns")
@@ -119,7 +122,7 @@ def read_dibimt(path: str | Path) -> list[DibimtItem]:
     if not p.is_file():
         raise ForgetbenchError(f"DiBiMT data {p} not found (DiBiMT is closed: supply your licensed copy as JSONL)")
     items = []
-    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(read_text(p).splitlines(), 1):
         if not line.strip():
             continue
         d = json.loads(line)

@@ -55,7 +55,13 @@ def parse_size(s: str) -> int:
     if not m:
         raise ForgetbenchError(f"memory size {s!r}: use e.g. 40GiB or 80GB")
     mult = {"GiB": 2**30, "MiB": 2**20, "KiB": 2**10, "GB": 10**9, "MB": 10**6, "KB": 10**3, "B": 1, None: 1}[m.group(2)]
-    return int(float(m.group(1)) * mult)
+    try:
+        n = int(float(m.group(1)) * mult)
+    except ValueError:
+        raise ForgetbenchError(f"memory size {s!r}: use e.g. 40GiB or 80GB") from None
+    if n <= 0:
+        raise ForgetbenchError(f"memory size {s!r} must be more than zero")
+    return n
 
 
 def plan(model_or_known: str, gpus: int, gpu_memory: str, dtype: str = "bf16", cpu_memory: str | None = None) -> dict:
@@ -100,6 +106,13 @@ def plan(model_or_known: str, gpus: int, gpu_memory: str, dtype: str = "bf16", c
     for name, p in model.named_parameters():
         d = str(device_of(name))
         per_device[d] = per_device.get(d, 0) + p.numel() * bytes_per
+    off = {str(d) for d in dmap.values()} - {str(i) for i in range(gpus)} - ({"cpu"} if cpu_memory else set())
+    if off:
+        need = n_params * bytes_per / 2**30
+        have = gpus * parse_size(gpu_memory) / 2**30 + (parse_size(cpu_memory) / 2**30 if cpu_memory else 0)
+        raise ForgetbenchError(f"{model_or_known} in {dtype} does not fit: the plan puts modules on {sorted(off)} "
+                               f"({need:.1f} GiB of weights, {have:.1f} GiB given); give more --gpus, more "
+                               "--gpu-memory or --cpu-memory")
     return {"model": model_or_known, "parameters": n_params, "dtype": dtype, "gpus": gpus, "gpu_memory": gpu_memory,
             "device_map": {k: (v if isinstance(v, (int, str)) else str(v)) for k, v in dmap.items()},
             "tied_devices": {t: device_of(f"{t}.weight") for t in tied},

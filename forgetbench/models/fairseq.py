@@ -31,7 +31,7 @@ from pathlib import Path
 import torch
 
 from forgetbench.errors import ForgetbenchError
-from forgetbench.io import atomic_directory
+from forgetbench.io import atomic_directory, read_text
 from forgetbench.models.tokenizers import SMALL100_MARKER
 from forgetbench.models.vocabulary import M2M_SPECIALS, N_LANG_TOKENS, N_MADEUP
 
@@ -57,14 +57,16 @@ def read_checkpoint(path: str | Path) -> tuple[dict[str, torch.Tensor], dict]:
     try:
         with torch.serialization.safe_globals(allowed_globals()):
             ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    except (pickle.UnpicklingError, RuntimeError, AttributeError) as e:
+    except EOFError:
+        raise ForgetbenchError(f"{path}: empty or truncated checkpoint (ran out of data while reading it)") from None
+    except (pickle.UnpicklingError, RuntimeError, AttributeError, ValueError) as e:
         m = re.search(r"GLOBAL ([\w.]+)", str(e)) or re.search(r"global '?([\w.]+)", str(e))
         what = m.group(1) if m else str(e).splitlines()[0]
         raise ForgetbenchError(f"{path}: refused to unpickle {what}: not on the allow-list "
                                "(argparse.Namespace, omegaconf containers); the file may not be a fairseq checkpoint "
                                "or may be unsafe") from None
-    if not isinstance(ckpt, dict) or "model" not in ckpt:
-        raise ForgetbenchError(f"{path}: not a fairseq checkpoint (no 'model' state dict)")
+    if not isinstance(ckpt, dict) or not isinstance(ckpt.get("model"), dict) or not ckpt["model"]:
+        raise ForgetbenchError(f"{path}: not a fairseq checkpoint (no 'model' state dict with weights)")
     args = ckpt.get("args")
     if args is None and ckpt.get("cfg") is not None:
         cfg = ckpt["cfg"]
@@ -159,7 +161,7 @@ def vocab_from_dict(dict_file: str | Path) -> dict[str, int]:
     vocab = {t: i for i, t in enumerate(M2M_SPECIALS)}
     langs = {f"__{c}__": i for i, c in enumerate(FAIRSEQ_LANGUAGE_CODES["m2m100"])}
     seen_langs = {}
-    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(read_text(p).splitlines(), 1):
         if not line.strip():
             continue
         tok = line.rsplit(" ", 1)[0] if " " in line else line
@@ -186,6 +188,8 @@ def convert(ckpt: str | Path, dict_file: str | Path, spm_file: str | Path, out_d
     sd, args = read_checkpoint(ckpt)
     n_enc, n_dec = int(args.get("encoder_layers", 12)), int(args.get("decoder_layers", 12))
     hsd = hf_state_dict(sd, n_enc, n_dec)
+    if "model.shared.weight" not in hsd:
+        raise ForgetbenchError(f"{ckpt}: no token embedding (encoder.embed_tokens.weight) in the checkpoint")
     rows = hsd["model.shared.weight"].shape[0]
     vocab = vocab_from_dict(dict_file)
     if len(vocab) + N_LANG_TOKENS + N_MADEUP != rows:

@@ -57,6 +57,17 @@ def weights_sha256(folder: Path) -> str | None:
     return h.hexdigest()
 
 
+def _first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [""])[0][:200]
+
+
+def check_finite(model, where) -> None:
+    """Refuse weights with NaN or infinity (they break ranking by magnitude and every score), naming the tensor."""
+    for name, p in model.named_parameters():
+        if p.device.type != "meta" and p.is_floating_point() and not torch.isfinite(p).all():
+            raise ForgetbenchError(f"{where}: weight {name} contains NaN or infinite values; the checkpoint is damaged")
+
+
 def bnb_config(load_in_8bit: bool):
     if not load_in_8bit:
         return None
@@ -88,6 +99,8 @@ def load(name_or_dir: str | Path, dtype: str | torch.dtype | None = None, device
         config = AutoConfig.from_pretrained(str(name_or_dir))
     except OSError as e:
         raise ForgetbenchError(f"{name_or_dir}: no model config ({str(e).splitlines()[0]}); offline, give a local folder") from None
+    except (ValueError, KeyError, TypeError) as e:
+        raise ForgetbenchError(f"{name_or_dir}/config.json: not a usable model config ({_first_line(e)})") from None
     kw = {"attn_implementation": attn_implementation, "dtype": dtype if dtype is not None else torch.float32}
     if device_map is not None:
         kw["device_map"] = device_map
@@ -98,7 +111,14 @@ def load(name_or_dir: str | Path, dtype: str | torch.dtype | None = None, device
     q = bnb_config(load_in_8bit)
     if q is not None:
         kw["quantization_config"] = q
-    model = AutoModelForSeq2SeqLM.from_pretrained(str(name_or_dir), **kw).eval()  # dispatch leaves train mode on
+    try:
+        model = AutoModelForSeq2SeqLM.from_pretrained(str(name_or_dir), **kw).eval()  # dispatch leaves train mode on
+    except ForgetbenchError:
+        raise
+    except Exception as e:  # truncated or foreign weight files, shapes that do not match config.json, ...
+        raise ForgetbenchError(f"{name_or_dir}: the weights cannot be loaded ({type(e).__name__}: {_first_line(e)}); "
+                               "check that the model files are complete and match config.json") from None
+    check_finite(model, name_or_dir)
     placement = set((getattr(model, "hf_device_map", None) or {}).values())
     if placement == {"disk"}:
         raise ForgetbenchError(f"{name_or_dir}: max_memory {max_memory} leaves nothing in memory (every module offloaded "

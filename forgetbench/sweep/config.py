@@ -24,9 +24,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from forgetbench.compress.recipe import Recipe, load_recipe
+from forgetbench.configs import dataclass_from, expect, is_type, load_yaml_mapping, mapping
 from forgetbench.errors import ForgetbenchError
 from forgetbench.eval.analysis import Thresholds, TierView
 from forgetbench.eval.benchmarks import Benchmark, open_benchmark
@@ -36,6 +35,7 @@ from forgetbench.eval.languages import TIERS, language
 from forgetbench.eval.translate import Job
 from forgetbench.eval.word_sense import read_mucow
 from forgetbench.io import sha256_file
+from forgetbench.outputs import confined_name
 
 TOP_KEYS = {"name", "model", "variants", "benchmarks", "languages", "pairs", "sentences", "generation", "metrics",
             "analysis", "tiers", "threads", "base", "bias"}
@@ -99,20 +99,16 @@ def training_tiers(counts_file: Path, thresholds: list[int]) -> dict[str, str]:
 
 
 def load_sweep(path: str | Path) -> SweepConfig:
+    """The sweep config in ``path``, every key, type, path and benchmark file checked before any work."""
     src = Path(path)
-    if not src.is_file():
-        raise ForgetbenchError(f"sweep config {src} not found")
-    try:
-        raw = yaml.safe_load(src.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as e:
-        raise ForgetbenchError(f"{src}: not valid YAML ({getattr(e, 'problem', e)})") from None
+    raw = load_yaml_mapping(src, "sweep config")
     extra = set(raw) - TOP_KEYS
     if extra:
         _err(src, f"unknown key(s) {sorted(extra)}; allowed: {', '.join(sorted(TOP_KEYS))}")
     base_dir = src.parent.resolve()
     if "model" not in raw:
         _err(src, "'model' (a model folder) is required")
-    model = resolve_path(base_dir, raw["model"])
+    model = resolve_path(base_dir, expect(raw["model"], str, f"{src}: model"))
     if not (model / "config.json").is_file():
         _err(src, f"model {model} is not a model folder (no config.json)")
     variants_raw = raw.get("variants") or {"base": None}
@@ -122,11 +118,12 @@ def load_sweep(path: str | Path) -> SweepConfig:
     for name, r in variants_raw.items():
         if not str(name).replace("-", "").replace("_", "").isalnum():
             _err(src, f"variant name {name!r}: use letters, digits, - and _")
+        expect(r, (str, type(None)), f"{src}: variants.{name}")
         variants[str(name)] = None if r is None else load_recipe(str(resolve_path(base_dir, r)) if Path(str(r)).suffix else str(r))
     base = raw.get("base") or next((n for n, r in variants.items() if r is None), None)
     if base not in variants or variants[base] is not None:
         _err(src, "one variant must be the uncompressed base (recipe null)")
-    langs = [str(x) for x in raw.get("languages") or []]
+    langs = [str(x) for x in expect(raw.get("languages") or [], list, f"{src}: languages")]
     for c in langs:
         language(c)
     pairs = _pairs(raw.get("pairs"), langs, src)
@@ -138,9 +135,10 @@ def load_sweep(path: str | Path) -> SweepConfig:
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
         _err(src, f"sentences must be a positive integer, got {limit!r}")
     benches: list[Benchmark] = []
-    for b in raw.get("benchmarks") or []:
+    for b in expect(raw.get("benchmarks") or [], list, f"{src}: benchmarks"):
         if not isinstance(b, dict) or not {"name", "kind", "path"} <= set(b):
             _err(src, "each benchmark needs name, kind and path")
+        confined_name(str(b["name"]), "benchmark name", str(src))
         benches.append(open_benchmark(b["name"], b["kind"], resolve_path(base_dir, b["path"])))
     if not benches:
         _err(src, "no benchmarks")
@@ -149,38 +147,68 @@ def load_sweep(path: str | Path) -> SweepConfig:
         for s, t in pairs:
             bench.pair(s, t)  # validates files and line counts now
             jobs.append(Job(bench, s, t, limit))
-    gen = {"num_beams": 1, "max_new_tokens": 128, "batch_size": 64} | (raw.get("generation") or {})
+    gen = {"num_beams": 1, "max_new_tokens": 128, "batch_size": 64} | mapping(raw.get("generation"), f"{src}: generation")
     for k in ("num_beams", "max_new_tokens", "batch_size"):
-        if not isinstance(gen[k], int) or gen[k] < 1:
-            _err(src, f"generation.{k} must be a positive integer")
-    metrics = raw.get("metrics") or {}
+        if not is_type(gen.get(k), int) or gen[k] < 1:
+            _err(src, f"generation.{k} must be a positive integer, got {gen.get(k)!r}")
+    unknown_gen = set(gen) - {"num_beams", "max_new_tokens", "batch_size"}
+    if unknown_gen:
+        _err(src, f"generation: unknown key(s) {sorted(unknown_gen)}; allowed: batch_size, max_new_tokens, num_beams")
+    metrics = mapping(raw.get("metrics"), f"{src}: metrics")
     spm = resolve_path(base_dir, metrics["spm"]) if metrics.get("spm") else model / "sentencepiece.bpe.model"
     if not spm.is_file():
         _err(src, f"SentencePiece model for spBLEU {spm} not found (metrics.spm)")
-    an = raw.get("analysis") or {}
-    try:
-        th = Thresholds(**an)
-    except TypeError as e:
-        _err(src, f"analysis: {e}")
+    th = dataclass_from(Thresholds, raw.get("analysis"), f"{src}: analysis")
     if not isinstance(th.bleu_filter, (int, float)) or th.bleu_filter < 0:
         _err(src, f"analysis.bleu_filter must be a number >= 0, got {th.bleu_filter!r}")
     if not isinstance(th.delta, (int, float)) or th.delta < 0:
         _err(src, f"analysis.delta must be a number >= 0, got {th.delta!r}")
     views = [TierView("thesis")]
-    for vname, spec in (raw.get("tiers") or {}).items():
-        counts = resolve_path(base_dir, spec["counts"])
+    for vname, spec in mapping(raw.get("tiers"), f"{src}: tiers").items():
+        confined_name(str(vname), "tier view name", f"{src}: tiers")  # it names report files
+        spec = mapping(spec, f"{src}: tiers.{vname}")
+        if "counts" not in spec:
+            _err(src, f"tiers.{vname} needs 'counts' (a training.json with corpus.train pair counts)")
+        counts = resolve_path(base_dir, expect(spec["counts"], str, f"{src}: tiers.{vname}.counts"))
         if not counts.is_file():
             _err(src, f"tiers.{vname}.counts: {counts} not found")
-        views.append(TierView(vname, training_tiers(counts, spec.get("thresholds", [1000, 10000, 30000]))))
-    bias = load_bias(raw.get("bias"), base_dir)
-    return SweepConfig(str(raw.get("name") or src.stem), model, variants, base, jobs, gen, spm,
-                       bool(metrics.get("spm_official", False)), th, views, int(raw.get("threads") or 1), src, raw, bias)
+        thresholds = expect(spec.get("thresholds", [1000, 10000, 30000]), list, f"{src}: tiers.{vname}.thresholds")
+        if len(thresholds) != 3 or not all(is_type(t, int) for t in thresholds) or thresholds != sorted(thresholds):
+            _err(src, f"tiers.{vname}.thresholds must be 3 increasing integers (Very-Low/Low/Medium/High bounds), "
+                      f"got {thresholds!r}")
+        views.append(TierView(str(vname), training_tiers(counts, thresholds)))
+    threads = raw.get("threads", 1)
+    if not is_type(threads, int) or threads < 1:
+        _err(src, f"threads must be a positive integer, got {threads!r}")
+    name = str(raw.get("name") or src.stem)
+    confined_name(name, "name", str(src))  # it names the default run folder
+    bias = load_bias(raw.get("bias"), base_dir, src)
+    return SweepConfig(name, model, variants, base, jobs, gen, spm,
+                       bool(metrics.get("spm_official", False)), th, views, threads, src, raw, bias)
 
 
-def load_bias(spec: dict | None, base_dir: Path) -> BiasConfig | None:
+def load_bias(spec: dict | None, base_dir: Path, src: Path | str = "<config>") -> BiasConfig | None:
     """The ``bias`` block: MT-Gender (balanced pro/anti sample) and MuCoW jobs; paths through ``resolve_path``."""
+    spec = mapping(spec, f"{src}: bias")
     if not spec:
         return None
+    extra = set(spec) - {"mt_gender", "mucow"}
+    if extra:
+        raise ForgetbenchError(f"{src}: bias: unknown key(s) {sorted(extra)}; allowed: mt_gender, mucow")
+    allowed = {"mt_gender": {"path", "languages", "sentences", "eflomal_context"}, "mucow": {"path", "pairs", "sentences"}}
+    for block, keys in allowed.items():
+        if block in spec:
+            b = mapping(spec[block], f"{src}: bias.{block}")
+            if "path" not in b:
+                raise ForgetbenchError(f"{src}: bias.{block} needs 'path' (the benchmark folder)")
+            if set(b) - keys:
+                raise ForgetbenchError(f"{src}: bias.{block}: unknown key(s) {sorted(set(b) - keys)}; "
+                                       f"allowed: {', '.join(sorted(keys))}")
+            for k, kind in (("path", str), ("languages", list), ("pairs", list), ("eflomal_context", str)):
+                if k in b:
+                    expect(b[k], kind, f"{src}: bias.{block}.{k}")
+            if "sentences" in b and (not is_type(b["sentences"], int) or b["sentences"] < 1):
+                raise ForgetbenchError(f"{src}: bias.{block}.sentences must be a positive integer, got {b['sentences']!r}")
     rows, gjobs, mucow, ctx = [], [], {}, None
     if "mt_gender" in spec:
         g = spec["mt_gender"]
@@ -203,6 +231,8 @@ def load_bias(spec: dict | None, base_dir: Path) -> BiasConfig | None:
         m = spec["mucow"]
         folder = resolve_path(base_dir, m["path"])
         for pair in m.get("pairs", ["en-de", "en-ru"]):
+            if not isinstance(pair, str) or len(pair.split("-")) != 2:
+                raise ForgetbenchError(f"{src}: bias.mucow.pairs: {pair!r} is not of the form en-xx")
             s, t = pair.split("-")
             srcs, _, items = read_mucow(folder, pair)
             n = m.get("sentences")

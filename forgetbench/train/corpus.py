@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from forgetbench.errors import ForgetbenchError
+from forgetbench.io import read_text
 
 # M2M-100 code -> (ISO 639-3 file code, WMT folders, Tatoeba folder)
 SOURCES: dict[str, tuple[str, tuple[str, ...], str | None]] = {
@@ -65,7 +66,7 @@ class CorpusStats:
 
 
 def _read_lines(p: Path) -> list[str]:
-    return p.read_text(encoding="utf-8").splitlines()
+    return read_text(p).splitlines()
 
 
 def eval_sentences(shared: Path) -> set[str]:
