@@ -136,8 +136,10 @@ def cmd_report(args) -> int:
     if not (run / "store.sqlite").is_file():
         raise ForgetbenchError(f"{run}: not a run folder (no store.sqlite); run `forgetbench sweep` first")
     store = Store(run / "store.sqlite")
-    source = args.config or store.meta("config_source")
-    store.close()
+    try:
+        source = args.config or store.meta("config_source")
+    finally:
+        store.close()
     if not source or not Path(source).is_file():
         raise ForgetbenchError(f"{run}: its sweep config {source} is gone; pass --config CONFIG.yaml")
     previous = run / "report" / "summary.json"
@@ -417,7 +419,13 @@ def main(argv: list[str] | None = None) -> int:
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:  # argparse: --help (0) or one error line (2)
+        return e.code if isinstance(e.code, int) else 2
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # "Loading weights" bars: noise on stderr, and bad input must be one line
     try:
         return args.func(args)
     except ForgetbenchError as e:

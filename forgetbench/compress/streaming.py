@@ -27,7 +27,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import torch
-from safetensors import safe_open
 from torch import nn
 
 from forgetbench.compress.apply import Target, apply_recipe, check_recipe
@@ -78,8 +77,7 @@ def shard_map(model_dir: Path) -> dict[str, str]:
     single = model_dir / "model.safetensors"
     if not single.is_file():
         raise ForgetbenchError(f"{model_dir}: no model.safetensors(.index.json); streamed compression reads safetensors")
-    with safe_open(str(single), framework="pt") as f:
-        return {k: "model.safetensors" for k in f.keys()}
+    return {k: "model.safetensors" for k in read_header(single)[1] if k != "__metadata__"}
 
 
 class ShardIO:

@@ -32,6 +32,7 @@ class Store:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = None
         try:
             self.db = sqlite3.connect(str(self.path), timeout=60)
             self.db.execute("PRAGMA journal_mode=WAL")
@@ -39,6 +40,8 @@ class Store:
             self.db.executescript(SCHEMA)
             self.db.execute("SELECT count(*) FROM translations").fetchone()
         except sqlite3.DatabaseError as e:
+            if self.db is not None:
+                self.db.close()
             raise ForgetbenchError(f"{self.path}: not a readable forgetbench run store ({e}); it is damaged: move it "
                                    "away and rerun the sweep into a new --out") from None
 
