@@ -263,7 +263,7 @@ def test_ntrex_tico_tatoeba_loaders(tmp_path):
 
 def test_sweep_with_gender_and_word_sense_benchmarks(tiny_dir, tmp_path):
     extra = (f"bias:\n  mt_gender: {{path: {REPO / 'data' / 'mt_gender'}, languages: [de, ru], sentences: 6, "
-             f"eflomal_context: {FLORES}}}\n"
+             f"aligner_context: {FLORES}}}\n"
              f"  mucow: {{path: {REPO / 'data' / 'mucow'}, pairs: [en-de], sentences: 5}}\n")
     cfg = _sweep_config(tmp_path, tiny_dir, name="b", sentences=2, pairs="[en-de]", extra=extra)
     run = tmp_path / "run"
@@ -279,7 +279,7 @@ def test_sweep_with_gender_and_word_sense_benchmarks(tiny_dir, tmp_path):
     html = (run / "report" / "report.html").read_text()
     assert "Gender bias (MT-Gender)" in html and "Word sense (MuCoW)" in html and "Aligners compared" in html
     ac = S["bias"]["aligner_comparison"]
-    assert ac["items"] == 3 * 2 * 6 and set(ac["base"]) == {"eflomal", "cross_attention"}
+    assert ac["items"] == 3 * 2 * 6 and set(ac["base"]) == {"fast_align", "cross_attention"}
     st = Store(run / "store.sqlite")
     assert len(st.stats("gender_pred")) == 3 * 2 * 6
 

@@ -9,7 +9,11 @@ exact dense tensors:
 - ``model.sparse.safetensors``: every 2-D+ tensor that has zeros as ``<name>.mask`` (bit-packed,
   uint8, row-major) + ``<name>.values`` (the non-zeros); others unchanged.
 
-Tied tensors are stored once under their first name; aliases go in the metadata.
+Tied tensors are stored once under their first name; aliases go in the metadata. The metadata is
+one key, ``forgetbench`` (sorted JSON: format, aliases, shapes): safetensors keeps metadata in a
+hash map whose order changes from process to process, so several keys would make two identical
+runs write different bytes (and different model hashes). Files of the v1 formats (several keys)
+still load.
 """
 
 from __future__ import annotations
@@ -27,8 +31,14 @@ from forgetbench.compress.quantizer import quantize, scale_from_amax
 from forgetbench.compress.units import _storage_key
 from forgetbench.errors import ForgetbenchError
 
-INT8_FORMAT = "forgetbench-int8-v1"
-SPARSE_FORMAT = "forgetbench-sparse-v1"
+INT8_FORMAT = "forgetbench-int8-v2"
+SPARSE_FORMAT = "forgetbench-sparse-v2"
+_V1 = {INT8_FORMAT: "forgetbench-int8-v1", SPARSE_FORMAT: "forgetbench-sparse-v1"}
+
+
+def _metadata(**fields) -> dict[str, str]:
+    """One metadata key, so the file's bytes do not depend on safetensors' hash-map order."""
+    return {"forgetbench": json.dumps(fields, sort_keys=True)}
 
 
 def unique_state_dict(model: nn.Module) -> tuple[dict[str, torch.Tensor], dict[str, list[str]]]:
@@ -63,7 +73,7 @@ def save_int8(model: nn.Module, weight_amax: dict[str, torch.Tensor], path: str 
         tensors[f"{name}.int8"], tensors[f"{name}.scale"] = q, scale
         quant_bytes += q.numel() + scale.numel() * 4
         quant_fp32_bytes += t.numel() * 4
-    save_file(tensors, str(path), metadata={"format": INT8_FORMAT, "aliases": json.dumps(aliases)})
+    save_file(tensors, str(path), metadata=_metadata(format=INT8_FORMAT, aliases=aliases))
     return {"quantised_bytes": quant_bytes, "quantised_fp32_bytes": quant_fp32_bytes,
             "linear_ratio": quant_bytes / quant_fp32_bytes}
 
@@ -81,8 +91,7 @@ def save_sparse(model: nn.Module, path: str | Path, min_sparsity: float = 1 / 32
         tensors[f"{name}.values"] = t[nz]
         n_sparse += 1
     shapes = {n: list(t.shape) for n, t in sd.items()}
-    save_file(tensors, str(path), metadata={"format": SPARSE_FORMAT, "aliases": json.dumps(aliases),
-                                            "shapes": json.dumps(shapes)})
+    save_file(tensors, str(path), metadata=_metadata(format=SPARSE_FORMAT, aliases=aliases, shapes=shapes))
     return {"sparse_tensors": n_sparse}
 
 
@@ -91,7 +100,11 @@ def _open(path: str | Path, fmt: str):
         raise ForgetbenchError(f"{path} not found")
     f = safe_open(str(path), framework="pt")
     meta = f.metadata() or {}
-    if meta.get("format") != fmt:
+    if "forgetbench" in meta:
+        meta = json.loads(meta["forgetbench"])
+    else:  # v1: several keys, JSON values
+        meta = {k: (json.loads(v) if k in ("aliases", "shapes") else v) for k, v in meta.items()}
+    if meta.get("format") not in (fmt, _V1[fmt]):
         raise ForgetbenchError(f"{path} is not a {fmt} file (format={meta.get('format')!r})")
     return f, meta
 
@@ -110,7 +123,7 @@ def load_int8(path: str | Path) -> dict[str, torch.Tensor]:
             sd[name] = q.float() * scale.reshape(-1, *([1] * (q.ndim - 1)))
         else:
             sd[k] = f.get_tensor(k)
-    for name, al in json.loads(meta.get("aliases", "{}")).items():
+    for name, al in meta.get("aliases", {}).items():
         for a in al:
             sd[a] = sd[name]
     return sd
@@ -118,7 +131,7 @@ def load_int8(path: str | Path) -> dict[str, torch.Tensor]:
 
 def load_sparse(path: str | Path) -> dict[str, torch.Tensor]:
     f, meta = _open(path, SPARSE_FORMAT)
-    shapes = json.loads(meta["shapes"])
+    shapes = meta["shapes"]
     sd = {}
     for name, shape in shapes.items():
         if name in f.keys():
@@ -130,7 +143,7 @@ def load_sparse(path: str | Path) -> dict[str, torch.Tensor]:
         dense = torch.zeros(n, dtype=values.dtype)
         dense[mask] = values
         sd[name] = dense.reshape(shape)
-    for name, al in json.loads(meta.get("aliases", "{}")).items():
+    for name, al in meta.get("aliases", {}).items():
         for a in al:
             sd[a] = sd[name]
     return sd

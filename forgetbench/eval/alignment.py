@@ -1,5 +1,5 @@
-"""Word alignment for the gender pass: the model's own cross-attention (``align_words``), and eflomal
-(``eflomal_align``) as a second, model-independent aligner to compare with.
+"""Word alignment for the gender pass: the model's own cross-attention (``align_words``), and fast_align's
+statistical model (``fastalign_align``, deterministic) as a second, model-independent aligner to compare with.
 
 For a source word (its SentencePiece pieces), the aligned target word is the one containing the
 target piece that attends most to those pieces (attention averaged over layers and heads,
@@ -59,30 +59,69 @@ def align_words(model, tokenizer, srcs: list[str], hyps: list[str], src_lang: st
     return out
 
 
-def eflomal_align(srcs: list[str], hyps: list[str], src_word_index: list[int | None],
-                  context: list[tuple[str, str]] = ()) -> list[int | None]:
-    """The same alignment with eflomal (Östling & Tiedemann 2016), unsupervised over whitespace tokens.
+def fastalign_align(srcs: list[str], hyps: list[str], src_word_index: list[int | None],
+                    context: list[tuple[str, str]] = (), iterations: int = 5, p_null: float = 0.08,
+                    tension: float = 4.0) -> list[int | None]:
+    """The target word aligned to ``src_word_index`` in each (source, hypothesis), by fast_align's model
+    (Dyer et al. 2013; the aligner of the MT-Gender reference pipeline), reimplemented in numpy: IBM Model 2
+    with a diagonal prior, p(a_j = i) ∝ exp(−tension · |i/m − j/n|) for source words i = 1..m (NULL: p_null),
+    lexical probabilities t(f | e) by EM over lower-cased whitespace tokens. Deterministic (no sampling, no
+    seed): two runs give the same links. ``context`` (parallel sentences of the same pair, e.g. FLORES-101
+    devtest: raw text only) gives the co-occurrence statistics; only the sentences' links are returned.
+    A target word j is linked to its Viterbi source word; the first target word linked to the given source
+    word is returned (None: none is)."""
+    import numpy as np
 
-    eflomal needs co-occurrence statistics, so ``context`` (parallel sentences of the same
-    language pair, e.g. the FLORES-101 devtest pair: raw text only, no labels) is aligned
-    together with the sentences; only their links are returned.
-    """
-    import io
-
-    import eflomal
-
-    pairs = [(s.lower(), h.lower()) for s, h in [*context, *zip(srcs, hyps, strict=True)]]
-    src_text = "".join((s.strip() or "_") + "\n" for s, _ in pairs)
-    tgt_text = "".join((t.strip() or "_") + "\n" for _, t in pairs)
-    import tempfile
-    from pathlib import Path
-
-    with tempfile.TemporaryDirectory() as d:
-        fwd = Path(d) / "fwd"
-        eflomal.Aligner().align(io.StringIO(src_text), io.StringIO(tgt_text), links_filename_fwd=str(fwd), quiet=True)
-        links = fwd.read_text().splitlines()[len(context):]
-    out = []
-    for line, wi in zip(links, src_word_index, strict=True):
-        hits = sorted(int(t) for s, t in (x.split("-") for x in line.split()) if int(s) == wi) if wi is not None else []
-        out.append(hits[0] if hits else None)
+    pairs = [(s.lower().split(), h.lower().split()) for s, h in [*context, *zip(srcs, hyps, strict=True)]]
+    e_ids: dict[str, int] = {}
+    f_ids: dict[str, int] = {}
+    rows_e, rows_f, rows_prior, blocks = [], [], [], []  # one row per (sentence, target j, source i incl. NULL)
+    for src, tgt in pairs:
+        m, n = len(src), len(tgt)
+        if not m or not n:
+            blocks.append((m, n))
+            continue
+        e = np.array([0] + [e_ids.setdefault(w, len(e_ids) + 1) for w in src])
+        f = np.array([f_ids.setdefault(w, len(f_ids)) for w in tgt])
+        i = np.arange(1, m + 1) / m
+        j = np.arange(1, n + 1) / n
+        diag = np.exp(-tension * np.abs(i[None, :] - j[:, None]))  # [n, m]
+        prior = np.concatenate([np.full((n, 1), p_null), (1 - p_null) * diag / diag.sum(1, keepdims=True)], 1)
+        rows_e.append(np.broadcast_to(e, (n, m + 1)).reshape(-1))
+        rows_f.append(np.repeat(f, m + 1))
+        rows_prior.append(prior.reshape(-1))
+        blocks.append((m, n))
+    if not rows_e:
+        return [None] * len(srcs)
+    E, F, prior = np.concatenate(rows_e), np.concatenate(rows_f), np.concatenate(rows_prior)
+    width = np.concatenate([np.full(n, m + 1) for m, n in blocks if m and n])  # rows per target word
+    starts = np.concatenate([[0], np.cumsum(width)[:-1]])
+    key = E.astype(np.int64) * max(len(f_ids), 1) + F
+    uniq, u = np.unique(key, return_inverse=True)
+    u_e = uniq // max(len(f_ids), 1)
+    t = np.ones(len(uniq))
+    for _ in range(iterations):
+        score = prior * t[u]
+        post = score / np.repeat(np.add.reduceat(score, starts), width)
+        counts = np.bincount(u, weights=post, minlength=len(uniq))
+        t = counts / np.bincount(u_e, weights=counts)[u_e]
+    score = prior * t[u]
+    out, row, word = [], 0, 0
+    offsets = []
+    for m, n in blocks:
+        offsets.append((row, word) if m and n else None)
+        if m and n:
+            row += n * (m + 1)
+            word += n
+    for k, wi in enumerate(src_word_index):
+        off = offsets[len(context) + k]
+        if off is None or wi is None:
+            out.append(None)
+            continue
+        m, n = blocks[len(context) + k]
+        r0, w0 = off
+        block = score[r0: r0 + n * (m + 1)].reshape(n, m + 1)
+        viterbi = block.argmax(1)  # 0 = NULL, else source word i (1-based)
+        hits = np.nonzero(viterbi == wi + 1)[0]
+        out.append(int(hits[0]) if len(hits) else None)
     return out

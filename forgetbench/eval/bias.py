@@ -19,7 +19,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from forgetbench.errors import ForgetbenchError
-from forgetbench.eval.alignment import align_words, eflomal_align
+from forgetbench.eval.alignment import align_words, fastalign_align
 from forgetbench.eval.gender_metrics import GenderItem, gender_scores
 from forgetbench.eval.gender_readers import read_gender
 from forgetbench.eval.store import Store
@@ -27,6 +27,7 @@ from forgetbench.eval.translate import Job, length_batches
 from forgetbench.eval.word_sense import mucow_scores
 from forgetbench.stats import mean, rel
 
+FASTALIGN_STAT = "gender_pred_fastalign"
 GENDER_CODE = {"unknown": 0.0, "male": 1.0, "female": 2.0, "neutral": 3.0}
 GENDER_NAME = {v: k for k, v in GENDER_CODE.items()}
 
@@ -81,7 +82,7 @@ class BiasConfig:
     gender_rows: list[GenderRow]
     gender_jobs: list[Job]
     mucow: dict  # pair -> (items, job)
-    eflomal_context: object = None  # a FLORES-101 Benchmark for eflomal's co-occurrence statistics, or None
+    aligner_context: object = None  # a FLORES-101 Benchmark: co-occurrence statistics for the second aligner, or None
 
 
 def jobs(bias: BiasConfig | None) -> list[Job]:
@@ -108,21 +109,21 @@ def gender_pass(store: Store, variant: str, model, tokenizer, bias: BiasConfig, 
             store.add_stats(rows)
 
 
-def eflomal_gender_pass(store: Store, variants: list[str], bias: BiasConfig) -> None:
-    """Second aligner: eflomal links for the profession word; stores ``gender_pred_eflomal``."""
-    if bias is None or bias.eflomal_context is None:
+def fastalign_gender_pass(store: Store, variants: list[str], bias: BiasConfig) -> None:
+    """Second aligner: fast_align's model (deterministic) links the profession word; stores ``gender_pred_fastalign``."""
+    if bias is None or bias.aligner_context is None:
         return
     for job in bias.gender_jobs:
-        ctx = list(zip(*bias.eflomal_context.pair("en", job.tgt), strict=True))
+        ctx = list(zip(*bias.aligner_context.pair("en", job.tgt), strict=True))
         key = (job.benchmark.name, job.src, job.tgt)
         for v in variants:
-            if not store.missing_stat("gender_pred_eflomal", v, *key):
-                continue  # aligned already (eflomal aligns a variant's items together, so all or none)
+            if not store.missing_stat(FASTALIGN_STAT, v, *key):
+                continue  # aligned already (a variant's items are aligned together, so all or none)
             hyps = {r["idx"]: r["hyp"] for r in store.translations(v, *key)}
             idx = sorted(hyps)
-            tgt_idx = eflomal_align([bias.gender_rows[i].sentence for i in idx], [hyps[i] for i in idx],
+            tgt_idx = fastalign_align([bias.gender_rows[i].sentence for i in idx], [hyps[i] for i in idx],
                                     [bias.gender_rows[i].index for i in idx], ctx)
-            store.add_stats([(v, *key, i, "gender_pred_eflomal",
+            store.add_stats([(v, *key, i, FASTALIGN_STAT,
                               GENDER_CODE[read_gender(job.tgt, hyps[i].split(), ti) if ti is not None else "unknown"])
                              for i, ti in zip(idx, tgt_idx, strict=True)])
 
@@ -132,7 +133,7 @@ def analyse_bias(store: Store, bias: BiasConfig | None, base: str, variants: lis
         return {}
     out: dict = {"gender": {}, "word_sense": {}}
     preds = store.stats("gender_pred")
-    ef = store.stats("gender_pred_eflomal")
+    ef = store.stats(FASTALIGN_STAT)
     if ef:
         agree = [preds[k] == val for k, val in ef.items() if k in preds]
         out["aligner_comparison"] = {"items": len(agree), "same_gender_read_pct": 100 * sum(agree) / len(agree) if agree else None}
@@ -143,7 +144,7 @@ def analyse_bias(store: Store, bias: BiasConfig | None, base: str, variants: lis
                          for i, r in enumerate(bias.gender_rows) if (v, job.benchmark.name, job.src, job.tgt, i) in ef]
                 if items:
                     by[job.tgt] = gender_scores(items).to_dict()
-            out["aligner_comparison"][v] = {"eflomal": {k: mean(d[k] for d in by.values()) for k in ("accuracy", "psi", "psi_star")}}
+            out["aligner_comparison"][v] = {"fast_align": {k: mean(d[k] for d in by.values()) for k in ("accuracy", "psi", "psi_star")}}
     for v in variants:
         per_lang = {}
         for job in bias.gender_jobs:

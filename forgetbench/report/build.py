@@ -134,8 +134,8 @@ def tables(S: dict) -> dict[str, tuple[list[str], list[list]]]:
         ac = bias["aligner_comparison"]
         T["aligners"] = (["variant", "aligner", "accuracy", "ψ", "ψ*"],
                          [[v, a, _f(ac[v][a]["accuracy"], 3), _f(ac[v][a]["psi"], 3), _f(ac[v][a]["psi_star"], 3)]
-                          for v in ac if isinstance(ac[v], dict) and "eflomal" in ac[v]
-                          for a in ("cross_attention", "eflomal") if a in ac[v]])
+                          for v in ac if isinstance(ac[v], dict) and "fast_align" in ac[v]
+                          for a in ("cross_attention", "fast_align") if a in ac[v]])
     if bias.get("word_sense"):
         T["word_sense"] = (["pair", "variant", "n", "accuracy", "wrong-sense rate", "miss rate", "rel. accuracy %"],
                            [[pair, v, d["n"], _f(d["accuracy"], 3), _f(d["wrong_rate"], 3), _f(d["miss_rate"], 3),
@@ -173,7 +173,7 @@ def markdown(S: dict, T: dict) -> str:
     if "gender" in T:
         parts += ["## Gender bias (MT-Gender)", md(*T["gender"]), "", md(*T["gender_languages"]), ""]
         if "aligners" in T:
-            parts += ["### Aligners compared (cross-attention vs eflomal)", md(*T["aligners"]), ""]
+            parts += ["### Aligners compared (cross-attention vs fast_align)", md(*T["aligners"]), ""]
     if "word_sense" in T:
         parts += ["## Word sense (MuCoW)", md(*T["word_sense"]), ""]
     parts += ["## Language identification coverage", md(*T["lid"]), "",

@@ -12,7 +12,7 @@
     analysis: {bleu_filter: 12, delta: 0.5, exclude_two_script: true}
     tiers: {training: {counts: ../artifacts/teacher/training.json, thresholds: [1000, 10000, 30000]}}
     bias:
-      mt_gender: {path: ../data/mt_gender, languages: [de, fr], sentences: 40, eflomal_context: ../data/flores101}
+      mt_gender: {path: ../data/mt_gender, languages: [de, fr], sentences: 40, aligner_context: ../data/flores101}
       mucow: {path: ../data/mucow, pairs: [en-de], sentences: 80}
 
 Everything is validated before any work starts.
@@ -195,7 +195,8 @@ def load_bias(spec: dict | None, base_dir: Path, src: Path | str = "<config>") -
     extra = set(spec) - {"mt_gender", "mucow"}
     if extra:
         raise ForgetbenchError(f"{src}: bias: unknown key(s) {sorted(extra)}; allowed: mt_gender, mucow")
-    allowed = {"mt_gender": {"path", "languages", "sentences", "eflomal_context"}, "mucow": {"path", "pairs", "sentences"}}
+    allowed = {"mt_gender": {"path", "languages", "sentences", "aligner_context", "eflomal_context"},
+               "mucow": {"path", "pairs", "sentences"}}
     for block, keys in allowed.items():
         if block in spec:
             b = mapping(spec[block], f"{src}: bias.{block}")
@@ -204,7 +205,8 @@ def load_bias(spec: dict | None, base_dir: Path, src: Path | str = "<config>") -
             if set(b) - keys:
                 raise ForgetbenchError(f"{src}: bias.{block}: unknown key(s) {sorted(set(b) - keys)}; "
                                        f"allowed: {', '.join(sorted(keys))}")
-            for k, kind in (("path", str), ("languages", list), ("pairs", list), ("eflomal_context", str)):
+            for k, kind in (("path", str), ("languages", list), ("pairs", list), ("aligner_context", str),
+                            ("eflomal_context", str)):
                 if k in b:
                     expect(b[k], kind, f"{src}: bias.{block}.{k}")
             if "sentences" in b and (not is_type(b["sentences"], int) or b["sentences"] < 1):
@@ -225,8 +227,9 @@ def load_bias(spec: dict | None, base_dir: Path, src: Path | str = "<config>") -
             raise ForgetbenchError(f"mt_gender: no gender reader for {bad}; covered: {', '.join(COVERED)}")
         src = SourceSet("mt_gender", tuple(r.sentence for r in rows), sha256_file(folder / "en.txt"))
         gjobs = [Job(src, "en", lang) for lang in langs]
-        if g.get("eflomal_context"):
-            ctx = open_benchmark("eflomal-context", "flores101", resolve_path(base_dir, g["eflomal_context"]))
+        context = g.get("aligner_context") or g.get("eflomal_context")  # eflomal_context: the key before fast_align
+        if context:
+            ctx = open_benchmark("aligner-context", "flores101", resolve_path(base_dir, context))
     if "mucow" in spec:
         m = spec["mucow"]
         folder = resolve_path(base_dir, m["path"])

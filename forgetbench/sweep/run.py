@@ -1,5 +1,5 @@
 """Running a sweep: compress the variants, then every model pass (translation, cross-attention,
-gender alignment) and every store pass (language identification, eflomal), into the run store.
+gender alignment) and every store pass (language identification, the second aligner), into the run store.
 
 The run directory holds ``store.sqlite``, ``variants/<name>/`` (compressed models) and
 ``config.yaml``. A rerun resumes: variants already compressed are reused, rows and statistics
@@ -91,9 +91,9 @@ def run_sweep(cfg: SweepConfig, run_dir: str | Path, progress: bool = True, rank
     if rank != 0:
         store.close()
         return {}
-    # passes over stored text (no model): language identity of every hypothesis and reference, eflomal alignment
+    # passes over stored text (no model): language identity of every hypothesis and reference, fast_align
     lid_pass(store, list(cfg.variants), cfg.jobs)
-    biasmod.eflomal_gender_pass(store, list(cfg.variants), cfg.bias)
+    biasmod.fastalign_gender_pass(store, list(cfg.variants), cfg.bias)
     store.close()
     return summarise(cfg, run_dir, {"seconds": round(time.perf_counter() - t0, 1), "processes": world,
                                     "timings_rank0": timings})
