@@ -126,3 +126,31 @@ def test_parse_compress_report(tmp_path):
     assert v["ptq-int8"]["sizes"]["nominal_ratio"] == 0.25 and v["ptq-int8"]["sizes"]["int8_ratio"] < 0.5  # embeddings + biaffine stay fp32
     assert v["prune-45"]["sizes"]["nominal_ratio"] == 0.55 and v["prune-45"]["sizes"]["sparse"]["sparse_tensors"] > 0
     assert "real artefact (vs fp32)" in (tmp_path / "rep" / "report.md").read_text()
+
+
+def test_parse_predict_scored_by_the_official_conll2018_scorer_equals_parse_eval(tmp_path, capsys):
+    """The CoNLL 2018 / IWPT 2020 evaluation script (``udtools.udeval``, UFAL's official scorer) on `parse predict`'s
+    output gives the UPOS, UAS and LAS that `parse eval` reports: the output carries the model's predictions only."""
+    import json
+
+    udeval = __import__("pytest").importorskip("udtools.udeval")
+    from forgetbench.cli import main
+
+    tr = _toy_treebank(tmp_path / "train.conllu", 60, 0)
+    dv = _toy_treebank(tmp_path / "dev.conllu", 12, 1)
+    assert main(["parse", "train", "--train", str(tr), "--dev", str(dv), "--out", str(tmp_path / "m"), "--minutes", "0.2",
+                 "--tagger-minutes", "0.03", "--jackknife", "2", "--quiet"]) == 0  # predicted tags (the default)
+    capsys.readouterr()
+    assert main(["parse", "eval", str(tmp_path / "m"), str(dv)]) == 0
+    ours = json.loads(capsys.readouterr().out)
+    assert main(["parse", "predict", str(tmp_path / "m"), str(dv), "--out", str(tmp_path / "pred.conllu"), "--quiet"]) == 0
+    kinds = {k: 0 for k in ("no_gapping", "no_shared_parents_in_coordination", "no_shared_dependents_in_coordination",
+                            "no_control", "no_external_arguments_of_relative_clauses", "no_case_info", "no_empty_nodes",
+                            "multiple_roots_okay")}
+    gold = udeval.load_conllu_file(str(dv), kinds)
+    system = udeval.load_conllu_file(str(tmp_path / "pred.conllu"), kinds)
+    official = udeval.evaluate(gold, system)
+    assert ours["tags"] == "predicted" and 0 < ours["upos"] <= 100
+    for ours_key, theirs in (("uas", "UAS"), ("las", "LAS"), ("clas", "CLAS"), ("upos", "UPOS")):
+        assert abs(100 * official[theirs].f1 - ours[ours_key]) < 1e-9, (ours_key, official[theirs].f1, ours[ours_key])
+    assert official["Lemmas"].f1 == 0  # the gold lemmas are not copied into the output
