@@ -21,6 +21,7 @@ from forgetbench.eval import bias as biasmod
 from forgetbench.eval.sentence_stats import lid_pass, xattn_pass
 from forgetbench.eval.store import Store
 from forgetbench.eval.translate import run_variant
+from forgetbench.io import atomic_write_text
 from forgetbench.models.load import weights_sha256
 from forgetbench.sweep.config import SweepConfig
 from forgetbench.sweep.summarise import summarise
@@ -61,7 +62,7 @@ def run_sweep(cfg: SweepConfig, run_dir: str | Path, progress: bool = True, rank
     t0 = time.perf_counter()
     if rank == 0:  # rank 0 creates the store (schema, WAL) before any other process opens it
         store = Store(run_dir / "store.sqlite")
-        (run_dir / "config.yaml").write_text(yaml.safe_dump(cfg.raw, sort_keys=False, allow_unicode=True))
+        atomic_write_text(run_dir / "config.yaml", yaml.safe_dump(cfg.raw, sort_keys=False, allow_unicode=True))
         prepare_variants(cfg, run_dir, store, progress)
         store.set_meta("config_source", str(cfg.source))
     if barrier:

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from forgetbench.errors import ForgetbenchError
-from forgetbench.io import atomic_write_json, sha256_file
+from forgetbench.io import atomic_write_json, atomic_write_text, sha256_file
 from forgetbench.train.config import TrainMTConfig
 from forgetbench.train.corpus import build_corpus
 
@@ -73,7 +73,7 @@ def prepare(cfg: TrainMTConfig, out: Path, log=print) -> dict:
                 tl += [lid, eid]
         _save_ids(out / f"{split}.npz", src, tgt, sl, tl)
         if split == "dev":
-            (out / "dev.json").write_text(json.dumps({k: v for k, v in dev.items()}, ensure_ascii=False))
+            atomic_write_text(out / "dev.json", json.dumps({k: v for k, v in dev.items()}, ensure_ascii=False))
     meta = {"vocab_size": vocab_size, "corpus": asdict(stats), "seconds": round(time.perf_counter() - t0, 1),
             "spm_sha256": sha256_file(tok_dir / "sentencepiece.bpe.model"), "prepared_with": key}
     atomic_write_json(meta_path, meta)
