@@ -91,7 +91,7 @@ def test_existing_output_is_never_overwritten(tiny_dir, tmp_path, capsys):
     out.mkdir()
     (out / "keep.txt").write_text("mine")
     assert main(["compress", str(tiny_dir), "--recipe", "prune-30", "--out", str(out)]) == 2
-    assert "already exists" in capsys.readouterr().err
+    assert "exists and is never overwritten" in capsys.readouterr().err
     assert [p.name for p in out.iterdir()] == ["keep.txt"]
 
 

@@ -92,10 +92,16 @@ def test_lid_coverage_and_off_target_fixture(tmp_path, tiny_dir):
     lid_pass(st, ["base", "comp"], [job])
     sp = SpBLEU(tiny_dir / "sentencepiece.bpe.model")
     A = analyse(st, [job], "base", ["base", "comp"], sp, Thresholds(bleu_filter=0))
-    assert A.delta["comp"]["losers"] == 2 and A.delta["comp"]["winners"] == 1
-    assert A.off_target["comp"]["losers"]["base"]["off_target_pct"] == 0.0
-    assert A.off_target["comp"]["losers"]["compressed"]["off_target_pct"] == 100.0
-    assert A.off_target["comp"]["overall"]["compressed"]["off_target_pct"] == pytest.approx(200 / 3)
+    assert A.delta["comp"].losers == 2 and A.delta["comp"].winners == 1
+    assert A.off_target["comp"].losers.base.off_target_pct == 0.0
+    assert A.off_target["comp"].losers.compressed.off_target_pct == 100.0
+    assert A.off_target["comp"].overall.compressed.off_target_pct == pytest.approx(200 / 3)
+    # the typed sections serialise to summary.json's keys
+    d = A.to_dict()
+    assert d["off_target"]["comp"]["losers"]["compressed"] == {"n": 2, "off_target_pct": 100.0}
+    assert set(d["hallucination"]["comp"]["losers"]) == {"n", "var_base", "var_compressed", "lambda", "per_sentence"}
+    assert set(d["variant_table"][0]) == {"variant", "size", "chrF", "spBLEU", "pairs"}
+    assert set(d["variant_table"][1]) >= {"rel_chrF", "rel_spBLEU", "improved_pairs"}
 
 
 def _sweep_config(tmp_path, tiny_dir, name="t", sentences=6, pairs="[en-de, de-en, en-sw]", extra=""):
