@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 
@@ -108,6 +109,7 @@ def cmd_sweep(args) -> int:
     from forgetbench.report.build import write_report
     from forgetbench.sweep import load_sweep, run_sweep
 
+    started = time.perf_counter()
     cfg = load_sweep(args.config)  # validated before any work
     run_dir = Path(args.out or Path("runs") / cfg.name)
     if not run_dir.parent.exists() and args.out is None:
@@ -121,7 +123,7 @@ def cmd_sweep(args) -> int:
         rank, world, barrier = state.process_index, state.num_processes, state.wait_for_everyone
     summary = run_sweep(cfg, run_dir, progress=not args.quiet, rank=rank, world=world, barrier=barrier)
     if rank == 0:
-        html_path = write_report(summary, run_dir / "report")
+        html_path = write_report(summary, run_dir / "report", started=started)
         print(f"report: {html_path}")
     return 0
 

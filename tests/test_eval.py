@@ -99,9 +99,14 @@ def test_lid_coverage_and_off_target_fixture(tmp_path, tiny_dir):
     # the typed sections serialise to summary.json's keys
     d = A.to_dict()
     assert d["off_target"]["comp"]["losers"]["compressed"] == {"n": 2, "off_target_pct": 100.0}
-    assert set(d["hallucination"]["comp"]["losers"]) == {"n", "var_base", "var_compressed", "lambda", "per_sentence"}
+    assert set(d["hallucination"]["comp"]["losers"]) == {"n", "var_base", "var_compressed", "lambda", "per_sentence",
+                                                         "lambda_ci"}
     assert set(d["variant_table"][0]) == {"variant", "size", "chrF", "spBLEU", "pairs"}
-    assert set(d["variant_table"][1]) >= {"rel_chrF", "rel_spBLEU", "improved_pairs"}
+    assert set(d["variant_table"][1]) >= {"rel_chrF", "rel_spBLEU", "improved_pairs", "rel_spBLEU_ci", "significantly"}
+    # the off-target change on the losers: both losers go off-target in every resample of them
+    assert d["off_target"]["comp"]["losers_change_ci"] == [100.0, 100.0]
+    pr = d["pairs"][0]["intervals"]["comp"]["chrF"]
+    assert pr["delta"] < 0 and pr["delta_ci"][0] <= pr["delta"] <= pr["delta_ci"][1] and 0 < pr["p"] <= 1
 
 
 def _sweep_config(tmp_path, tiny_dir, name="t", sentences=6, pairs="[en-de, de-en, en-sw]", extra=""):

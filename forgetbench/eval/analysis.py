@@ -14,6 +14,11 @@ One function per section of the report, each returning a typed result that seria
 - ``examples``: the most losing and most winning sentences.
 - ``languages``: each language as source and as target.
 
+Every difference carries its paired bootstrap 95 % interval (``eval.bootstrap``): per pair (with a
+p-value, Benjamini–Hochberg across the kept pairs for "significantly worse / better"), per tier and
+per variant (stratified: each pair's sentences resampled within the pair), and for the ΔchrF shares,
+off-target rates and λ (the same per-pair resamples). ``Thresholds.resamples`` / ``seed`` set them.
+
 Every comparison between a compressed variant and the base uses the sentences both have.
 Thresholds (configurable; defaults from docs/METHOD.md): baseline-spBLEU pair filter ≥ 12, ΔchrF
 losers < −0.5 and winners > +0.5 chrF points, languages with two scripts excluded from the Δ
@@ -25,9 +30,12 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field, fields, is_dataclass
 
+import numpy as np
+
+from forgetbench.eval import bootstrap as bs
 from forgetbench.eval import lid
 from forgetbench.eval.languages import TIERS, TWO_SCRIPT, language, pair_tier
-from forgetbench.eval.metrics import SpBLEU, chrf_signature, corpus_chrf
+from forgetbench.eval.metrics import CHRF3, SpBLEU, chrf_signature
 from forgetbench.eval.sentence_stats import REF
 from forgetbench.eval.store import Store
 from forgetbench.eval.translate import Job
@@ -54,6 +62,9 @@ class Thresholds:
     bleu_filter: float = 12.0
     delta: float = 0.5
     exclude_two_script: bool = True
+    resamples: int = bs.RESAMPLES  # paired bootstrap resamples for every interval
+    seed: int = bs.SEED
+    fdr: float = 0.05  # Benjamini-Hochberg false discovery rate for "significantly worse / better" pairs
 
 
 @dataclass
@@ -75,6 +86,8 @@ class RunData:
     on_target: dict[tuple, float | None]
     xattn_var: dict[tuple, float | None]
     variant_info: dict[str, dict]
+    weights: dict[Key, np.ndarray] = field(default_factory=dict)  # per pair: [R, n] draws of its common sentences
+    columns: dict[Key, dict[int, int]] = field(default_factory=dict)  # per pair: sentence idx -> column
 
     @property
     def comps(self) -> list[str]:
@@ -89,6 +102,21 @@ class RunData:
                 hyps.setdefault((r["benchmark"], r["src"], r["tgt"]), {}).setdefault(v, {})[r["idx"]] = (r["hyp"], r["chrf"])
         return cls(jobs, base, variants, thresholds, views, hyps, store.stats("on_target"), store.stats("xattn_var"),
                    store.variants())
+
+    def item_sums(self, items: list[tuple[Key, int]], *values: np.ndarray) -> list[np.ndarray]:
+        """Resampled sums Σ_r w·value over ``items`` (stratified: each pair's own resamples) for each value
+        array (aligned with ``items``); the first result is the resampled item count Σ_r w."""
+        R = self.thresholds.resamples
+        out = [np.zeros(R) for _ in range(len(values) + 1)]
+        by_key: dict[Key, list[int]] = {}
+        for k, (key, _) in enumerate(items):
+            by_key.setdefault(key, []).append(k)
+        for key, ks in by_key.items():
+            W = self.weights[key][:, [self.columns[key][items[k][1]] for k in ks]]
+            out[0] += W.sum(1)
+            for j, v in enumerate(values):
+                out[j + 1] += W @ v[ks]
+        return out
 
 
 @dataclass(frozen=True)
@@ -112,12 +140,18 @@ class PairResult:
     rel: dict[str, dict[str, float | None]]  # compressed variant -> relative difference (%) per metric
     kept: bool  # base spBLEU >= the filter
     two_script_excluded: bool
+    intervals: dict[str, dict[str, bs.PairDifference]] = field(default_factory=dict)  # variant -> metric -> difference
+    significance: dict[str, dict[str, str]] = field(default_factory=dict)  # worse / better / n.s. (BH over kept pairs)
 
 
-def pair_results(run: RunData, spbleu: SpBLEU) -> tuple[list[PairResult], list[SentenceDelta]]:
+RelSamples = dict[tuple[Key, str, str], np.ndarray]  # (pair, variant, metric) -> resampled relative differences
+
+
+def pair_results(run: RunData, spbleu: SpBLEU) -> tuple[list[PairResult], list[SentenceDelta], RelSamples]:
     th, base, variants = run.thresholds, run.base, run.variants
-    pairs, sentences = [], []
-    for job in run.jobs:
+    pairs, sentences, samples = [], [], {}
+    metrics = {"chrF": CHRF3, "spBLEU": spbleu.bleu}
+    for k_job, job in enumerate(run.jobs):
         key = (job.benchmark.name, job.src, job.tgt)
         rows = run.hyps.get(key, {})
         if base not in rows:
@@ -126,22 +160,44 @@ def pair_results(run: RunData, spbleu: SpBLEU) -> tuple[list[PairResult], list[S
         common = sorted(set.intersection(*(set(rows.get(v, {})) for v in variants)))
         if not common:
             continue
-        scores = {}
-        for v in variants:
-            hyps = [rows[v][i][0] for i in common]
-            rs = [refs[i] for i in common]
-            scores[v] = {"chrF": corpus_chrf(hyps, rs), "spBLEU": spbleu.corpus(hyps, rs)}
+        rs = [refs[i] for i in common]
+        seg_refs = spbleu.segment(rs)
+        stats = {v: {"chrF": bs.sentence_stats(CHRF3, [rows[v][i][0] for i in common], rs),
+                     "spBLEU": bs.sentence_stats(spbleu.bleu, spbleu.segment([rows[v][i][0] for i in common]), seg_refs)}
+                 for v in variants}
+        scores = {v: {m: metrics[m]._compute_score_from_stats(stats[v][m].sum(0)).score for m in metrics} for v in variants}
+        run.weights[key] = bs.counts(len(common), th.resamples, [th.seed, k_job])
+        run.columns[key] = {i: c for c, i in enumerate(common)}
+        intervals = {}
+        for v in run.comps:
+            intervals[v] = {}
+            for m, metric in metrics.items():
+                intervals[v][m], samples[(key, v, m)] = bs.paired_corpus(metric, stats[base][m], stats[v][m],
+                                                                         run.weights[key])
         two_script = th.exclude_two_script and (job.src in TWO_SCRIPT or job.tgt in TWO_SCRIPT)
         p = PairResult(key[0], job.src, job.tgt, len(common),
                        {vw.name: pair_tier(job.src, job.tgt, vw.tiers) for vw in run.views},
                        {vw.name: (vw.tiers or {}).get(job.src) or language(job.src).tier for vw in run.views},
                        {vw.name: (vw.tiers or {}).get(job.tgt) or language(job.tgt).tier for vw in run.views},
                        scores, {v: {m: rel(scores[v][m], scores[base][m]) for m in ("chrF", "spBLEU")} for v in run.comps},
-                       scores[base]["spBLEU"] >= th.bleu_filter, two_script)
+                       scores[base]["spBLEU"] >= th.bleu_filter, two_script, intervals)
         pairs.append(p)
         if p.kept and not two_script:
             sentences += [SentenceDelta(v, key, i, rows[v][i][1] - rows[base][i][1]) for v in run.comps for i in common]
-    return pairs, sentences
+    mark_significance(run, pairs)
+    return pairs, sentences, samples
+
+
+def mark_significance(run: RunData, pairs: list[PairResult]) -> None:
+    """Per variant and metric, Benjamini–Hochberg over the kept pairs' p-values: "worse" / "better" where the
+    difference is significant at the run's false discovery rate, "n.s." elsewhere."""
+    kept = [p for p in pairs if p.kept]
+    for v in run.comps:
+        for m in ("chrF", "spBLEU"):
+            reject, _ = bs.benjamini_hochberg([p.intervals[v][m].p for p in kept], run.thresholds.fdr)
+            for p, r in zip(kept, reject, strict=True):
+                d = p.intervals[v][m].delta
+                p.significance.setdefault(v, {})[m] = ("worse" if d < 0 else "better") if r else "n.s."
 
 
 @dataclass
@@ -154,15 +210,25 @@ class VariantRow:
     rel_chrF: float | None = None  # the rest only for compressed variants
     rel_spBLEU: float | None = None
     improved_pairs: int | None = None
+    rel_chrF_ci: bs.Interval | None = None
+    rel_spBLEU_ci: bs.Interval | None = None
+    significantly: dict | None = None  # metric -> {"worse": n, "better": n} pairs (BH)
 
     def to_dict(self) -> dict:
         d = {"variant": self.variant, "size": self.size, "chrF": self.chrF, "spBLEU": self.spBLEU, "pairs": self.pairs}
         if self.improved_pairs is not None:
-            d |= {"rel_chrF": self.rel_chrF, "rel_spBLEU": self.rel_spBLEU, "improved_pairs": self.improved_pairs}
+            d |= {"rel_chrF": self.rel_chrF, "rel_spBLEU": self.rel_spBLEU, "improved_pairs": self.improved_pairs,
+                  "rel_chrF_ci": self.rel_chrF_ci.to_dict(), "rel_spBLEU_ci": self.rel_spBLEU_ci.to_dict(),
+                  "significantly": self.significantly}
         return d
 
 
-def variant_table(run: RunData, pairs: list[PairResult]) -> list[VariantRow]:
+def group_interval(samples: RelSamples, pairs: list[PairResult], v: str, m: str) -> bs.Interval:
+    """Stratified interval of the mean relative difference over ``pairs``."""
+    return bs.group_mean([samples[((p.benchmark, p.src, p.tgt), v, m)] for p in pairs])
+
+
+def variant_table(run: RunData, pairs: list[PairResult], samples: RelSamples) -> list[VariantRow]:
     kept = [p for p in pairs if p.kept]
     out = []
     for v in run.variants:
@@ -172,6 +238,10 @@ def variant_table(run: RunData, pairs: list[PairResult]) -> list[VariantRow]:
             row.rel_chrF = mean(p.rel[v]["chrF"] for p in kept)
             row.rel_spBLEU = mean(p.rel[v]["spBLEU"] for p in kept)
             row.improved_pairs = sum(1 for p in kept if (p.rel[v]["spBLEU"] or 0) > 0)
+            row.rel_chrF_ci = group_interval(samples, kept, v, "chrF")
+            row.rel_spBLEU_ci = group_interval(samples, kept, v, "spBLEU")
+            row.significantly = {m: {s: sum(1 for p in kept if p.significance[v][m] == s) for s in ("worse", "better")}
+                                 for m in ("chrF", "spBLEU")}
         out.append(row)
     return out
 
@@ -185,8 +255,9 @@ class TierCell:
         return {"pairs": self.pairs, **self.by_variant}
 
 
-def tier_tables(run: RunData, pairs: list[PairResult]) -> dict[str, dict[str, dict[str, TierCell]]]:
-    """view -> axis (tier, src_tier, tgt_tier) -> tier -> cell, over the kept pairs."""
+def tier_tables(run: RunData, pairs: list[PairResult], samples: RelSamples) -> dict[str, dict[str, dict[str, TierCell]]]:
+    """view -> axis (tier, src_tier, tgt_tier) -> tier -> cell, over the kept pairs; each mean with its
+    stratified interval (``<metric>_ci``)."""
     kept = [p for p in pairs if p.kept]
     out = {}
     for vw in run.views:
@@ -196,7 +267,8 @@ def tier_tables(run: RunData, pairs: list[PairResult]) -> dict[str, dict[str, di
             for t in TIERS:
                 ps = [p for p in kept if getattr(p, axis)[vw.name] == t]
                 out[vw.name][axis][t] = TierCell(len(ps), {v: {m: mean(p.rel[v][m] for p in ps) for m in ("chrF", "spBLEU")}
-                                                           for v in run.comps})
+                                                           | {f"{m}_ci": group_interval(samples, ps, v, m).to_dict()
+                                                              for m in ("chrF", "spBLEU")} for v in run.comps})
     return out
 
 
@@ -229,6 +301,8 @@ class DeltaResult:
     losers_pct: float | None
     winners_pct: float | None
     deltas_by_tier: dict[str, list[float]]  # thesis tier of the pair -> ΔchrF (rounded to 3 places), for histograms
+    losers_pct_ci: bs.Interval | None = None
+    winners_pct_ci: bs.Interval | None = None
 
 
 def delta_summary(run: RunData, groups: dict[str, DeltaGroups]) -> dict[str, DeltaResult]:
@@ -237,8 +311,13 @@ def delta_summary(run: RunData, groups: dict[str, DeltaGroups]) -> dict[str, Del
         by_tier: dict[str, list[float]] = {}
         for s in g.all:
             by_tier.setdefault(pair_tier(s.key[1], s.key[2], run.views[0].tiers), []).append(round(s.delta, 3))
-        out[v] = DeltaResult(len(g.all), len(g.losers), len(g.winners), pct(len(g.losers), len(g.all)),
-                             pct(len(g.winners), len(g.all)), by_tier)
+        items = [(s.key, s.idx) for s in g.all]
+        d = np.array([s.delta for s in g.all])
+        n, lose, win = run.item_sums(items, (d < -run.thresholds.delta).astype(float), (d > run.thresholds.delta).astype(float))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[v] = DeltaResult(len(g.all), len(g.losers), len(g.winners), pct(len(g.losers), len(g.all)),
+                                 pct(len(g.winners), len(g.all)), by_tier, bs.percentile_interval(100 * lose / n),
+                                 bs.percentile_interval(100 * win / n))
     return out
 
 
@@ -271,6 +350,25 @@ class OffTargetResult:
     losers: RatePair
     overall: RatePair
     by_target: dict[str, TargetRate]
+    losers_change_ci: bs.Interval | None = None  # compressed − base off-target % on the losers (paired)
+    overall_change_ci: bs.Interval | None = None
+
+
+def off_target_change(run: RunData, variant: str, items: list[tuple[Key, int]]) -> bs.Interval:
+    """Paired interval of (variant − base) off-target % over ``items`` (the same eligible sentences)."""
+    keep, ob, oc = [], [], []
+    for key, i in items:
+        ref_ok, hb, hc = (run.on_target.get((x, *key, i)) for x in (REF, run.base, variant))
+        if ref_ok is None or ref_ok < 1 or hb is None or hc is None:
+            continue
+        keep.append((key, i))
+        ob.append(float(hb < 1))
+        oc.append(float(hc < 1))
+    if not keep:
+        return bs.Interval(None, None)
+    n, b, c = run.item_sums(keep, np.array(ob), np.array(oc))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return bs.percentile_interval(100 * (c - b) / n)
 
 
 def off_target_rate(run: RunData, variant: str, items: list[tuple[Key, int]]) -> Rate:
@@ -298,7 +396,7 @@ def off_target(run: RunData, groups: dict[str, DeltaGroups]) -> dict[str, OffTar
                             if cov != "undefined" else TargetRate("undefined"))
         out[v] = OffTargetResult(RatePair(off_target_rate(run, run.base, losers), off_target_rate(run, v, losers)),
                                  RatePair(off_target_rate(run, run.base, everything), off_target_rate(run, v, everything)),
-                                 by_target)
+                                 by_target, off_target_change(run, v, losers), off_target_change(run, v, everything))
     return out
 
 
@@ -324,6 +422,7 @@ class LambdaResult:
     var_compressed: float | None
     lambda_: float | None = field(metadata={"key": "lambda"})  # var_compressed / var_base (ratio of subset means)
     per_sentence: dict[str, float | None] = field(default_factory=dict)  # median, p25, p75 of per-sentence ratios
+    lambda_ci: bs.Interval | None = None
 
 
 def hallucination(run: RunData, groups: dict[str, DeltaGroups]) -> dict[str, dict[str, LambdaResult]]:
@@ -334,13 +433,19 @@ def hallucination(run: RunData, groups: dict[str, DeltaGroups]) -> dict[str, dic
             items = [(s.key, s.idx) for s in getattr(g, subset)]
             vb = [run.xattn_var.get((run.base, *k, i)) for k, i in items]
             vc = [run.xattn_var.get((v, *k, i)) for k, i in items]
-            both = [(b, c) for b, c in zip(vb, vc, strict=True) if b is not None and c is not None]
+            ok = [k for k, (b, c) in enumerate(zip(vb, vc, strict=True)) if b is not None and c is not None]
+            both = [(vb[k], vc[k]) for k in ok]
             mb, mc = mean(b for b, _ in both), mean(c for _, c in both)
+            ci = bs.Interval(None, None)
+            if both:
+                _, sb, sc = run.item_sums([items[k] for k in ok], np.array([b for b, _ in both]), np.array([c for _, c in both]))
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    ci = bs.percentile_interval(sc / sb)
             ratios = sorted(c / b for b, c in both if b > 0)
             res[subset] = LambdaResult(len(both), mb, mc, (mc / mb) if mb else None,
                                        {"median": statistics.median(ratios) if ratios else None,
                                         "p25": ratios[len(ratios) // 4] if ratios else None,
-                                        "p75": ratios[(3 * len(ratios)) // 4] if ratios else None})
+                                        "p75": ratios[(3 * len(ratios)) // 4] if ratios else None}, ci)
         out[v] = res
     return out
 
@@ -429,9 +534,35 @@ class Analysis:
     hallucination: dict[str, dict[str, LambdaResult]] = field(default_factory=dict)
     examples: dict[str, dict[str, list[Example]]] = field(default_factory=dict)
     languages: list[LanguageResult] = field(default_factory=list)
+    tier_contrasts: dict = field(default_factory=dict)  # view -> variant -> metric -> Low-minus-High difference
 
     def to_dict(self) -> dict:
         return {f.name: plain(getattr(self, f.name)) for f in fields(self)}
+
+
+def tier_contrasts(run: RunData, pairs: list[PairResult], samples: RelSamples) -> dict:
+    """Per tier view, variant and metric: mean relative difference of the low-resource pairs (Very-Low and Low)
+    minus that of the High pairs, with its stratified interval — the test of "low-resource pairs lose most"."""
+    kept = [p for p in pairs if p.kept]
+    out: dict = {}
+    for vw in run.views:
+        low = [p for p in kept if p.tier[vw.name] in ("Very-Low", "Low")]
+        high = [p for p in kept if p.tier[vw.name] == "High"]
+        out[vw.name] = {}
+        for v in run.comps:
+            out[vw.name][v] = {}
+            for m in ("chrF", "spBLEU"):
+                if not low or not high:
+                    out[vw.name][v][m] = {"low_pairs": len(low), "high_pairs": len(high), "difference": None,
+                                          "ci": [None, None]}
+                    continue
+                lo = bs.nanmean(np.vstack([samples[((p.benchmark, p.src, p.tgt), v, m)] for p in low]), axis=0)
+                hi = bs.nanmean(np.vstack([samples[((p.benchmark, p.src, p.tgt), v, m)] for p in high]), axis=0)
+                ml, mh = mean(p.rel[v][m] for p in low), mean(p.rel[v][m] for p in high)
+                out[vw.name][v][m] = {"low_pairs": len(low), "high_pairs": len(high),
+                                      "difference": None if ml is None or mh is None else ml - mh,
+                                      "ci": bs.percentile_interval(lo - hi).to_dict()}
+    return out
 
 
 def signatures(run: RunData, spbleu: SpBLEU) -> dict:
@@ -445,8 +576,11 @@ def analyse(store: Store, jobs: list[Job], base: str, variants: list[str], spble
             thresholds: Thresholds | None = None, tier_views: list[TierView] | None = None,
             n_examples: int = 5) -> Analysis:
     run = RunData.load(store, jobs, base, variants, thresholds or Thresholds(), tier_views or [TierView("thesis")])
-    pairs, sentences = pair_results(run, spbleu)
+    pairs, sentences, samples = pair_results(run, spbleu)
     groups = delta_groups(run, sentences)
-    return Analysis(base, variants, run.thresholds, signatures(run, spbleu), pairs, tier_tables(run, pairs),
-                    variant_table(run, pairs), delta_summary(run, groups), off_target(run, groups), lid_coverage(pairs),
-                    hallucination(run, groups), examples(run, groups, n_examples), languages(run, pairs, groups))
+    A = Analysis(base, variants, run.thresholds, signatures(run, spbleu), pairs, tier_tables(run, pairs, samples),
+                 variant_table(run, pairs, samples), delta_summary(run, groups), off_target(run, groups),
+                 lid_coverage(pairs), hallucination(run, groups), examples(run, groups, n_examples),
+                 languages(run, pairs, groups))
+    A.tier_contrasts = tier_contrasts(run, pairs, samples)
+    return A

@@ -128,7 +128,42 @@ def fastalign_gender_pass(store: Store, variants: list[str], bias: BiasConfig) -
                              for i, ti in zip(idx, tgt_idx, strict=True)])
 
 
-def analyse_bias(store: Store, bias: BiasConfig | None, base: str, variants: list[str]) -> dict:
+def gender_intervals(items: dict[str, dict[str, dict[int, GenderItem]]], base: str, resamples: int, seed: int) -> dict:
+    """Per variant: 95 % intervals of the language-averaged accuracy, ψ and ψ*, and of their change from the
+    base (paired: the same items). Stratified: each language's items are resampled within the language."""
+    import numpy as np
+
+    from forgetbench.eval import bootstrap as bs
+
+    variants = list(items)
+    langs = sorted(set.intersection(*(set(items[v]) for v in variants))) if variants else []
+    keys = ("accuracy", "psi", "psi_star")
+    vals = {v: {k: np.full((resamples, len(langs)), np.nan) for k in keys} for v in variants}
+    for li, lang in enumerate(langs):
+        common = sorted(set.intersection(*(set(items[v][lang]) for v in variants)))
+        if not common:
+            continue
+        idx = np.random.default_rng([seed, 7, li]).integers(0, len(common), size=(resamples, len(common)))
+        for v in variants:
+            col = [items[v][lang][i] for i in common]
+            for r in range(resamples):
+                g = gender_scores([col[j] for j in idx[r]])
+                for k in keys:
+                    x = getattr(g, k)
+                    vals[v][k][r, li] = np.nan if x is None else x
+    out = {}
+    for v in variants:
+        avg = {k: bs.nanmean(vals[v][k], axis=1) if langs else np.array([]) for k in keys}
+        base_avg = {k: bs.nanmean(vals[base][k], axis=1) if langs else np.array([]) for k in keys}
+        out[v] = {"ci": {k: bs.percentile_interval(avg[k]).to_dict() for k in keys}}
+        if v != base:
+            out[v]["change_ci"] = {k: bs.percentile_interval(avg[k] - base_avg[k]).to_dict() for k in keys}
+    return out
+
+
+def analyse_bias(store: Store, bias: BiasConfig | None, base: str, variants: list[str], resamples: int = 1000,
+                 seed: int = 12345) -> dict:
+    """Gender and word-sense results per variant, each with its bootstrap interval and its change from the base."""
     if bias is None:
         return {}
     out: dict = {"gender": {}, "word_sense": {}}
@@ -145,6 +180,7 @@ def analyse_bias(store: Store, bias: BiasConfig | None, base: str, variants: lis
                 if items:
                     by[job.tgt] = gender_scores(items).to_dict()
             out["aligner_comparison"][v] = {"fast_align": {k: mean(d[k] for d in by.values()) for k in ("accuracy", "psi", "psi_star")}}
+    by_item: dict[str, dict[str, dict[int, GenderItem]]] = {}
     for v in variants:
         per_lang = {}
         for job in bias.gender_jobs:
@@ -153,6 +189,7 @@ def analyse_bias(store: Store, bias: BiasConfig | None, base: str, variants: lis
                 p = preds.get((v, job.benchmark.name, job.src, job.tgt, i))
                 if p is not None:
                     items.append(GenderItem(r.gold, GENDER_NAME[p], r.stereotype))
+                    by_item.setdefault(v, {}).setdefault(job.tgt, {})[i] = items[-1]
             if items:
                 per_lang[job.tgt] = gender_scores(items).to_dict()
         keys = ("accuracy", "f1_male", "f1_female", "delta_g", "delta_s", "psi", "psi_star")
@@ -165,19 +202,37 @@ def analyse_bias(store: Store, bias: BiasConfig | None, base: str, variants: lis
             continue
         b, c = out["gender"][base]["average"], out["gender"][v]["average"]
         out["gender"][v]["relative_to_base"] = {k: rel(c[k], b[k]) for k in ("accuracy", "psi", "psi_star", "delta_g")}
+    if by_item and base in by_item:
+        for v, iv in gender_intervals(by_item, base, resamples, seed).items():
+            out["gender"][v] |= iv
+    import numpy as np
+
+    from forgetbench.eval import bootstrap as bs
+
     for pair, (items, job) in bias.mucow.items():
-        res = {}
+        res, outcomes = {}, {}
         for v in variants:
             hyps = {r["idx"]: r["hyp"] for r in store.translations(v, job.benchmark.name)}
             idx = sorted(hyps)
             if not idx:
                 continue
             s = mucow_scores([items[i] for i in idx], [hyps[i] for i in idx], job.tgt)
-            s.pop("outcomes")
+            outcomes[v] = dict(zip(idx, s.pop("outcomes"), strict=True))
             res[v] = s
+        common = sorted(set.intersection(*(set(o) for o in outcomes.values()))) if outcomes else []
+        weights = bs.counts(len(common), resamples, [seed, 11]) if common else None
         for v in res:
+            if weights is None:
+                break
+            correct = np.array([outcomes[v][i] == "correct" for i in common], dtype=float)
+            decided = correct + np.array([outcomes[v][i] == "wrong" for i in common], dtype=float)
+            acc = bs.resample_ratio(correct, decided, weights)
+            res[v]["accuracy_ci"] = bs.percentile_interval(acc).to_dict()
             if v != base and base in res:
                 res[v]["relative_accuracy"] = rel(res[v]["accuracy"], res[base]["accuracy"])
+                cb = np.array([outcomes[base][i] == "correct" for i in common], dtype=float)
+                db = cb + np.array([outcomes[base][i] == "wrong" for i in common], dtype=float)
+                res[v]["accuracy_change_ci"] = bs.percentile_interval(acc - bs.resample_ratio(cb, db, weights)).to_dict()
         out["word_sense"][pair] = res
     return out
 

@@ -25,7 +25,8 @@ CHRF3.corpus_score(["x"], [["x"]])  # sacrebleu fills its signature's reference 
 
 
 def chrf_signature() -> str:
-    return str(CHRF3.get_signature())
+    """sacrebleu's chrF signature plus β, which it omits (chrF3 could not be told from chrF2)."""
+    return f"{CHRF3.get_signature()}|beta:{CHRF3.beta}"
 
 
 def sentence_chrf(hyp: str, ref: str) -> float:

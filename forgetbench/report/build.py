@@ -24,6 +24,21 @@ def _f(x, nd=2, pct=False):
     return f"{x:.{nd}f}{' %' if pct else ''}"
 
 
+def _ci(ci, nd=2) -> str:
+    """An interval as text: ``[lo, hi]``."""
+    if not ci or ci[0] is None:
+        return "[–]"
+    return f"[{ci[0]:.{nd}f}, {ci[1]:.{nd}f}]"
+
+
+def _fci(x, ci, nd=2) -> str:
+    """A value with its 95 % interval."""
+    return _f(x, nd) if ci is None else f"{_f(x, nd)} {_ci(ci, nd)}"
+
+
+MARK = {"worse": "▼", "better": "▲", "n.s.": ""}
+
+
 def _png(fig) -> str:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
@@ -38,6 +53,7 @@ def figures(S: dict) -> dict[str, str]:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import numpy as np
 
     comps = [v for v in S["variants"] if v != S["base"]]
     kept = [p for p in S["pairs"] if p["kept"]]
@@ -52,30 +68,40 @@ def figures(S: dict) -> dict[str, str]:
     ax.set_xscale("log")
     ax.set_xlabel("bitext with English of the pair's poorer language (M pairs, thesis table)")
     ax.set_ylabel("relative spBLEU difference (%)")
-    ax.legend(fontsize=8)
+    if comps and kept:
+        ax.legend(fontsize=8)
     out["scatter"] = _png(fig)
     # per-tier bars (fig 5.4)
     for view, tiers in S["tiers"].items():
         fig, ax = plt.subplots(figsize=(6.4, 3.2))
         w = 0.8 / max(1, len(comps))
         for k, v in enumerate(comps):
-            vals = [tiers["tier"][t][v]["spBLEU"] if tiers["tier"][t]["pairs"] else 0 for t in TIERS]
-            ax.bar([i + k * w for i in range(len(TIERS))], vals, width=w, label=v)
+            cells = [tiers["tier"][t] for t in TIERS]
+            vals = [c[v]["spBLEU"] if c["pairs"] and c[v]["spBLEU"] is not None else 0 for c in cells]
+            cis = [c[v].get("spBLEU_ci") if c["pairs"] else None for c in cells]
+            lo = [max(0.0, val - ci[0]) if ci and ci[0] is not None else 0 for val, ci in zip(vals, cis, strict=True)]
+            hi = [max(0.0, ci[1] - val) if ci and ci[1] is not None else 0 for val, ci in zip(vals, cis, strict=True)]
+            ax.bar([i + k * w for i in range(len(TIERS))], vals, width=w, label=v, yerr=[lo, hi], capsize=2,
+                   error_kw={"elinewidth": 0.8})
         ax.set_xticks([i + 0.4 - w / 2 for i in range(len(TIERS))],
                       [f"{t}\n({tiers['tier'][t]['pairs']} pairs)" for t in TIERS], fontsize=8)
         ax.axhline(0, color="grey", lw=0.8)
-        ax.set_ylabel("mean relative spBLEU diff (%)")
+        ax.set_ylabel("mean relative spBLEU diff (%) ± 95 % CI")
         ax.set_title(f"by pair tier ({view} tiers)", fontsize=9)
-        ax.legend(fontsize=8)
+        if comps:
+            ax.legend(fontsize=8)
         out[f"tiers_{view}"] = _png(fig)
     # Δ chrF histogram by tier (fig 5.5)
     if comps:
         fig, axes = plt.subplots(1, len(comps), figsize=(3.2 * len(comps), 3.0), squeeze=False)
         for ax, v in zip(axes[0], comps, strict=True):
+            every = [d for t in TIERS for d in S["delta"][v]["deltas_by_tier"].get(t, [])]
+            edges = np.histogram_bin_edges(every, bins=30) if every else 30  # shared by every tier
             for t in TIERS:
                 ds = S["delta"][v]["deltas_by_tier"].get(t, [])
-                if ds:
-                    ax.hist(ds, bins=30, alpha=0.5, label=f"{t} ({len(ds)})")
+                if ds:  # outlines, so that no tier hides another
+                    ax.hist(ds, bins=edges, histtype="step", linewidth=1.4, density=True, label=f"{t} ({len(ds)})")
+            ax.set_ylabel("density")
             ax.set_title(v, fontsize=9)
             ax.set_xlabel("ΔchrF per sentence")
             ax.legend(fontsize=7)
@@ -94,37 +120,54 @@ def tables(S: dict) -> dict[str, tuple[list[str], list[list]]]:
     base = S["base"]
     comps = [v for v in S["variants"] if v != base]
     T = {}
-    T["variants"] = (["variant", "nominal size", "disk (real artefact)", "avg spBLEU", "avg chrF", "rel. spBLEU %",
-                      "rel. chrF %", "pairs improved"],
+    T["variants"] = (["variant", "nominal size", "disk (real artefact)", "avg spBLEU", "avg chrF",
+                      "rel. spBLEU % [95 % CI]", "rel. chrF % [95 % CI]", "pairs improved",
+                      "pairs sig. worse / better (spBLEU)"],
                      [[r["variant"], _f(r["size"].get("nominal_ratio")),
-                       _disk(r["size"]), _f(r["spBLEU"]), _f(r["chrF"]), _f(r.get("rel_spBLEU")), _f(r.get("rel_chrF")),
-                       r.get("improved_pairs", "–")] for r in S["variant_table"]])
+                       _disk(r["size"]), _f(r["spBLEU"]), _f(r["chrF"]), _fci(r.get("rel_spBLEU"), r.get("rel_spBLEU_ci")),
+                       _fci(r.get("rel_chrF"), r.get("rel_chrF_ci")), r.get("improved_pairs", "–"),
+                       (f"{r['significantly']['spBLEU']['worse']} / {r['significantly']['spBLEU']['better']}"
+                        if r.get("significantly") else "–")] for r in S["variant_table"]])
     for view, tiers in S["tiers"].items():
         for axis in ("tier", "src_tier", "tgt_tier"):
-            T[f"{axis}_{view}"] = ([axis.replace("_", " "), "pairs"] + [f"{v} rel. spBLEU %" for v in comps]
-                                   + [f"{v} rel. chrF %" for v in comps],
-                                   [[t, tiers[axis][t]["pairs"]] + [_f(tiers[axis][t][v]["spBLEU"]) for v in comps]
-                                    + [_f(tiers[axis][t][v]["chrF"]) for v in comps] for t in TIERS])
-    T["delta"] = (["variant", "sentences", "losers", "losers %", "winners", "winners %"],
-                  [[v, S["delta"][v]["sentences"], S["delta"][v]["losers"], _f(S["delta"][v]["losers_pct"], pct=True),
-                    S["delta"][v]["winners"], _f(S["delta"][v]["winners_pct"], pct=True)] for v in comps])
-    T["off_target"] = (["variant", "losers: base", "losers: compressed", "n (losers)", "overall: base", "overall: compressed"],
+            T[f"{axis}_{view}"] = ([axis.replace("_", " "), "pairs"] + [f"{v} rel. spBLEU % [95 % CI]" for v in comps]
+                                   + [f"{v} rel. chrF % [95 % CI]" for v in comps],
+                                   [[t, tiers[axis][t]["pairs"]]
+                                    + [_fci(tiers[axis][t][v]["spBLEU"], tiers[axis][t][v].get("spBLEU_ci")) for v in comps]
+                                    + [_fci(tiers[axis][t][v]["chrF"], tiers[axis][t][v].get("chrF_ci")) for v in comps]
+                                    for t in TIERS])
+    T["delta"] = (["variant", "sentences", "losers", "losers % [95 % CI]", "winners", "winners % [95 % CI]"],
+                  [[v, S["delta"][v]["sentences"], S["delta"][v]["losers"],
+                    _fci(S["delta"][v]["losers_pct"], S["delta"][v].get("losers_pct_ci"), 1),
+                    S["delta"][v]["winners"], _fci(S["delta"][v]["winners_pct"], S["delta"][v].get("winners_pct_ci"), 1)]
+                   for v in comps])
+    T["off_target"] = (["variant", "losers: base", "losers: compressed", "losers: change pp [95 % CI]", "n (losers)",
+                        "overall: base", "overall: compressed", "overall: change pp [95 % CI]"],
                        [[v, _f(S["off_target"][v]["losers"]["base"]["off_target_pct"], pct=True),
                          _f(S["off_target"][v]["losers"]["compressed"]["off_target_pct"], pct=True),
+                         _ci(S["off_target"][v].get("losers_change_ci"), 1),
                          S["off_target"][v]["losers"]["base"]["n"],
                          _f(S["off_target"][v]["overall"]["base"]["off_target_pct"], pct=True),
-                         _f(S["off_target"][v]["overall"]["compressed"]["off_target_pct"], pct=True)] for v in comps])
-    T["hallucination"] = (["variant", "λ losers", "λ winners", "λ all", "median per-sentence ratio (losers)", "n losers"],
-                          [[v, _f(S["hallucination"][v]["losers"]["lambda"]), _f(S["hallucination"][v]["winners"]["lambda"]),
-                            _f(S["hallucination"][v]["all"]["lambda"]),
+                         _f(S["off_target"][v]["overall"]["compressed"]["off_target_pct"], pct=True),
+                         _ci(S["off_target"][v].get("overall_change_ci"), 1)] for v in comps])
+    T["hallucination"] = (["variant", "λ losers [95 % CI]", "λ winners [95 % CI]", "λ all [95 % CI]",
+                           "median per-sentence ratio (losers)", "n losers"],
+                          [[v] + [_fci(S["hallucination"][v][k]["lambda"], S["hallucination"][v][k].get("lambda_ci"), 3)
+                                  for k in ("losers", "winners", "all")] + [
                             _f(S["hallucination"][v]["losers"]["per_sentence"]["median"]),
                             S["hallucination"][v]["losers"]["n"]] for v in comps])
+    T["findings"] = (["claim", "variant", "outcome (95 %)", "numbers"],
+                     [[f["claim"], f["variant"], f["outcome"], f["numbers"]] for f in S.get("findings", [])])
     bias = S.get("bias") or {}
     if bias.get("gender"):
-        T["gender"] = (["variant", "accuracy", "F1 male", "F1 female", "ΔG", "ΔS", "ψ", "ψ*", "rel. ψ %", "rel. accuracy %"],
-                       [[v, _f(g["average"]["accuracy"], 3), _f(g["average"]["f1_male"], 3), _f(g["average"]["f1_female"], 3),
-                         _f(g["average"]["delta_g"], 3), _f(g["average"]["delta_s"], 3), _f(g["average"]["psi"], 3),
-                         _f(g["average"]["psi_star"], 3), _f(g.get("relative_to_base", {}).get("psi")),
+        T["gender"] = (["variant", "accuracy [95 % CI]", "F1 male", "F1 female", "ΔG", "ΔS", "ψ [95 % CI]", "ψ* [95 % CI]",
+                        "ψ* change [95 % CI]", "rel. ψ %", "rel. accuracy %"],
+                       [[v, _fci(g["average"]["accuracy"], g.get("ci", {}).get("accuracy"), 3), _f(g["average"]["f1_male"], 3),
+                         _f(g["average"]["f1_female"], 3), _f(g["average"]["delta_g"], 3), _f(g["average"]["delta_s"], 3),
+                         _fci(g["average"]["psi"], g.get("ci", {}).get("psi"), 3),
+                         _fci(g["average"]["psi_star"], g.get("ci", {}).get("psi_star"), 3),
+                         _ci(g.get("change_ci", {}).get("psi_star"), 3) if "change_ci" in g else "–",
+                         _f(g.get("relative_to_base", {}).get("psi")),
                          _f(g.get("relative_to_base", {}).get("accuracy"))] for v, g in bias["gender"].items()])
         T["gender_languages"] = (["variant", "language", "n", "accuracy", "F1 male", "F1 female", "ψ", "ψ*"],
                                  [[v, lang, d["n"], _f(d["accuracy"], 3), _f(d["f1_male"], 3), _f(d["f1_female"], 3),
@@ -137,16 +180,25 @@ def tables(S: dict) -> dict[str, tuple[list[str], list[list]]]:
                           for v in ac if isinstance(ac[v], dict) and "fast_align" in ac[v]
                           for a in ("cross_attention", "fast_align") if a in ac[v]])
     if bias.get("word_sense"):
-        T["word_sense"] = (["pair", "variant", "n", "accuracy", "wrong-sense rate", "miss rate", "rel. accuracy %"],
-                           [[pair, v, d["n"], _f(d["accuracy"], 3), _f(d["wrong_rate"], 3), _f(d["miss_rate"], 3),
+        T["word_sense"] = (["pair", "variant", "n", "accuracy [95 % CI]", "accuracy change [95 % CI]", "wrong-sense rate",
+                            "miss rate", "rel. accuracy %"],
+                           [[pair, v, d["n"], _fci(d["accuracy"], d.get("accuracy_ci"), 3),
+                             _ci(d.get("accuracy_change_ci"), 3) if "accuracy_change_ci" in d else "–",
+                             _f(d["wrong_rate"], 3), _f(d["miss_rate"], 3),
                              _f(d.get("relative_accuracy"))] for pair, res in bias["word_sense"].items() for v, d in res.items()])
     T["lid"] = (["language", "code", "identifier"], [[c["name"], c["lang"], c["identifier"]] for c in S["lid_coverage"]])
     for v in comps:
         ranked = sorted((p for p in S["pairs"] if p["kept"]), key=lambda p: p["rel"][v]["spBLEU"] or 0)
-        T[f"pairs_{v}"] = (["pair", "benchmark", "tier", "base spBLEU", f"{v} spBLEU", "rel. %", "base chrF", f"{v} chrF"],
+        T[f"pairs_{v}"] = (["pair", "benchmark", "tier", "base spBLEU", f"{v} spBLEU", "rel. % [95 % CI]", "p", "sig. (BH)",
+                            "base chrF", f"{v} chrF", "rel. chrF % [95 % CI]"],
                            [[f"{p['src']}-{p['tgt']}", p["benchmark"], p["tier"]["thesis"],
-                             _f(p["scores"][base]["spBLEU"]), _f(p["scores"][v]["spBLEU"]), _f(p["rel"][v]["spBLEU"]),
-                             _f(p["scores"][base]["chrF"]), _f(p["scores"][v]["chrF"])] for p in ranked])
+                             _f(p["scores"][base]["spBLEU"]), _f(p["scores"][v]["spBLEU"]),
+                             _fci(p["rel"][v]["spBLEU"], p.get("intervals", {}).get(v, {}).get("spBLEU", {}).get("rel_ci")),
+                             _f(p.get("intervals", {}).get(v, {}).get("spBLEU", {}).get("p"), 3),
+                             f"{MARK.get(sig := p.get('significance', {}).get(v, {}).get('spBLEU', ''), '')} {sig}".strip() or "–",
+                             _f(p["scores"][base]["chrF"]), _f(p["scores"][v]["chrF"]),
+                             _fci(p["rel"][v]["chrF"], p.get("intervals", {}).get(v, {}).get("chrF", {}).get("rel_ci"))]
+                            for p in ranked])
     return T
 
 
@@ -165,7 +217,8 @@ def markdown(S: dict, T: dict) -> str:
     parts = [f"# forgetbench report: {S['name']}", "",
              f"Base `{S['base']}`; {len([p for p in S['pairs'] if p['kept']])} of {len(S['pairs'])} pairs kept "
              f"(base spBLEU ≥ {S['thresholds']['bleu_filter']}); ΔchrF threshold ±{S['thresholds']['delta']}.", "",
-             "## Size and score per variant", md(*T["variants"]), ""]
+             "## Size and score per variant", md(*T["variants"]), "",
+             "## Findings: the study's claims tested at 95 %", md(*T["findings"]), ""]
     for view in S["tiers"]:
         parts += [f"## Relative difference by pair tier ({view} tiers)", md(*T[f"tier_{view}"]), ""]
     parts += ["## ΔchrF losers and winners", md(*T["delta"]), "", "## Off-target translations", md(*T["off_target"]), "",
@@ -184,7 +237,8 @@ def markdown(S: dict, T: dict) -> str:
 CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}
 table{border-collapse:collapse;margin:.6em 0;font-size:13px}td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}
 td:first-child,th:first-child{text-align:left}th{background:#f3f3f3}h2{margin-top:1.6em;border-bottom:1px solid #ddd}
-.ex td{text-align:left;max-width:420px}code,pre{background:#f6f6f6;font-size:12px}pre{padding:.6em;overflow-x:auto}
+.ex td,.ex th{text-align:left;max-width:420px;overflow-wrap:anywhere;word-break:break-word;vertical-align:top}
+.supported{color:#060}.contradicted{color:#a00}.inconclusive{color:#666}code,pre{background:#f6f6f6;font-size:12px}pre{padding:.6em;overflow-x:auto}
 img{max-width:100%}.lang{display:inline-block;vertical-align:top;margin:0 1.2em 1em 0}"""
 
 
@@ -198,8 +252,12 @@ def html_report(S: dict, T: dict, figs: dict[str, str]) -> str:
            f"<p>Base <b>{e(base)}</b> vs {', '.join(e(v) for v in comps)}. "
            f"{len([p for p in S['pairs'] if p['kept']])} of {len(S['pairs'])} pairs kept (base spBLEU ≥ "
            f"{S['thresholds']['bleu_filter']}); ΔchrF losers &lt; −{S['thresholds']['delta']}, winners &gt; "
-           f"+{S['thresholds']['delta']}; run {S['run']['seconds']} s, {S['run']['threads']} thread(s).</p>",
+           f"+{S['thresholds']['delta']}; {_times(S['run'])}; {S['run']['threads']} thread(s); intervals: paired "
+           f"bootstrap, {S['thresholds'].get('resamples', '–')} resamples, seed {S['thresholds'].get('seed', '–')}; "
+           "▼/▲ = significantly worse/better (Benjamini–Hochberg, q = "
+           f"{S['thresholds'].get('fdr', 0.05)}).</p>",
            "<h2>Size and score per variant</h2>", _table(*T["variants"]),
+           "<h2>Findings: the study's claims tested at 95 %</h2>", _findings_table(T["findings"]),
            "<h2>Relative difference vs resource of the pair</h2>", img("scatter", "relative difference vs bitext")]
     for view in S["tiers"]:
         out += [f"<h2>By resource tier ({e(view)} tiers)</h2>", img(f"tiers_{view}", f"per-tier bars {view}")]
@@ -241,13 +299,35 @@ def html_report(S: dict, T: dict, figs: dict[str, str]) -> str:
     return "\n".join(out)
 
 
-def write_report(S: dict, out_dir: str | Path) -> Path:
+def _times(run: dict) -> str:
+    """The run's wall time per stage and for the whole command."""
+    stages = run.get("stages") or {}
+    parts = ", ".join(f"{k} {v:.0f} s" for k, v in stages.items() if v is not None)
+    total = run.get("command_seconds") or run.get("seconds")
+    return f"total {_f(total, 0)} s" + (f" ({parts})" if parts else "")
+
+
+def _findings_table(t) -> str:
+    headers, rows = t
+    h = "".join(f"<th>{html.escape(x)}</th>" for x in headers)
+    b = "".join(f"<tr><td>{html.escape(r[0])}</td><td>{html.escape(r[1])}</td><td class='{html.escape(r[2])}'>"
+                f"{html.escape(r[2])}</td><td>{html.escape(r[3])}</td></tr>" for r in rows)
+    return f'<table class="ex"><thead><tr>{h}</tr></thead><tbody>{b}</tbody></table>'
+
+
+def write_report(S: dict, out_dir: str | Path, started: float | None = None) -> Path:
     """Write the report folder as a whole: built in a temporary sibling and swapped in, so a killed write
     leaves the previous complete report (or none), never a half-updated one; a rerun rewrites it."""
+    import time
+
     from forgetbench.io import atomic_directory
 
+    t0 = time.perf_counter()
     T = tables(S)
     figs = figures(S)
+    S["run"].setdefault("stages", {})["report"] = round(time.perf_counter() - t0, 1)
+    if started is not None:  # the whole command, from its start to the report (its files are written next)
+        S["run"]["command_seconds"] = round(time.perf_counter() - started, 1)
     with atomic_directory(out_dir, replace=True) as out:
         atomic_write_json(out / "summary.json", S)
         atomic_write_text(out / "report.md", markdown(S, T))

@@ -55,16 +55,19 @@ def load_variant(cfg: SweepConfig, run_dir: Path, name: str):
 
 def run_sweep(cfg: SweepConfig, run_dir: str | Path, progress: bool = True, rank: int = 0, world: int = 1,
               barrier=None) -> dict:
-    """Compress, translate, run every pass and summarise; returns the summary (rank 0; {} elsewhere)."""
+    """Compress, translate, run every pass and summarise; returns the summary (rank 0; {} elsewhere). The run
+    record holds the wall time of each stage (rank 0's share where processes split the pairs)."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(cfg.threads)
     t0 = time.perf_counter()
+    stages = dict.fromkeys(("compress", "translate", "cross_attention", "bias", "lid", "second_aligner", "summarise"), 0.0)
     if rank == 0:  # rank 0 creates the store (schema, WAL) before any other process opens it
         store = Store(run_dir / "store.sqlite")
         atomic_write_text(run_dir / "config.yaml", yaml.safe_dump(cfg.raw, sort_keys=False, allow_unicode=True))
         prepare_variants(cfg, run_dir, store, progress)
         store.set_meta("config_source", str(cfg.source))
+    stages["compress"] = time.perf_counter() - t0
     if barrier:
         barrier()
     if rank != 0:
@@ -79,13 +82,19 @@ def run_sweep(cfg: SweepConfig, run_dir: str | Path, progress: bool = True, rank
         t2 = time.perf_counter()
         if len(cfg.variants) > 1:  # λ compares a variant with the base; a base-only run (eval) needs no attention pass
             xattn_pass(store, name, model, tok, my_jobs, cfg.generation["batch_size"], progress)
+        t3 = time.perf_counter()
         bias_jobs = biasmod.jobs(cfg.bias)[rank::world]
         if bias_jobs:
             run_variant(store, name, model, tok, bias_jobs, cfg.generation["batch_size"], cfg.generation["num_beams"],
                         cfg.generation["max_new_tokens"], progress)
             if cfg.bias.gender_jobs:
                 biasmod.gender_pass(store, name, model, tok, cfg.bias, cfg.generation["batch_size"], progress)
-        timings[name] = {"translated": n, "translate_s": round(t2 - t1, 2), "xattn_s": round(time.perf_counter() - t2, 2)}
+        t4 = time.perf_counter()
+        stages["translate"] += t2 - t1
+        stages["cross_attention"] += t3 - t2
+        stages["bias"] += t4 - t3
+        timings[name] = {"translated": n, "translate_s": round(t2 - t1, 2), "xattn_s": round(t3 - t2, 2),
+                         "bias_s": round(t4 - t3, 2)}
         del model
     if barrier:
         barrier()
@@ -93,11 +102,14 @@ def run_sweep(cfg: SweepConfig, run_dir: str | Path, progress: bool = True, rank
         store.close()
         return {}
     # passes over stored text (no model): language identity of every hypothesis and reference, fast_align
+    t5 = time.perf_counter()
     lid_pass(store, list(cfg.variants), cfg.jobs)
+    t6 = time.perf_counter()
     biasmod.fastalign_gender_pass(store, list(cfg.variants), cfg.bias)
+    stages["lid"], stages["second_aligner"] = t6 - t5, time.perf_counter() - t6
     store.close()
-    return summarise(cfg, run_dir, {"seconds": round(time.perf_counter() - t0, 1), "processes": world,
-                                    "timings_rank0": timings})
-
-
-
+    t7 = time.perf_counter()
+    summary = summarise(cfg, run_dir, {"processes": world, "timings_rank0": timings})
+    stages["summarise"] = time.perf_counter() - t7
+    summary["run"] |= {"seconds": round(time.perf_counter() - t0, 1), "stages": {k: round(v, 1) for k, v in stages.items()}}
+    return summary

@@ -9,6 +9,7 @@ from forgetbench.env import environment
 from forgetbench.errors import ForgetbenchError
 from forgetbench.eval import bias as biasmod
 from forgetbench.eval.analysis import analyse
+from forgetbench.eval.findings import findings
 from forgetbench.eval.metrics import SpBLEU
 from forgetbench.eval.store import Store
 from forgetbench.sweep.config import SweepConfig
@@ -31,9 +32,12 @@ def summarise(cfg: SweepConfig, run_dir: str | Path, run_info: dict | None = Non
                                "interrupted or made by an older version); rerun `forgetbench sweep` on it to finish")
     spb = SpBLEU(cfg.spm, official=cfg.spm_official)
     A = analyse(store, cfg.jobs, cfg.base, list(cfg.variants), spb, cfg.thresholds, cfg.tier_views)
-    bias_summary = biasmod.analyse_bias(store, cfg.bias, cfg.base, list(cfg.variants))
+    bias_summary = biasmod.analyse_bias(store, cfg.bias, cfg.base, list(cfg.variants), cfg.thresholds.resamples,
+                                        cfg.thresholds.seed)
     store.close()
     run = {"threads": cfg.threads, "generation": cfg.generation, "seconds": None, "processes": None,
            "environment": environment()} | (run_info or {})
-    return A.to_dict() | {"bias": bias_summary, "name": cfg.name, "model": str(cfg.model),
-                          "tier_views": {v.name: v.tiers for v in cfg.tier_views}, "run": run}
+    S = A.to_dict() | {"bias": bias_summary, "name": cfg.name, "model": str(cfg.model),
+                       "tier_views": {v.name: v.tiers for v in cfg.tier_views}, "run": run}
+    S["findings"] = findings(S)
+    return S

@@ -1,0 +1,166 @@
+"""Paired bootstrap intervals and significance for every difference a report shows (docs/METHOD.md §2.10).
+
+- **One pair** (``paired_corpus``): resample sentence indices with replacement — the same resample for the
+  base and the variant (Koehn 2004) — and recompute corpus chrF / spBLEU from each sentence's sufficient
+  statistics with sacrebleu's own ``_compute_score_from_stats``. The 2.5th and 97.5th percentiles of the
+  resampled absolute and relative differences are the 95 % interval; the p-value is sacrebleu's
+  ``--paired-bs`` one: with Δ_r the resampled differences, (#{|Δ_r| − mean|Δ| > |Δ_obs|} + 1) / (R + 1).
+- **A group of pairs** (``group_mean``): stratified — each pair's sentences are resampled within the pair
+  (independently per pair), each pair's statistic is recomputed and the group statistic (the mean over
+  its pairs) is taken per resample.
+- **Per-sentence statistics** (``resample_mean``, ``resample_ratio``): shares of losers, off-target rates,
+  λ ratios, gender accuracy and ψ, MuCoW accuracy, parser LAS: the same resampling over items.
+- **Multiple comparisons** (``benjamini_hochberg``): pairs marked significantly worse or better control
+  the false discovery rate at q = 0.05.
+
+Resamples (default 1,000) and the seed are settings; every interval records both. The resampled sums
+are one matrix product (counts of each index per resample × statistics), so the cost is R small score
+computations per metric and pair.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+RESAMPLES = 1000
+SEED = 12345  # sacrebleu's default SACREBLEU_SEED
+LEVEL = 0.95
+
+
+@dataclass(frozen=True)
+class Interval:
+    low: float | None
+    high: float | None
+
+    def to_dict(self) -> list:
+        return [self.low, self.high]
+
+    def excludes_zero(self) -> bool:
+        return self.low is not None and (self.low > 0 or self.high < 0)
+
+
+@dataclass
+class PairDifference:
+    """A variant vs the base on one metric of one pair."""
+
+    delta: float  # variant − base, corpus level
+    delta_ci: Interval
+    rel: float | None  # (variant − base) / |base| · 100
+    rel_ci: Interval
+    p: float  # paired bootstrap, two-sided
+
+    def to_dict(self) -> dict:
+        return {"delta": self.delta, "delta_ci": self.delta_ci.to_dict(), "rel": self.rel,
+                "rel_ci": self.rel_ci.to_dict(), "p": self.p}
+
+
+def counts(n: int, resamples: int = RESAMPLES, seed: int = SEED) -> np.ndarray:
+    """[R, n]: how often each of ``n`` items is drawn in each resample (draws with replacement)."""
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, size=(resamples, n))
+    c = np.zeros((resamples, n), dtype=np.float64)
+    np.add.at(c, (np.arange(resamples)[:, None], idx), 1.0)
+    return c
+
+
+def percentile_interval(samples: np.ndarray, level: float = LEVEL) -> Interval:
+    s = samples[np.isfinite(samples)]
+    if len(s) == 0:
+        return Interval(None, None)
+    a = (1 - level) / 2 * 100
+    lo, hi = np.percentile(s, [a, 100 - a])
+    return Interval(float(lo), float(hi))
+
+
+def sentence_stats(metric, hyps: Sequence[str], refs: Sequence[str]) -> np.ndarray:
+    """Per-sentence sufficient statistics of a sacrebleu metric (rows: sentences)."""
+    return np.asarray(metric._extract_corpus_statistics(list(hyps), [list(refs)]), dtype=np.float64)
+
+
+def scores_from(metric, summed: np.ndarray) -> np.ndarray:
+    """Corpus scores of each row of summed statistics, by sacrebleu's own formula."""
+    return np.array([metric._compute_score_from_stats(row).score for row in summed])
+
+
+def paired_p(base_scores: np.ndarray, comp_scores: np.ndarray, observed: float) -> float:
+    """sacrebleu's paired bootstrap p-value (Moses' bootstrap-hypothesis-difference-significance)."""
+    diffs = np.abs(comp_scores - base_scores)
+    null = diffs - diffs.mean()
+    return float((np.sum(null > abs(observed)) + 1) / (len(null) + 1))
+
+
+def paired_corpus(metric, base_stats: np.ndarray, comp_stats: np.ndarray, weights: np.ndarray) -> tuple[PairDifference, np.ndarray]:
+    """The difference of one metric between two systems on the same sentences; ``weights`` from ``counts``.
+    Also returns the resampled relative differences (for group statistics)."""
+    b, c = metric._compute_score_from_stats(base_stats.sum(0)).score, metric._compute_score_from_stats(comp_stats.sum(0)).score
+    rb, rc = scores_from(metric, weights @ base_stats), scores_from(metric, weights @ comp_stats)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel_samples = np.where(rb != 0, (rc - rb) / np.abs(rb) * 100, np.nan)
+    rel = (c - b) / abs(b) * 100 if b else None
+    return PairDifference(c - b, percentile_interval(rc - rb), rel, percentile_interval(rel_samples),
+                          paired_p(rb, rc, c - b)), rel_samples
+
+
+def nanmean(a: np.ndarray, axis: int = 0) -> np.ndarray:
+    """Mean ignoring NaN; all-NaN slices give NaN without numpy's warning."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(a, axis=axis)
+
+
+def group_mean(per_pair_samples: list[np.ndarray], level: float = LEVEL) -> Interval:
+    """Interval of a group's mean from stratified resamples: row r of each pair's samples is that pair's
+    statistic in resample r (each pair resampled within itself); the group statistic is their mean."""
+    if not per_pair_samples:
+        return Interval(None, None)
+    m = nanmean(np.vstack(per_pair_samples), axis=0) if len(per_pair_samples) > 1 else per_pair_samples[0]
+    return percentile_interval(m, level)
+
+
+def resample_mean(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Resampled means of per-item values (NaN items are left out)."""
+    ok = np.isfinite(values)
+    num = weights[:, ok] @ values[ok]
+    den = weights[:, ok].sum(1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return num / den
+
+
+def resample_ratio(num: np.ndarray, den: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Resampled ratios of sums, Σ num / Σ den (for λ: mean variance of the variant over that of the base)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (weights @ num) / (weights @ den)
+
+
+def resample_statistic(items: Sequence, statistic: Callable[[list], float | None], resamples: int = RESAMPLES,
+                       seed: int = SEED) -> Interval:
+    """Interval of any statistic of a list of items (gender ψ, ψ*, accuracy …) by plain resampling."""
+    if not items:
+        return Interval(None, None)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(items), size=(resamples, len(items)))
+    vals = np.array([np.nan if (v := statistic([items[i] for i in row])) is None else v for row in idx], dtype=float)
+    return percentile_interval(vals)
+
+
+def benjamini_hochberg(pvalues: Sequence[float], q: float = 0.05) -> tuple[list[bool], list[float]]:
+    """Which hypotheses are rejected at false discovery rate ``q``, and the BH-adjusted p-values."""
+    p = np.asarray(pvalues, dtype=float)
+    n = len(p)
+    if n == 0:
+        return [], []
+    order = np.argsort(p, kind="stable")
+    ranked = p[order] * n / np.arange(1, n + 1)
+    adjusted_sorted = np.minimum.accumulate(ranked[::-1])[::-1].clip(max=1.0)
+    adjusted = np.empty(n)
+    adjusted[order] = adjusted_sorted
+    passing = np.nonzero(p[order] <= q * np.arange(1, n + 1) / n)[0]
+    reject = np.zeros(n, dtype=bool)
+    if len(passing):
+        reject[order[: passing.max() + 1]] = True
+    return reject.tolist(), adjusted.tolist()

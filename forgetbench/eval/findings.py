@@ -1,0 +1,90 @@
+"""The study's claims as tests on a run (docs/METHOD.md §2.11): each finding is *supported*, *contradicted* or
+*inconclusive* at 95 %, decided by the paired bootstrap intervals of the summary, never by eyeballing.
+
+| claim | statistic (interval) | supported | contradicted |
+|---|---|---|---|
+| the average drop is small (30 % pruning, int8) | mean rel. spBLEU over kept pairs | interval inside ±SMALL % | interval outside ±SMALL % |
+| low-resource pairs lose most | mean rel. spBLEU of Very-Low+Low pairs − High pairs (thesis tiers) | interval < 0 | interval > 0 |
+| some pairs improve | pairs significantly better (BH, q = 0.05) | ≥ 1 pair | every kept pair significantly worse |
+| off-target rises on losing sentences | off-target % on losers, variant − base | interval > 0 | interval < 0 |
+| λ > 1 on losers | λ on the losers | interval > 1 | interval < 1 |
+| λ < 1 on winners | λ on the winners | interval < 1 | interval > 1 |
+| gender bias ψ* rises | ψ*, variant − base | interval > 0 | interval < 0 |
+
+Anything else is inconclusive. **Decision:** "small" is |relative change| ≤ 10 % (``SMALL``); the study
+reports −6.6 % (30 %) and −0.6 % (int8) on M2M-100 12B.
+"""
+
+from __future__ import annotations
+
+SMALL = 10.0
+SMALL_CLAIM_VARIANTS = ("prune-30", "ptq-int8")
+
+
+def _outcome(ci, supported, contradicted) -> str:
+    lo, hi = ci if ci else (None, None)
+    if lo is None or hi is None:
+        return "inconclusive"
+    if supported(lo, hi):
+        return "supported"
+    if contradicted(lo, hi):
+        return "contradicted"
+    return "inconclusive"
+
+
+def _fmt(x, nd=2):
+    return "–" if x is None else f"{x:.{nd}f}"
+
+
+def _ci(ci, nd=2):
+    return "[–]" if not ci or ci[0] is None else f"[{ci[0]:.{nd}f}, {ci[1]:.{nd}f}]"
+
+
+def findings(S: dict, small: float = SMALL) -> list[dict]:
+    """The claims tested on a summary (``summary.json``'s dict); one record per claim and variant."""
+    base = S["base"]
+    comps = [v for v in S["variants"] if v != base]
+    rows = {r["variant"]: r for r in S["variant_table"]}
+    out = []
+
+    def add(claim, variant, outcome, numbers):
+        out.append({"claim": claim, "variant": variant, "outcome": outcome, "numbers": numbers})
+
+    for v in comps:
+        r = rows[v]
+        if v in SMALL_CLAIM_VARIANTS or v.startswith("prune-30") or "int8" in v:
+            ci = r.get("rel_spBLEU_ci")
+            add(f"the average drop is small (|rel. spBLEU| ≤ {small:g} %)", v,
+                _outcome(ci, lambda lo, hi: lo >= -small and hi <= small, lambda lo, hi: hi < -small or lo > small),
+                f"mean rel. spBLEU {_fmt(r['rel_spBLEU'])} % {_ci(ci)} over {r['pairs']} pairs")
+        c = S.get("tier_contrasts", {}).get("thesis", {}).get(v, {}).get("spBLEU")
+        if c:
+            add("low-resource pairs lose most", v,
+                _outcome(c["ci"], lambda lo, hi: hi < 0, lambda lo, hi: lo > 0),
+                f"Very-Low+Low minus High rel. spBLEU {_fmt(c['difference'])} pp {_ci(c['ci'])} "
+                f"({c['low_pairs']} vs {c['high_pairs']} pairs)")
+        sig = (r.get("significantly") or {}).get("spBLEU", {})
+        better, worse = sig.get("better", 0), sig.get("worse", 0)
+        outcome = "supported" if better else ("contradicted" if worse == r["pairs"] and r["pairs"] else "inconclusive")
+        add("some pairs improve", v, outcome, f"{better} of {r['pairs']} pairs significantly better, {worse} worse "
+                                              f"(spBLEU, paired bootstrap, Benjamini–Hochberg q = 0.05); "
+                                              f"{r.get('improved_pairs')} better in the point estimate")
+        ot = S["off_target"][v]
+        ci = ot.get("losers_change_ci")
+        lb, lc = ot["losers"]["base"]["off_target_pct"], ot["losers"]["compressed"]["off_target_pct"]
+        add("off-target rises on losing sentences", v, _outcome(ci, lambda lo, hi: lo > 0, lambda lo, hi: hi < 0),
+            f"{_fmt(lb, 1)} → {_fmt(lc, 1)} % on {ot['losers']['base']['n']} losers; change {_ci(ci, 1)} pp")
+        h = S["hallucination"][v]
+        for subset, word in (("losers", ">"), ("winners", "<")):
+            ci = h[subset].get("lambda_ci")
+            sup = (lambda lo, hi: lo > 1) if word == ">" else (lambda lo, hi: hi < 1)
+            con = (lambda lo, hi: hi < 1) if word == ">" else (lambda lo, hi: lo > 1)
+            add(f"λ {word} 1 on {subset}", v, _outcome(ci, sup, con),
+                f"λ = {_fmt(h[subset]['lambda'], 3)} {_ci(ci, 3)} over {h[subset]['n']} sentences")
+        g = (S.get("bias") or {}).get("gender", {}).get(v)
+        if g and g.get("change_ci"):
+            ci = g["change_ci"].get("psi_star")
+            b = S["bias"]["gender"][base]["average"]["psi_star"]
+            add("gender bias ψ* rises", v, _outcome(ci, lambda lo, hi: lo > 0, lambda lo, hi: hi < 0),
+                f"ψ* {_fmt(b, 3)} → {_fmt(g['average']['psi_star'], 3)}; change {_ci(ci, 3)}")
+    return out

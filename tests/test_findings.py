@@ -1,0 +1,41 @@
+"""The study's claims as tests: supported, contradicted or inconclusive, from intervals only."""
+
+from forgetbench.eval.findings import findings
+
+
+def _summary(rel_ci, contrast_ci, better, worse, ot_ci, lam_l, lam_w, psi_ci):
+    return {
+        "base": "base", "variants": ["base", "prune-30"],
+        "variant_table": [{"variant": "base", "pairs": 10},
+                          {"variant": "prune-30", "pairs": 10, "rel_spBLEU": rel_ci[0], "rel_spBLEU_ci": rel_ci,
+                           "improved_pairs": better, "significantly": {"spBLEU": {"better": better, "worse": worse}}}],
+        "tier_contrasts": {"thesis": {"prune-30": {"spBLEU": {"difference": contrast_ci[0], "ci": contrast_ci,
+                                                              "low_pairs": 3, "high_pairs": 4}}}},
+        "off_target": {"prune-30": {"losers": {"base": {"off_target_pct": 5.0, "n": 100},
+                                               "compressed": {"off_target_pct": 9.0, "n": 100}},
+                                    "losers_change_ci": ot_ci}},
+        "hallucination": {"prune-30": {"losers": {"lambda": 1.0, "lambda_ci": lam_l, "n": 50},
+                                       "winners": {"lambda": 1.0, "lambda_ci": lam_w, "n": 40}}},
+        "bias": {"gender": {"base": {"average": {"psi_star": 0.3}},
+                            "prune-30": {"average": {"psi_star": 0.4}, "change_ci": {"psi_star": psi_ci}}}},
+    }
+
+
+def _outcomes(S):
+    return {f["claim"].split(" (")[0]: f["outcome"] for f in findings(S)}
+
+
+def test_supported_claims():
+    o = _outcomes(_summary([-3, 2], [-9, -1], 2, 5, [1, 7], [1.1, 1.4], [0.7, 0.95], [0.02, 0.2]))
+    assert o == {"the average drop is small": "supported", "low-resource pairs lose most": "supported",
+                 "some pairs improve": "supported", "off-target rises on losing sentences": "supported",
+                 "λ > 1 on losers": "supported", "λ < 1 on winners": "supported", "gender bias ψ* rises": "supported"}
+
+
+def test_contradicted_and_inconclusive_claims():
+    o = _outcomes(_summary([-30, -12], [1, 5], 0, 10, [-6, -1], [0.8, 0.95], [1.05, 1.2], [-0.3, -0.1]))
+    assert set(o.values()) == {"contradicted"}
+    o = _outcomes(_summary([-12, 3], [-4, 2], 0, 3, [-1, 2], [0.9, 1.1], [0.9, 1.1], [-0.1, 0.1]))
+    assert set(o.values()) == {"inconclusive"}
+    o = _outcomes(_summary([None, None], [None, None], 0, 0, [None, None], [None, None], [None, None], [None, None]))
+    assert set(o.values()) == {"inconclusive"}
