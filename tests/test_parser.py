@@ -126,6 +126,11 @@ def test_parse_compress_report(tmp_path):
     assert v["ptq-int8"]["sizes"]["nominal_ratio"] == 0.25 and v["ptq-int8"]["sizes"]["int8_ratio"] < 0.5  # embeddings + biaffine stay fp32
     assert v["prune-45"]["sizes"]["nominal_ratio"] == 0.55 and v["prune-45"]["sizes"]["sparse"]["sparse_tensors"] > 0
     assert "real artefact (vs fp32)" in (tmp_path / "rep" / "report.md").read_text()
+    # every LAS change with its paired bootstrap interval
+    for d in v.values():
+        lo, hi = d["rel_las_ci"]
+        assert lo <= d["rel_las"] + 1e-9 and d["rel_las"] <= hi + 1e-9 and 0 < d["las_p"] <= 1
+        assert d["losers_pct_ci"][0] <= d["losers_pct"] + 1e-9
 
 
 def test_parse_predict_scored_by_the_official_conll2018_scorer_equals_parse_eval(tmp_path, capsys):

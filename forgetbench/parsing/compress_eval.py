@@ -27,10 +27,11 @@ from forgetbench.compress.pipeline import write_artefacts
 from forgetbench.compress.recipe import Calibration, Recipe, load_recipe
 from forgetbench.env import environment
 from forgetbench.errors import ForgetbenchError
+from forgetbench.eval import bootstrap as bs
 from forgetbench.io import sha256_file
 from forgetbench.parsing.batching import batches, batchify
 from forgetbench.parsing.conll import read_conllu
-from forgetbench.parsing.metrics import score, sentence_las
+from forgetbench.parsing.metrics import score, sentence_las, sentence_las_counts
 from forgetbench.parsing.saving import save_module_dir
 from forgetbench.parsing.tagger import load_tagger, tag, with_tags
 from forgetbench.parsing.train import load_parser, predict
@@ -82,9 +83,25 @@ def variant_sizes(model, recipe, qstate) -> dict:
         return write_artefacts(model, recipe, qstate, Path(d))
 
 
+def las_difference(base_counts, comp_counts, weights) -> dict:
+    """Paired bootstrap of LAS over sentences (the same resample for both parsers): interval and p-value of the
+    relative LAS change, and the interval of the share of sentences losing LAS."""
+    import numpy as np
+
+    bc, bn = (np.array(x, dtype=float) for x in zip(*base_counts, strict=True))
+    cc, _ = (np.array(x, dtype=float) for x in zip(*comp_counts, strict=True))
+    las_b, las_c = 100 * (weights @ bc) / (weights @ bn), 100 * (weights @ cc) / (weights @ bn)
+    observed = 100 * (cc.sum() - bc.sum()) / bn.sum()
+    losing = (cc / bn < bc / bn).astype(float)
+    return {"rel_las_ci": bs.percentile_interval((las_c - las_b) / las_b * 100).to_dict(),
+            "las_p": bs.paired_p(las_b, las_c, observed),
+            "losers_pct_ci": bs.percentile_interval(100 * bs.resample_mean(losing, weights)).to_dict()}
+
+
 def run(models: list[str], tests: list[str], devs: list[str] | None, recipes: list[str], threads: int = 1,
-        n_examples: int = 5) -> dict:
-    """The parser compression summary (``report.parsing.write_parse_report`` renders it)."""
+        n_examples: int = 5, resamples: int = bs.RESAMPLES, seed: int = bs.SEED) -> dict:
+    """The parser compression summary (``report.parsing.write_parse_report`` renders it); every LAS change with its
+    paired bootstrap 95 % interval (sentences resampled, ``resamples`` times, ``seed``)."""
     if len(models) != len(tests) or (devs and len(devs) != len(models)):
         raise ForgetbenchError("give one --test (and, if any, one --dev) file per --models folder, in the same order")
     recs = [load_recipe(r) for r in recipes]
@@ -93,8 +110,9 @@ def run(models: list[str], tests: list[str], devs: list[str] | None, recipes: li
         for r in tb_recipes:
             check_recipe(r, ConlluCalibration(vocab=None))
     torch.set_num_threads(threads)
-    summary = {"recipes": recipes, "treebanks": [], "threads": threads, "environment": environment()}
-    for mdir, tfile, tb_recipes in zip(models, tests, per_tb, strict=True):
+    summary = {"recipes": recipes, "treebanks": [], "threads": threads, "environment": environment(),
+               "bootstrap": {"resamples": resamples, "seed": seed}}
+    for k_tb, (mdir, tfile, tb_recipes) in enumerate(zip(models, tests, per_tb, strict=True)):
         base, vocab = load_parser(mdir)
         tagger = load_tagger(mdir)  # predicted-tag parsers: the tagger stays uncompressed, tags computed once
         sents = read_conllu(tfile)
@@ -107,6 +125,8 @@ def run(models: list[str], tests: list[str], devs: list[str] | None, recipes: li
         base_speed = len(sents) / (time.perf_counter() - t0)
         sb = score(gold, pb)
         las_b = sentence_las(gold, pb)
+        counts_b = sentence_las_counts(gold, pb)
+        weights = bs.counts(len(sents), resamples, [seed, k_tb])
         tb = {"model": str(mdir), "test": str(tfile), "sentences": len(sents), "tags": "gold" if tagger is None else "predicted",
               "base": sb.to_dict() | {"sent_per_s": base_speed},
               "variants": {}}
@@ -127,5 +147,6 @@ def run(models: list[str], tests: list[str], devs: list[str] | None, recipes: li
                 "losers_pct": pct(sum(d < 0 for d in deltas), len(deltas)),
                 "winners_pct": pct(sum(d > 0 for d in deltas), len(deltas)),
                 "worst": [{"sentence": " ".join(sents[i].forms), "las_base": las_b[i], "las": las_v[i]} for i in worst]}
+            tb["variants"][name] |= las_difference(counts_b, sentence_las_counts(gold, pv), weights)
         summary["treebanks"].append(tb)
     return summary

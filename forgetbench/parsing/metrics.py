@@ -75,11 +75,14 @@ def score(gold: list[tuple[list[int], list[str]]], system: list[tuple[list[int],
                        invalid, len(gold))
 
 
+def sentence_las_counts(gold: list[tuple[list[int], list[str]]],
+                        system: list[tuple[list[int], list[str]]]) -> list[tuple[int, int]]:
+    """(words with the right head and stripped deprel, words) per sentence."""
+    return [(sum(a == c and strip(b) == strip(d) for a, b, c, d in zip(gh, gd, ph, pd, strict=True)), len(gh))
+            for (gh, gd), (ph, pd) in zip(gold, system, strict=True)]
+
+
 def sentence_las(gold: list[tuple[list[int], list[str]]], system: list[tuple[list[int], list[str]]]) -> list[float]:
     """LAS per sentence (percent of words with the right head and stripped deprel): the parsing analogue
     of ΔchrF per sentence in the compression report."""
-    out = []
-    for (gh, gd), (ph, pd) in zip(gold, system, strict=True):
-        ok = sum(a == c and strip(b) == strip(d) for a, b, c, d in zip(gh, gd, ph, pd, strict=True))
-        out.append(100.0 * ok / len(gh))
-    return out
+    return [100.0 * ok / n for ok, n in sentence_las_counts(gold, system)]

@@ -12,24 +12,33 @@ from pathlib import Path
 from forgetbench.io import atomic_write_json, atomic_write_text
 
 
+def _ci(ci, nd=2) -> str:
+    return "" if not ci or ci[0] is None else f"[{ci[0]:.{nd}f}, {ci[1]:.{nd}f}]"
+
+
+def _p(p) -> str:
+    return "–" if p is None else f"{p:.3f}"
+
+
 def write_parse_report(S: dict, out: Path) -> None:
     """summary.json, parse_compression.csv, report.md and report.html of ``forgetbench parse compress``."""
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_json(out / "summary.json", S)
-    head = ["treebank", "tags", "variant", "LAS", "UAS", "CLAS", "rel. LAS %", "sentences losing LAS %", "nominal size",
-            "real artefact (vs fp32)", "sent/s"]
+    head = ["treebank", "tags", "variant", "LAS", "UAS", "CLAS", "rel. LAS % [95 % CI]", "p", "sentences losing LAS % [95 % CI]",
+            "nominal size", "real artefact (vs fp32)", "sent/s"]
     rows = []
     for tb in S["treebanks"]:
         name = Path(tb["model"]).name
         b = tb["base"]
         tags = tb.get("tags", "gold")
-        rows.append([name, tags, "base", f"{b['las']:.2f}", f"{b['uas']:.2f}", f"{b['clas']:.2f}", "–", "–", "1.00", "1.00",
-                     f"{b['sent_per_s']:.1f}"])
+        rows.append([name, tags, "base", f"{b['las']:.2f}", f"{b['uas']:.2f}", f"{b['clas']:.2f}", "–", "–", "–", "1.00",
+                     "1.00", f"{b['sent_per_s']:.1f}"])
         for v, d in tb["variants"].items():
             sz = d.get("sizes", {})
             real = min((sz[k], k[:-6]) for k in ("int8_ratio", "sparse_ratio") if k in sz) if sz else None
-            rows.append([name, tags, v, f"{d['las']:.2f}", f"{d['uas']:.2f}", f"{d['clas']:.2f}", f"{d['rel_las']:.2f}",
-                         f"{d['losers_pct']:.1f}", f"{sz.get('nominal_ratio', float('nan')):.2f}",
+            rows.append([name, tags, v, f"{d['las']:.2f}", f"{d['uas']:.2f}", f"{d['clas']:.2f}",
+                         f"{d['rel_las']:.2f} {_ci(d.get('rel_las_ci'))}", _p(d.get("las_p")),
+                         f"{d['losers_pct']:.1f} {_ci(d.get('losers_pct_ci'), 1)}", f"{sz.get('nominal_ratio', float('nan')):.2f}",
                          f"{real[0]:.3f} ({real[1]})" if real else "–", f"{d['sent_per_s']:.1f}"])
     buf = io.StringIO()
     csv.writer(buf).writerows([head, *rows])
@@ -45,4 +54,4 @@ def write_parse_report(S: dict, out: Path) -> None:
                     + "</ul>" for tb in S["treebanks"] for v, d in tb["variants"].items())
     atomic_write_text(out / "report.html", f"<!doctype html><meta charset='utf-8'><title>parser compression</title>"
                                            f"<h1>Parser compression report</h1>{table}{worst}"
-                                           f"<pre>{e(json.dumps({k: S[k] for k in ('recipes', 'threads', 'environment') if k in S}))}</pre>")
+                                           f"<pre>{e(json.dumps({k: S[k] for k in ('recipes', 'threads', 'environment', 'bootstrap') if k in S}))}</pre>")
