@@ -46,3 +46,17 @@ def batch(tiny):
     rows = [r for r in calib_rows() if r[0] == "en" and r[1] == "de"][:4]
     tok.src_lang, tok.tgt_lang = "en", "de"
     return tok([r[2] for r in rows], text_target=[r[3] for r in rows], padding=True, return_tensors="pt")
+
+
+@pytest.fixture(scope="session")
+def tiny_parser(tmp_path_factory):
+    """A folder with a toy treebank (train.conllu, dev.conllu) and a tiny gold-tag biaffine parser trained on it (p/)."""
+    from forgetbench.parsing.train import train
+
+    from .test_parser import _toy_treebank
+
+    d = tmp_path_factory.mktemp("tiny_parser")
+    tr, dv = _toy_treebank(d / "train.conllu", 40, 0), _toy_treebank(d / "dev.conllu", 10, 1)
+    train(tr, dv, d / "p", minutes=0.05, max_epochs=1, max_tokens=200, progress=False, lstm_hidden=16, arc_mlp=16,
+          rel_mlp=8, word_dim=8, char_dim=4, char_hidden=8, tag_dim=4)
+    return d

@@ -14,20 +14,14 @@ from forgetbench.compress.ptq import quantize_weights, weight_matrices
 from forgetbench.compress.recipe import parse_recipe
 from forgetbench.compress.streaming import stream_compress
 from forgetbench.errors import ForgetbenchError
-from forgetbench.parsing.train import load_parser, parser_skeleton, train
-
-from .test_parser import _toy_treebank
+from forgetbench.parsing.train import load_parser, parser_skeleton
 
 WEIGHTS_ONLY = {"linear_input": False, "linear_weight": True, "attn_qk": False, "attn_pv": False, "residual": False}
 
 
-@pytest.fixture(scope="module")
-def parser_dir(tmp_path_factory):
-    d = tmp_path_factory.mktemp("parser")
-    tr, dv = _toy_treebank(d / "train.conllu", 40, 0), _toy_treebank(d / "dev.conllu", 10, 1)
-    train(tr, dv, d / "p", minutes=0.05, max_epochs=1, max_tokens=200, progress=False, lstm_hidden=16, arc_mlp=16,
-          rel_mlp=8, word_dim=8, char_dim=4, char_hidden=8, tag_dim=4)
-    return d
+@pytest.fixture
+def parser_dir(tiny_parser):
+    return tiny_parser
 
 
 def test_handlers_are_looked_up_by_config_type():

@@ -23,15 +23,9 @@ def _snapshot(root: Path) -> dict[str, str]:
             for p in sorted(root.rglob("*"))}
 
 
-@pytest.fixture(scope="module")
-def parser_dir(tmp_path_factory):
-    from forgetbench.parsing.train import train
-
-    d = tmp_path_factory.mktemp("bad_parser")
-    tr, dv = _toy_treebank(d / "train.conllu", 30, 0), _toy_treebank(d / "dev.conllu", 8, 1)
-    train(tr, dv, d / "p", minutes=0.05, max_epochs=1, max_tokens=200, progress=False, lstm_hidden=8, arc_mlp=8,
-          rel_mlp=4, word_dim=4, char_dim=4, char_hidden=4, tag_dim=4)
-    return d / "p"
+@pytest.fixture
+def parser_dir(tiny_parser):
+    return tiny_parser / "p"
 
 
 def _model_copy(tiny_dir, w: Path, name="m") -> Path:
