@@ -46,6 +46,8 @@ def new_output(path: str | Path, flag: str = "--out") -> Path:
 def resumable_output(path: str | Path, marker: str, kind: str, flag: str = "--out") -> Path:
     """``path`` as an output that a rerun resumes: new, or a folder holding ``marker`` (an output of ``kind``)."""
     out = Path(path)
+    if out.is_dir() and not any(out.iterdir()):
+        return out  # an empty folder (a run killed before its first write) holds nothing to lose
     if out.exists():
         if not out.is_dir() or not (out / marker).is_file():
             raise ForgetbenchError(f"{flag} {out}: exists but is not a {kind} (no {marker}); only a {kind} is resumed "

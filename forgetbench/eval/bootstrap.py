@@ -61,9 +61,8 @@ def counts(n: int, resamples: int = RESAMPLES, seed: int = SEED) -> np.ndarray:
     """[R, n]: how often each of ``n`` items is drawn in each resample (draws with replacement)."""
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, n, size=(resamples, n))
-    c = np.zeros((resamples, n), dtype=np.float64)
-    np.add.at(c, (np.arange(resamples)[:, None], idx), 1.0)
-    return c
+    flat = (np.arange(resamples)[:, None] * n + idx).ravel()
+    return np.bincount(flat, minlength=resamples * n).reshape(resamples, n).astype(np.float64)
 
 
 def percentile_interval(samples: np.ndarray, level: float = LEVEL) -> Interval:
