@@ -237,7 +237,8 @@ def markdown(S: dict, T: dict) -> str:
 CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}
 table{border-collapse:collapse;margin:.6em 0;font-size:13px}td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}
 td:first-child,th:first-child{text-align:left}th{background:#f3f3f3}h2{margin-top:1.6em;border-bottom:1px solid #ddd}
-.ex td,.ex th{text-align:left;max-width:420px;overflow-wrap:anywhere;word-break:break-word;vertical-align:top}
+.ex td,.ex th,.findings td,.findings th{text-align:left;max-width:420px;overflow-wrap:anywhere;vertical-align:top}
+.ex td:nth-child(-n+2),.ex th:nth-child(-n+2){white-space:nowrap;overflow-wrap:normal}
 .supported{color:#060}.contradicted{color:#a00}.inconclusive{color:#666}code,pre{background:#f6f6f6;font-size:12px}pre{padding:.6em;overflow-x:auto}
 img{max-width:100%}.lang{display:inline-block;vertical-align:top;margin:0 1.2em 1em 0}"""
 
@@ -312,7 +313,7 @@ def _findings_table(t) -> str:
     h = "".join(f"<th>{html.escape(x)}</th>" for x in headers)
     b = "".join(f"<tr><td>{html.escape(r[0])}</td><td>{html.escape(r[1])}</td><td class='{html.escape(r[2])}'>"
                 f"{html.escape(r[2])}</td><td>{html.escape(r[3])}</td></tr>" for r in rows)
-    return f'<table class="ex"><thead><tr>{h}</tr></thead><tbody>{b}</tbody></table>'
+    return f'<table class="findings"><thead><tr>{h}</tr></thead><tbody>{b}</tbody></table>'
 
 
 def write_report(S: dict, out_dir: str | Path, started: float | None = None) -> Path:
