@@ -12,7 +12,7 @@ the files used, which goes into every score's signature.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from forgetbench.errors import ForgetbenchError
@@ -27,6 +27,7 @@ class Benchmark:
     name: str
     kind: str
     root: Path
+    _lines: dict = field(default_factory=dict, init=False, repr=False, compare=False)  # (src, tgt) -> checked lines
 
     def _file(self, lang: str, other: str) -> Path:
         L = language(lang)
@@ -65,6 +66,13 @@ class Benchmark:
         raise ForgetbenchError(f"{self.name}: no Tatoeba pair folder for {x} under {self.root}")
 
     def pair(self, src: str, tgt: str) -> tuple[list[str], list[str]]:
+        """Source and reference lines, read and checked once per pair (copies: callers may not change the cache)."""
+        if (src, tgt) not in self._lines:
+            self._lines[(src, tgt)] = self._read_pair(src, tgt)
+        s, t = self._lines[(src, tgt)]
+        return list(s), list(t)
+
+    def _read_pair(self, src: str, tgt: str) -> tuple[list[str], list[str]]:
         fs, ft = self._file(src, tgt), self._file(tgt, src)
         s, t = read_text(fs).splitlines(), read_text(ft).splitlines()
         if len(s) != len(t):
