@@ -104,6 +104,23 @@ def cmd_train_mt(args) -> int:
     return 0
 
 
+def cmd_distill(args) -> int:
+    from forgetbench.distill.config import load_distill_config
+    from forgetbench.distill.run import RUN_MARKER, distill
+    from forgetbench.errors import ForgetbenchError
+    from forgetbench.outputs import resumable_output
+
+    cfg = load_distill_config(args.config)
+    resumable_output(args.out, RUN_MARKER, "distill run folder")
+    if args.steps is not None:
+        if args.steps < 1:
+            raise ForgetbenchError(f"distill --steps {args.steps}: must be a positive number of steps")
+        cfg.train.steps = args.steps
+        cfg.train.phase1_steps = min(cfg.train.phase1_steps, args.steps)
+    distill(cfg, args.out, progress=not args.quiet)
+    return 0
+
+
 def cmd_sweep(args) -> int:
     from forgetbench.outputs import resumable_output
     from forgetbench.report.build import write_report
@@ -338,6 +355,14 @@ def build_parser() -> argparse.ArgumentParser:
     tm.add_argument("--steps", type=int, help="override train.steps")
     tm.add_argument("--quiet", action="store_true", help="no progress bars")
     tm.set_defaults(func=cmd_train_mt)
+
+    ds = sub.add_parser("distill", help="distil a SMaLL-100-style student from an M2M-100 teacher (resumable; "
+                        "accelerate launch for several processes)")
+    ds.add_argument("config", help="distillation config YAML (see configs/distill-kd.yaml)")
+    ds.add_argument("--out", required=True, help="run folder: new, or a distill run folder to resume")
+    ds.add_argument("--steps", type=int, help="override train.steps")
+    ds.add_argument("--quiet", action="store_true", help="no progress bars")
+    ds.set_defaults(func=cmd_distill)
 
     for name, text in (("sweep", "compress variants, translate, score, analyse and report (resumable)"),
                        ("eval", "same as sweep; for a config whose only variant is the base model")):

@@ -13,6 +13,9 @@ One function per section of the report, each returning a typed result that seria
 - ``hallucination``: cross-attention λ on losers / winners / all, ratio of subset means.
 - ``examples``: the most losing and most winning sentences.
 - ``languages``: each language as source and as target.
+- ``pair_groups``: every variant's mean scores per (source tier, target tier) group, VL2VL … H2H as the
+  SMaLL-100 study's table, and head-to-head contrasts between named variants (a distilled student vs
+  its no-KD twin) with stratified intervals.
 
 Every difference carries its paired bootstrap 95 % interval (``eval.bootstrap``): per pair (with a
 p-value, Benjamini–Hochberg across the kept pairs for "significantly worse / better"), per tier and
@@ -88,6 +91,8 @@ class RunData:
     variant_info: dict[str, dict]
     weights: dict[Key, np.ndarray] = field(default_factory=dict)  # per pair: [R, n] draws of its common sentences
     columns: dict[Key, dict[int, int]] = field(default_factory=dict)  # per pair: sentence idx -> column
+    contrasts: list[tuple[str, str]] = field(default_factory=list)  # (a, b): a − b per pair group
+    contrast_samples: dict = field(default_factory=dict)  # (pair, "a|b", metric) -> (observed a − b, [R] resampled)
 
     @property
     def comps(self) -> list[str]:
@@ -174,6 +179,10 @@ def pair_results(run: RunData, spbleu: SpBLEU) -> tuple[list[PairResult], list[S
             for m, metric in metrics.items():
                 intervals[v][m], samples[(key, v, m)] = bs.paired_corpus(metric, stats[base][m], stats[v][m],
                                                                          run.weights[key])
+        for a, b in run.contrasts:
+            for m, metric in metrics.items():
+                ra, rb = bs.scores_from(metric, run.weights[key] @ stats[a][m]), bs.scores_from(metric, run.weights[key] @ stats[b][m])
+                run.contrast_samples[(key, f"{a}|{b}", m)] = (scores[a][m] - scores[b][m], ra - rb)
         two_script = th.exclude_two_script and (job.src in TWO_SCRIPT or job.tgt in TWO_SCRIPT)
         p = PairResult(key[0], job.src, job.tgt, len(common),
                        {vw.name: pair_tier(job.src, job.tgt, vw.tiers) for vw in run.views},
@@ -535,6 +544,7 @@ class Analysis:
     examples: dict[str, dict[str, list[Example]]] = field(default_factory=dict)
     languages: list[LanguageResult] = field(default_factory=list)
     tier_contrasts: dict = field(default_factory=dict)  # view -> variant -> metric -> Low-minus-High difference
+    pair_groups: dict = field(default_factory=dict)  # view -> group (VL2VL … H2H, low, all) -> scores and contrasts
 
     def to_dict(self) -> dict:
         return {f.name: plain(getattr(self, f.name)) for f in fields(self)}
@@ -565,6 +575,42 @@ def tier_contrasts(run: RunData, pairs: list[PairResult], samples: RelSamples) -
     return out
 
 
+GROUP_ABBR = {"Very-Low": "VL", "Low": "L", "Medium": "M", "High": "H"}
+
+
+def pair_groups(run: RunData, pairs: list[PairResult]) -> dict:
+    """Per tier view: the kept pairs grouped by (source tier, target tier) as the SMaLL-100 study's table
+    (``VL2VL`` … ``H2H``), plus ``low`` (pairs whose tier is Very-Low or Low) and ``all``. Each group: the
+    mean corpus chrF and spBLEU of every variant, and for every contrast (a, b) the mean difference a − b
+    with its stratified paired-bootstrap interval (each pair's sentences resampled within the pair)."""
+    kept = [p for p in pairs if p.kept]
+    out: dict = {}
+    for vw in run.views:
+        groups: dict[str, list[PairResult]] = {}
+        for p in kept:
+            g = f"{GROUP_ABBR[p.src_tier[vw.name]]}2{GROUP_ABBR[p.tgt_tier[vw.name]]}"
+            groups.setdefault(g, []).append(p)
+        order = [f"{a}2{b}" for a in GROUP_ABBR.values() for b in GROUP_ABBR.values() if f"{a}2{b}" in groups]
+        groups["low"] = [p for p in kept if p.tier[vw.name] in ("Very-Low", "Low")]
+        groups["all"] = kept
+        out[vw.name] = {}
+        for g in [*order, "low", "all"]:
+            ps = groups[g]
+            if not ps:
+                continue
+            cell = {"pairs": len(ps), "sentences": sum(p.n for p in ps),
+                    "scores": {v: {m: mean(p.scores[v][m] for p in ps) for m in ("chrF", "spBLEU")} for v in run.variants},
+                    "contrasts": {}}
+            for a, b in run.contrasts:
+                cell["contrasts"][f"{a} vs {b}"] = {}
+                for m in ("chrF", "spBLEU"):
+                    obs = [run.contrast_samples[((p.benchmark, p.src, p.tgt), f"{a}|{b}", m)] for p in ps]
+                    cell["contrasts"][f"{a} vs {b}"][m] = {"difference": mean(o[0] for o in obs),
+                                                          "ci": bs.group_mean([o[1] for o in obs]).to_dict()}
+            out[vw.name][g] = cell
+    return out
+
+
 def signatures(run: RunData, spbleu: SpBLEU) -> dict:
     """Metric signatures, the SPM hash, every variant's model hash and every benchmark file pair's hash."""
     return {"chrF": chrf_signature(), "spBLEU": spbleu.signature(), "spm_sha256": spbleu.sha256,
@@ -574,8 +620,9 @@ def signatures(run: RunData, spbleu: SpBLEU) -> dict:
 
 def analyse(store: Store, jobs: list[Job], base: str, variants: list[str], spbleu: SpBLEU,
             thresholds: Thresholds | None = None, tier_views: list[TierView] | None = None,
-            n_examples: int = 5) -> Analysis:
+            n_examples: int = 5, contrasts: list[tuple[str, str]] | None = None) -> Analysis:
     run = RunData.load(store, jobs, base, variants, thresholds or Thresholds(), tier_views or [TierView("thesis")])
+    run.contrasts = list(contrasts or [])
     pairs, sentences, samples = pair_results(run, spbleu)
     groups = delta_groups(run, sentences)
     A = Analysis(base, variants, run.thresholds, signatures(run, spbleu), pairs, tier_tables(run, pairs, samples),
@@ -583,4 +630,5 @@ def analyse(store: Store, jobs: list[Job], base: str, variants: list[str], spble
                  lid_coverage(pairs), hallucination(run, groups), examples(run, groups, n_examples),
                  languages(run, pairs, groups))
     A.tier_contrasts = tier_contrasts(run, pairs, samples)
+    A.pair_groups = pair_groups(run, pairs)
     return A

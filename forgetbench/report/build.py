@@ -186,6 +186,31 @@ def tables(S: dict) -> dict[str, tuple[list[str], list[list]]]:
                              _ci(d.get("accuracy_change_ci"), 3) if "accuracy_change_ci" in d else "–",
                              _f(d["wrong_rate"], 3), _f(d["miss_rate"], 3),
                              _f(d.get("relative_accuracy"))] for pair, res in bias["word_sense"].items() for v, d in res.items()])
+    if S.get("speed"):
+        b1 = S["speed"].get(base, {}).get("sentences_per_s")
+        T["deploy"] = (["variant", "model", "disk MiB", "batch-1 sentences/s", "batch-1 tokens/s", "speed-up vs base",
+                        "measured on"],
+                       [[v, _model_name(S.get("variant_models", {}).get(v, S["model"])),
+                         _disk_mib(S, v),
+                         _f(sp["sentences_per_s"]), _f(sp["tokens_per_s"], 1),
+                         _f(sp["sentences_per_s"] / b1) + "×" if b1 and sp.get("sentences_per_s") else "–",
+                         f"{sp['sentences']} × {sp['benchmark']} {sp['pair']}, {sp['threads']} thread(s), load "
+                         f"{sp['loadavg'][0]}–{sp['loadavg'][1]}"]
+                        for v, sp in S["speed"].items()])
+    for view, groups in (S.get("pair_groups") or {}).items():
+        if not any(c["contrasts"] for c in groups.values()) and len(S["variants"]) < 2:
+            continue
+        names = list(next(iter(groups.values()))["contrasts"]) if groups else []
+        T[f"groups_{view}"] = (["pair group", "pairs", "sentences"] + [f"{v} chrF" for v in S["variants"]]
+                               + [f"{v} spBLEU" for v in S["variants"]]
+                               + [f"{c}: chrF diff. [95 % CI]" for c in names]
+                               + [f"{c}: spBLEU diff. [95 % CI]" for c in names],
+                               [[g, c["pairs"], c["sentences"]] + [_f(c["scores"][v]["chrF"]) for v in S["variants"]]
+                                + [_f(c["scores"][v]["spBLEU"]) for v in S["variants"]]
+                                + [_fci(c["contrasts"][n]["chrF"]["difference"], c["contrasts"][n]["chrF"]["ci"]) for n in names]
+                                + [_fci(c["contrasts"][n]["spBLEU"]["difference"], c["contrasts"][n]["spBLEU"]["ci"])
+                                   for n in names]
+                                for g, c in groups.items()])
     T["lid"] = (["language", "code", "identifier"], [[c["name"], c["lang"], c["identifier"]] for c in S["lid_coverage"]])
     for v in comps:
         ranked = sorted((p for p in S["pairs"] if p["kept"]), key=lambda p: p["rel"][v]["spBLEU"] or 0)
@@ -200,6 +225,17 @@ def tables(S: dict) -> dict[str, tuple[list[str], list[list]]]:
                              _fci(p["rel"][v]["chrF"], p.get("intervals", {}).get(v, {}).get("chrF", {}).get("rel_ci"))]
                             for p in ranked])
     return T
+
+
+def _model_name(path: str) -> str:
+    p = Path(path)
+    return f"{p.parent.name}/{p.name}" if p.name == "model" else p.name
+
+
+def _disk_mib(S: dict, v: str) -> str:
+    """A dense model's files in MiB; for a compressed variant its artefact ratio."""
+    size = next((r["size"] for r in S["variant_table"] if r["variant"] == v), {})
+    return f"{size['dense_bytes'] / 2**20:.1f}" if size.get("dense_bytes") else _disk(size)
 
 
 def _disk(size: dict) -> str:
@@ -219,6 +255,10 @@ def markdown(S: dict, T: dict) -> str:
              f"(base spBLEU ≥ {S['thresholds']['bleu_filter']}); ΔchrF threshold ±{S['thresholds']['delta']}.", "",
              "## Size and score per variant", md(*T["variants"]), "",
              "## Findings: the study's claims tested at 95 %", md(*T["findings"]), ""]
+    if "deploy" in T:
+        parts += ["## Deployment: size and batch-1 speed", md(*T["deploy"]), ""]
+    for k in [k for k in T if k.startswith("groups_")]:
+        parts += [f"## Per pair group ({k[7:]} tiers): scores and head-to-head contrasts", md(*T[k]), ""]
     for view in S["tiers"]:
         parts += [f"## Relative difference by pair tier ({view} tiers)", md(*T[f"tier_{view}"]), ""]
     parts += ["## ΔchrF losers and winners", md(*T["delta"]), "", "## Off-target translations", md(*T["off_target"]), "",
@@ -259,6 +299,12 @@ def html_report(S: dict, T: dict, figs: dict[str, str]) -> str:
            f"{S['thresholds'].get('fdr', 0.05)}).</p>",
            "<h2>Size and score per variant</h2>", _table(*T["variants"]),
            "<h2>Findings: the study's claims tested at 95 %</h2>", _findings_table(T["findings"]),
+           *(["<h2>Deployment: size and batch-1 speed</h2>", _table(*T["deploy"])] if "deploy" in T else []),
+           *[x for k in T if k.startswith("groups_") for x in (
+               f"<h2>Per pair group ({e(k[7:])} tiers): scores and head-to-head contrasts</h2>",
+               "<p>Groups as the SMaLL-100 study's table (source tier 2 target tier); <i>low</i> = pairs whose tier is "
+               "Very-Low or Low. Contrasts: mean corpus-score difference over the group's pairs, stratified paired "
+               "bootstrap.</p>", _table(*T[k]))],
            "<h2>Relative difference vs resource of the pair</h2>", img("scatter", "relative difference vs bitext")]
     for view in S["tiers"]:
         out += [f"<h2>By resource tier ({e(view)} tiers)</h2>", img(f"tiers_{view}", f"per-tier bars {view}")]

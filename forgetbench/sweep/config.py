@@ -3,6 +3,10 @@
     name: demo
     model: ../artifacts/teacher            # paths resolve against this file's folder (resolve_path)
     variants: {base: null, prune-30: prune-30, ptq-int8: ptq-int8}
+    # a variant may be another model (a distilled student), compressed or not:
+    #   {student: {model: ../artifacts/student-kd}, student-p30: {model: ../artifacts/student-kd, recipe: prune-30}}
+    contrasts: [[student, base]]           # head-to-head per pair group (VL2VL … H2H), paired bootstrap
+    speed: {sentences: 20}                 # batch-1 decoding speed of every variant (omit: not measured)
     benchmarks: [{name: flores101, kind: flores101, path: ../data/flores101}]
     languages: [de, fr, hi, sw]
     pairs: english-centric                 # english-centric | all | [en-de, de-en, ...]
@@ -38,7 +42,7 @@ from forgetbench.io import sha256_file
 from forgetbench.outputs import confined_name
 
 TOP_KEYS = {"name", "model", "variants", "benchmarks", "languages", "pairs", "sentences", "generation", "metrics",
-            "analysis", "tiers", "threads", "base", "bias"}
+            "analysis", "tiers", "threads", "base", "bias", "contrasts", "speed"}
 
 
 @dataclass
@@ -57,6 +61,12 @@ class SweepConfig:
     source: Path
     raw: dict = field(default_factory=dict)
     bias: BiasConfig | None = None
+    variant_models: dict[str, Path] = field(default_factory=dict)  # variant -> the model folder it starts from
+    contrasts: list[tuple[str, str]] = field(default_factory=list)
+    speed_sentences: int = 0  # batch-1 speed on this many sentences per variant; 0 = not measured
+
+    def model_of(self, variant: str) -> Path:
+        return self.variant_models.get(variant, self.model)
 
 
 def _err(src, msg):
@@ -115,14 +125,35 @@ def load_sweep(path: str | Path) -> SweepConfig:
     if not isinstance(variants_raw, dict):
         _err(src, "variants must be a mapping name -> recipe (null for the uncompressed base)")
     variants: dict[str, Recipe | None] = {}
+    variant_models: dict[str, Path] = {}
     for name, r in variants_raw.items():
         if not str(name).replace("-", "").replace("_", "").isalnum():
             _err(src, f"variant name {name!r}: use letters, digits, - and _")
-        expect(r, (str, type(None)), f"{src}: variants.{name}")
+        expect(r, (str, type(None), dict), f"{src}: variants.{name}")
+        if isinstance(r, dict):
+            if set(r) - {"model", "recipe"} or "model" not in r:
+                _err(src, f"variants.{name}: a mapping needs 'model' (a model folder) and may have 'recipe'; got "
+                          f"{sorted(r)}")
+            m = resolve_path(base_dir, expect(r["model"], str, f"{src}: variants.{name}.model"))
+            if not (m / "config.json").is_file():
+                _err(src, f"variants.{name}.model {m} is not a model folder (no config.json)")
+            variant_models[str(name)] = m
+            r = expect(r.get("recipe"), (str, type(None)), f"{src}: variants.{name}.recipe")
         variants[str(name)] = None if r is None else load_recipe(str(resolve_path(base_dir, r)) if Path(str(r)).suffix else str(r))
-    base = raw.get("base") or next((n for n, r in variants.items() if r is None), None)
+    base = raw.get("base") or next((n for n, r in variants.items() if r is None and n not in variant_models), None)
     if base not in variants or variants[base] is not None:
         _err(src, "one variant must be the uncompressed base (recipe null)")
+    contrasts = []
+    for c in expect(raw.get("contrasts") or [], list, f"{src}: contrasts"):
+        if not isinstance(c, list) or len(c) != 2 or not all(x in variants for x in c) or c[0] == c[1]:
+            _err(src, f"contrasts: {c!r} is not a pair of two different variant names ({', '.join(variants)})")
+        contrasts.append((str(c[0]), str(c[1])))
+    speed = mapping(raw.get("speed"), f"{src}: speed")
+    if set(speed) - {"sentences"}:
+        _err(src, f"speed: unknown key(s) {sorted(set(speed) - {'sentences'})}; allowed: sentences")
+    speed_n = speed.get("sentences", 20 if speed else 0)
+    if not is_type(speed_n, int) or speed_n < (1 if speed else 0):
+        _err(src, f"speed.sentences must be a positive integer, got {speed_n!r}")
     langs = [str(x) for x in expect(raw.get("languages") or [], list, f"{src}: languages")]
     for c in langs:
         language(c)
@@ -184,7 +215,8 @@ def load_sweep(path: str | Path) -> SweepConfig:
     confined_name(name, "name", str(src))  # it names the default run folder
     bias = load_bias(raw.get("bias"), base_dir, src)
     return SweepConfig(name, model, variants, base, jobs, gen, spm,
-                       bool(metrics.get("spm_official", False)), th, views, threads, src, raw, bias)
+                       bool(metrics.get("spm_official", False)), th, views, threads, src, raw, bias, variant_models,
+                       contrasts, speed_n)
 
 
 def load_bias(spec: dict | None, base_dir: Path, src: Path | str = "<config>") -> BiasConfig | None:

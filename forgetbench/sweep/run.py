@@ -19,6 +19,7 @@ import yaml
 from forgetbench.compress.pipeline import compress_dir, load_compressed, load_model_dir
 from forgetbench.eval import bias as biasmod
 from forgetbench.eval.sentence_stats import lid_pass, xattn_pass
+from forgetbench.eval.speed import batch1_speed
 from forgetbench.eval.store import Store
 from forgetbench.eval.translate import run_variant
 from forgetbench.io import atomic_write_text
@@ -31,16 +32,17 @@ def prepare_variants(cfg: SweepConfig, run_dir: Path, store: Store, progress: bo
     vdir = run_dir / "variants"
     vdir.mkdir(parents=True, exist_ok=True)
     for name, recipe in cfg.variants.items():
+        model = cfg.model_of(name)
         if recipe is None:
             if name not in store.variants():
-                store.add_variant(name, str(cfg.model), weights_sha256(cfg.model), {"recipe": None, "sizes": {
-                    "dense_bytes": sum(f.stat().st_size for f in cfg.model.glob("*.safetensors")), "nominal_ratio": 1.0}})
+                store.add_variant(name, str(model), weights_sha256(model), {"recipe": None, "sizes": {
+                    "dense_bytes": sum(f.stat().st_size for f in model.glob("*.safetensors")), "nominal_ratio": 1.0}})
             continue
         out = vdir / name
         if not (out / "compression.json").is_file():
             if out.exists():
                 shutil.rmtree(out)
-            compress_dir(cfg.model, recipe, out, progress=progress)
+            compress_dir(model, recipe, out, progress=progress)
         if name not in store.variants():
             rep = json.loads((out / "compression.json").read_text())
             store.add_variant(name, str(out), weights_sha256(out), {"recipe": recipe.name, "sizes": rep["sizes"]})
@@ -48,7 +50,7 @@ def prepare_variants(cfg: SweepConfig, run_dir: Path, store: Store, progress: bo
 
 def load_variant(cfg: SweepConfig, run_dir: Path, name: str):
     if cfg.variants[name] is None:
-        return load_model_dir(cfg.model)
+        return load_model_dir(cfg.model_of(name))
     model, tok, _ = load_compressed(run_dir / "variants" / name)
     return model, tok
 
@@ -61,7 +63,7 @@ def run_sweep(cfg: SweepConfig, run_dir: str | Path, progress: bool = True, rank
     run_dir.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(cfg.threads)
     t0 = time.perf_counter()
-    stages = dict.fromkeys(("compress", "translate", "cross_attention", "bias", "lid", "second_aligner", "summarise"), 0.0)
+    stages = dict.fromkeys(("compress", "translate", "cross_attention", "bias", "speed", "lid", "second_aligner", "summarise"), 0.0)
     if rank == 0:  # rank 0 creates the store (schema, WAL) before any other process opens it
         store = Store(run_dir / "store.sqlite")
         atomic_write_text(run_dir / "config.yaml", yaml.safe_dump(cfg.raw, sort_keys=False, allow_unicode=True))
@@ -90,6 +92,10 @@ def run_sweep(cfg: SweepConfig, run_dir: str | Path, progress: bool = True, rank
             if cfg.bias.gender_jobs:
                 biasmod.gender_pass(store, name, model, tok, cfg.bias, cfg.generation["batch_size"], progress)
         t4 = time.perf_counter()
+        if rank == 0 and cfg.speed_sentences and store.meta(f"speed:{name}") is None:
+            store.set_meta(f"speed:{name}", batch1_speed(model, tok, cfg.jobs[0], cfg.speed_sentences,
+                                                          cfg.generation["max_new_tokens"]))
+        stages["speed"] += time.perf_counter() - t4
         stages["translate"] += t2 - t1
         stages["cross_attention"] += t3 - t2
         stages["bias"] += t4 - t3

@@ -31,13 +31,16 @@ def summarise(cfg: SweepConfig, run_dir: str | Path, run_info: dict | None = Non
         raise ForgetbenchError(f"{run_dir}: {unfinished} translations have no language identification yet (the run was "
                                "interrupted or made by an older version); rerun `forgetbench sweep` on it to finish")
     spb = SpBLEU(cfg.spm, official=cfg.spm_official)
-    A = analyse(store, cfg.jobs, cfg.base, list(cfg.variants), spb, cfg.thresholds, cfg.tier_views)
+    A = analyse(store, cfg.jobs, cfg.base, list(cfg.variants), spb, cfg.thresholds, cfg.tier_views,
+                contrasts=cfg.contrasts)
+    speed = {v: store.meta(f"speed:{v}") for v in cfg.variants if store.meta(f"speed:{v}") is not None}
     bias_summary = biasmod.analyse_bias(store, cfg.bias, cfg.base, list(cfg.variants), cfg.thresholds.resamples,
                                         cfg.thresholds.seed)
     store.close()
     run = {"threads": cfg.threads, "generation": cfg.generation, "seconds": None, "processes": None,
            "environment": environment()} | (run_info or {})
-    S = A.to_dict() | {"bias": bias_summary, "name": cfg.name, "model": str(cfg.model),
+    S = A.to_dict() | {"bias": bias_summary, "name": cfg.name, "model": str(cfg.model), "speed": speed,
+                       "variant_models": {v: str(cfg.model_of(v)) for v in cfg.variants},
                        "tier_views": {v.name: v.tiers for v in cfg.tier_views}, "run": run}
     S["findings"] = findings(S)
     return S

@@ -1,0 +1,219 @@
+"""Distillation configs (YAML → dataclasses; every key, type, path and language checked before any work).
+
+    name: student-kd
+    teacher: {path: ../artifacts/teacher, device_map: null}      # device_map: accelerate map for the teacher
+    student: {init: null, encoder_layers: 4, decoder_layers: 1, copy: first, format: small100}
+    data:
+      shared: ../../shared/data       # the teacher's corpus (evaluation sets filtered out), or per-language TSVs:
+      corpora: {}                     # {sw: corpora/en-sw.tsv}: "english<TAB>foreign" lines, read streaming
+      languages: [de, sw]
+      sampling: uniform               # uniform (same budget per pair) | temperature
+      budget: 3000                    # examples per pair; temperature sampling spreads budget × pairs
+      temperature: 5.0
+      dev_per_language: 100
+      max_chars: 300
+      tiers: [1000, 10000, 30000]     # training-pair bounds of Very-Low / Low / Medium / High
+    kd:
+      source: cache                   # cache | online | none (the no-KD twin)
+      alpha: 1.0
+      alpha_mode: fixed               # fixed | learned (α = exp(−s), + s; docs/METHOD.md §3)
+      temperature: 1.0
+      top_k: 8
+      tail_samples: 8
+      cache: null                     # a teacher cache folder to reuse (default <run>/teacher-cache)
+    train: {seed: 1, max_tokens: 4096, lr: 0.0005, warmup: 200, phase1_steps: 300, steps: 1800, ...}
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from forgetbench.configs import dataclass_from, expect, is_type, load_yaml_mapping
+from forgetbench.errors import ForgetbenchError
+
+SAMPLING = ("uniform", "temperature")
+KD_SOURCES = ("cache", "online", "none")
+COPY = ("first", "strided")
+FORMATS = ("small100", "m2m")
+
+
+@dataclass
+class TeacherCfg:
+    path: str = ""
+    device_map: object = None  # None: the student's device; "auto" or an accelerate map
+
+
+@dataclass
+class StudentCfg:
+    init: str = ""  # model folder the student copies its layers from; "" = the teacher
+    encoder_layers: int = 4
+    decoder_layers: int = 1
+    copy: str = "first"
+    format: str = "small100"
+
+
+@dataclass
+class DistillDataCfg:
+    shared: str = ""
+    corpora: dict = field(default_factory=dict)
+    languages: list = field(default_factory=list)
+    sampling: str = "uniform"
+    budget: int = 3000
+    temperature: float = 5.0
+    dev_per_language: int = 100
+    max_chars: int = 300
+    tiers: list = field(default_factory=lambda: [1000, 10000, 30000])
+
+
+@dataclass
+class KDCfg:
+    source: str = "cache"
+    alpha: float = 1.0
+    alpha_mode: str = "fixed"
+    temperature: float = 1.0
+    top_k: int = 8
+    tail_samples: int = 8
+    cache: str = ""
+
+
+@dataclass
+class DistillTrainCfg:
+    seed: int = 1
+    max_tokens: int = 4096
+    max_len: int = 128
+    lr: float = 5e-4
+    warmup: int = 200
+    phase1_steps: int = 300
+    steps: int = 1800
+    label_smoothing: float = 0.1
+    dropout: float = 0.1
+    clip: float = 1.0
+    bf16: bool = False  # bf16 autocast on CPUs without native bf16 (AVX-512-BF16, AMX) is ~8x slower
+    threads: int = 1
+    checkpoint_minutes: float = 5.0
+    log_every: int = 50
+    signal_every: int = 300
+    signal_sentences: int = 8
+
+
+@dataclass
+class DistillConfig:
+    name: str
+    teacher: TeacherCfg
+    student: StudentCfg
+    data: DistillDataCfg
+    kd: KDCfg
+    train: DistillTrainCfg
+    source: str = ""
+
+    @property
+    def pairs(self) -> list[tuple[str, str]]:
+        """English-centric directions, both ways, in config order."""
+        return [p for x in self.data.languages for p in (("en", x), (x, "en"))]
+
+
+def _resolve(base: Path, p: str) -> str:
+    q = Path(p)
+    return str(q if q.is_absolute() else (base / q).resolve())
+
+
+def load_distill_config(path: str | Path) -> DistillConfig:
+    """The config in ``path``; paths resolve against its folder. Problems end in one line naming the key."""
+    path = Path(path)
+    raw = load_yaml_mapping(path, "distillation config")
+    keys = {"name", "teacher", "student", "data", "kd", "train"}
+    if set(raw) - keys:
+        raise ForgetbenchError(f"{path}: unknown key(s) {sorted(set(raw) - keys)}; allowed: {', '.join(sorted(keys))}")
+    parts = {k: dataclass_from(cls, raw.get(k), f"{path}: {k}") for k, cls in
+             (("teacher", TeacherCfg), ("student", StudentCfg), ("data", DistillDataCfg), ("kd", KDCfg),
+              ("train", DistillTrainCfg))}
+    cfg = DistillConfig(name=str(raw.get("name") or path.stem), **parts, source=str(path))
+    base = path.parent.resolve()
+    if not cfg.teacher.path:
+        raise ForgetbenchError(f"{path}: teacher.path (the teacher's model folder) is required")
+    cfg.teacher.path = _resolve(base, cfg.teacher.path)
+    if not (Path(cfg.teacher.path) / "config.json").is_file():
+        raise ForgetbenchError(f"{path}: teacher.path {cfg.teacher.path} is not a model folder (no config.json)")
+    cfg.student.init = _resolve(base, cfg.student.init) if cfg.student.init else cfg.teacher.path
+    if not (Path(cfg.student.init) / "config.json").is_file():
+        raise ForgetbenchError(f"{path}: student.init {cfg.student.init} is not a model folder (no config.json)")
+    _check_choices(path, cfg)
+    _check_numbers(path, cfg)
+    d = cfg.data
+    if not d.languages:
+        raise ForgetbenchError(f"{path}: data.languages is empty; list the languages to pair with English")
+    if len(set(d.languages)) != len(d.languages) or "en" in d.languages:
+        raise ForgetbenchError(f"{path}: data.languages {d.languages} repeats a language or lists en "
+                               "(pairs are English-centric: list the other side only)")
+    corpora = {}
+    for lang, f in d.corpora.items():
+        corpora[str(lang)] = _resolve(base, expect(f, str, f"{path}: data.corpora.{lang}"))
+        if not Path(corpora[str(lang)]).is_file():
+            raise ForgetbenchError(f"{path}: data.corpora.{lang}: {corpora[str(lang)]} not found")
+        if lang not in d.languages:
+            raise ForgetbenchError(f"{path}: data.corpora.{lang}: {lang!r} is not in data.languages {d.languages}")
+    d.corpora = corpora
+    if d.shared:
+        d.shared = _resolve(base, d.shared)
+        if not Path(d.shared).is_dir():
+            raise ForgetbenchError(f"{path}: data.shared {d.shared} is not a folder (the shared data directory)")
+    missing = [x for x in d.languages if x not in corpora]
+    if missing and not d.shared:
+        raise ForgetbenchError(f"{path}: no corpus for {missing}: give data.shared or data.corpora.<lang>")
+    if missing and d.shared:
+        from forgetbench.train.corpus import SOURCES
+
+        unknown = [x for x in missing if x not in SOURCES]
+        if unknown:
+            raise ForgetbenchError(f"{path}: data.languages: unknown language(s) {unknown}: no training corpus in "
+                                   f"data.shared (known: {', '.join(sorted(SOURCES))}); give data.corpora.<lang>")
+    if cfg.kd.cache:
+        cfg.kd.cache = _resolve(base, cfg.kd.cache)
+    return cfg
+
+
+def _check_choices(path: Path, cfg: DistillConfig) -> None:
+    for where, value, allowed in (("data.sampling", cfg.data.sampling, SAMPLING), ("kd.source", cfg.kd.source, KD_SOURCES),
+                                  ("kd.alpha_mode", cfg.kd.alpha_mode, ("fixed", "learned")),
+                                  ("student.copy", cfg.student.copy, COPY), ("student.format", cfg.student.format, FORMATS)):
+        if value not in allowed:
+            raise ForgetbenchError(f"{path}: {where} must be one of {', '.join(allowed)}, got {value!r}")
+
+
+def _check_numbers(path: Path, cfg: DistillConfig) -> None:
+    positive = (("student", ("encoder_layers", "decoder_layers")), ("data", ("budget", "max_chars")),
+                ("kd", ("top_k", "tail_samples")),
+                ("train", ("max_tokens", "max_len", "warmup", "steps", "threads", "log_every", "signal_every",
+                           "signal_sentences")))
+    for sec, keys in positive:
+        for k in keys:
+            if getattr(getattr(cfg, sec), k) < 1:
+                raise ForgetbenchError(f"{path}: {sec}.{k} must be at least 1, got {getattr(getattr(cfg, sec), k)}")
+    t = cfg.train
+    if not 0 <= t.phase1_steps <= t.steps:
+        raise ForgetbenchError(f"{path}: train.phase1_steps {t.phase1_steps} must be between 0 and train.steps {t.steps}")
+    for where, v in (("kd.temperature", cfg.kd.temperature), ("data.temperature", cfg.data.temperature),
+                     ("train.lr", t.lr)):
+        if v <= 0:
+            raise ForgetbenchError(f"{path}: {where} must be > 0, got {v}")
+    if cfg.kd.alpha < 0:
+        raise ForgetbenchError(f"{path}: kd.alpha must be >= 0, got {cfg.kd.alpha}")
+    tiers = cfg.data.tiers
+    if len(tiers) != 3 or not all(is_type(x, int) for x in tiers) or tiers != sorted(tiers):
+        raise ForgetbenchError(f"{path}: data.tiers must be 3 increasing integers, got {tiers!r}")
+
+
+_RUN_ONLY = {"steps", "checkpoint_minutes", "log_every", "signal_every", "signal_sentences", "threads"}
+
+
+def fingerprint(cfg: DistillConfig) -> str:
+    """Hash of every setting that shapes the weights, so a run resumes only from its own checkpoint."""
+    d = asdict(cfg)
+    d.pop("source", None)
+    d.pop("name", None)
+    d["teacher"].pop("device_map", None)
+    d["train"] = {k: v for k, v in d["train"].items() if k not in _RUN_ONLY}
+    return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]

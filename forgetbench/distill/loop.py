@@ -1,0 +1,223 @@
+"""The distillation loop on accelerate: one CPU process here, DDP on several GPUs from the same config.
+
+- Phases: steps 1 … ``phase1_steps`` minimise L_ce only; later steps L_ce + α·T²·L_kd (``kd.source`` cache or
+  online; ``none`` is the no-KD twin: L_ce throughout, same data, same steps).
+- Data parallel: every process sees the same global batch order and takes every world-th example of each
+  batch, so one process and N processes follow the same sequence of global batches; DDP averages the
+  gradients.
+- Optimiser and schedule: Adam(0.9, 0.98, eps 1e-6) via AdamW with weight decay 0, ``train.loop.inverse_sqrt``,
+  gradient clipping; dropout re-seeded every step (seed, step, rank) and checkpoints from ``train.loop``,
+  so a resumed run continues with the same batches and the same dropout masks.
+- Signals (``signals.jsonl``): per resource-tier pair group, the training CE and — when a teacher signal is
+  in the loop — the estimated teacher–student KL every ``log_every`` steps; and on a fixed probe (the first
+  ``signal_sentences`` held-out pairs of every direction) the exact KL(teacher ‖ student) and the student's
+  CE every ``signal_every`` steps, for KD and no-KD students alike.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from forgetbench.distill.config import DistillConfig
+from forgetbench.distill.data import GROUPS, encode_batch
+from forgetbench.distill.loss import LearnedAlpha, kd_cached, kd_online, label_smoothed_ce
+from forgetbench.train.loop import inverse_sqrt, save_checkpoint
+
+
+def content(x: torch.Tensor, start, C: int) -> torch.Tensor:
+    s = int(start)
+    return x[:, s: s + C]
+
+
+def content_mask(lens: torch.Tensor, C: int) -> torch.Tensor:
+    return torch.arange(C)[None, :] < lens[:, None]
+
+
+def _forward(model, b: dict, prefix: str, bf16: bool) -> torch.Tensor:
+    dev = next(model.parameters()).device
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16 and dev.type == "cpu"):
+        return model(input_ids=b[f"{prefix}input_ids"].to(dev), attention_mask=b[f"{prefix}attention_mask"].to(dev),
+                     decoder_input_ids=b[f"{prefix}decoder_input_ids"].to(dev)).logits
+
+
+def group_sums(values: torch.Tensor, mask: torch.Tensor, group: torch.Tensor) -> torch.Tensor:
+    """[len(GROUPS)] sums of ``values`` [B, C] over the masked positions of each row's group."""
+    per_row = (values * mask).sum(1)
+    return torch.zeros(len(GROUPS)).index_add_(0, group, per_row.detach().float().cpu())
+
+
+class StepLoss:
+    """The loss of one (local) batch and its per-group signal sums."""
+
+    def __init__(self, cfg: DistillConfig, teacher, cache, alpha_module: LearnedAlpha | None):
+        self.cfg, self.teacher, self.cache, self.alpha = cfg, teacher, cache, alpha_module
+
+    def __call__(self, model, b: dict, phase: int) -> tuple[torch.Tensor, dict]:
+        cfg, k = self.cfg, self.cfg.kd
+        logits = _forward(model, b, "", cfg.train.bf16)
+        dev = logits.device
+        labels = b["labels"].to(dev)
+        ce_tok = label_smoothed_ce(logits, labels, cfg.train.label_smoothing)
+        n_lab = (labels != -100).sum().clamp_min(1)
+        ce = ce_tok.sum() / n_lab
+        C = int(b["content_len"].max())
+        mask = content_mask(b["content_len"], C).to(dev)
+        s_content = content(logits, b["content_start"], C)
+        ce_content = content(ce_tok, b["content_start"], C)
+        rec = {"ce": float(ce.detach()), "ce_groups": group_sums(ce_content, mask, b["group"]),
+               "tokens_groups": group_sums(torch.ones_like(ce_content), mask, b["group"])}
+        loss = ce
+        use_kd = k.source != "none" and phase == 2
+        if use_kd:
+            if k.source == "online":
+                with torch.no_grad():
+                    t_logits = content(_forward(self.teacher, b, "teacher_", cfg.train.bf16), b["teacher_content_start"], C)
+                kd_tok, kl_tok = kd_online(s_content, t_logits.to(dev), k.temperature)
+            else:
+                t = {n: v.to(dev) for n, v in self.cache.lookup(b["uid"], C).items()}
+                kd_tok, kl_tok = kd_cached(s_content, t, k.temperature)
+            n_c = mask.sum().clamp_min(1)
+            kd = (kd_tok * mask).sum() / n_c
+            scaled = k.temperature ** 2 * kd
+            loss = ce + (self.alpha(scaled) if self.alpha is not None else k.alpha * scaled)
+            rec |= {"kd": float(kd.detach()), "kl": float((kl_tok.detach() * mask).sum() / n_c), "n_kd": 1,
+                    "kl_groups": group_sums(kl_tok, mask, b["group"])}
+        rec["loss"] = float(loss.detach())
+        return loss, rec
+
+
+@torch.no_grad()
+def probe(student, teacher, dev_rows: list, lang_id: dict, student_small100: bool, teacher_small100: bool,
+          groups: list[str], batch: int = 64) -> dict:
+    """Exact KL(teacher ‖ student) and the student's CE (no smoothing) per group and direction on ``dev_rows``
+    = [(src, tgt, src ids, tgt ids)]; ``groups`` the group of each row."""
+    was = student.training
+    student.eval()
+    sums: dict = {}
+    for i in range(0, len(dev_rows), batch):
+        rows = dev_rows[i: i + batch]
+        b = encode_batch(rows, lang_id, student_small100) | encode_batch(rows, lang_id, teacher_small100, "teacher_")
+        C = int(b["content_len"].max())
+        mask = content_mask(b["content_len"], C)
+        s = content(_forward(student, b, "", False).float().cpu(), b["content_start"], C)
+        t = content(_forward(teacher, b, "teacher_", False).float().cpu(), b["teacher_content_start"], C)
+        labels = content(b["labels"], b["content_start"], C)
+        ce = label_smoothed_ce(s, labels.masked_fill(~mask, -100), 0.0)
+        _, kl = kd_online(s, t, 1.0)
+        for r, (src, tgt, *_) in enumerate(rows):
+            n = int(mask[r].sum())
+            for key in (groups[i + r], f"{src}-{tgt}"):
+                acc = sums.setdefault(key, [0.0, 0.0, 0])
+                acc[0] += float(ce[r].sum())
+                acc[1] += float((kl[r] * mask[r]).sum())
+                acc[2] += n
+    student.train(was)
+    return {key: {"ce": round(a / n, 4), "kl": round(b_ / n, 4), "tokens": n} for key, (a, b_, n) in sums.items()}
+
+
+def train_loop(acc, cfg: DistillConfig, model, opt, data, step_loss: StepLoss, state: dict, ckpt: Path, out: Path,
+               probe_fn, alpha_module: LearnedAlpha | None, progress: bool = True) -> str:
+    """Run until ``train.steps``; returns what stopped it. ``state`` is updated in place."""
+    tc = cfg.train
+    rank, world = acc.process_index, acc.num_processes
+    unwrapped = acc.unwrap_model(model)
+    batches = data.batches(tc.max_tokens, tc.seed, state["epoch"])
+    t_start, last_ckpt = time.perf_counter() - state["elapsed"], time.perf_counter()
+    bar = tqdm(total=tc.steps, initial=state["step"], disable=None if (progress and acc.is_main_process) else True,
+               unit="step", desc=cfg.name)
+    window: dict = {}
+    main = acc.is_main_process
+    log_f = open(out / "train_log.jsonl", "a", encoding="utf-8") if main else None
+    sig_f = open(out / "signals.jsonl", "a", encoding="utf-8") if main else None
+    try:
+        if state["step"] == 0 and main:
+            _write(sig_f, {"step": 0, "split": "probe", "groups": probe_fn(unwrapped)})
+        while state["step"] < tc.steps:
+            if state["batch"] >= len(batches):
+                state["epoch"], state["batch"] = state["epoch"] + 1, 0
+                batches = data.batches(tc.max_tokens, tc.seed, state["epoch"])
+            idx = batches[state["batch"]]
+            state["batch"] += 1
+            local, weight = idx[rank::world], 1.0
+            if len(local) == 0:  # fewer examples than processes: take part with a zero-weight copy
+                local, weight = idx[:1], 0.0
+            b = data.collate(local)
+            step = state["step"] + 1
+            phase = 1 if step <= tc.phase1_steps else 2
+            torch.manual_seed(tc.seed * 1_000_003 + step * 64 + rank)
+            for g in opt.param_groups:
+                g["lr"] = inverse_sqrt(step, tc.lr, tc.warmup)
+            loss, rec = step_loss(model, b, phase)
+            opt.zero_grad(set_to_none=True)
+            acc.backward(loss * weight)
+            acc.clip_grad_norm_(unwrapped.parameters(), tc.clip)
+            opt.step()
+            state["step"] = step
+            state["tokens"] += int(b["attention_mask"].sum() + (b["labels"] != -100).sum())
+            for key, v in rec.items():
+                window[key] = window.get(key, 0.0) + v
+            window["n"] = window.get("n", 0) + 1
+            bar.update(1)
+            elapsed = time.perf_counter() - t_start
+            if step % tc.log_every == 0 or step == tc.steps:
+                _log(acc, window, step, phase, tc, elapsed, state, log_f, sig_f, alpha_module)
+                bar.set_postfix(loss=round(window.get("loss", 0.0) / max(window.get("n", 1), 1), 3))
+                window = {}
+            if main and (step % tc.signal_every == 0 or step == tc.steps):
+                _write(sig_f, {"step": step, "phase": phase, "split": "probe", "groups": probe_fn(unwrapped)})
+            if time.perf_counter() - last_ckpt > tc.checkpoint_minutes * 60 or step == tc.steps:
+                state["elapsed"] = elapsed
+                state["alpha_s"] = float(alpha_module.s) if alpha_module is not None else None
+                if main:
+                    save_checkpoint(unwrapped, opt, state, ckpt)
+                acc.wait_for_everyone()
+                last_ckpt = time.perf_counter()
+    finally:
+        for f in (log_f, sig_f):
+            if f:
+                f.close()
+    bar.close()
+    return "steps"
+
+
+def _write(f, rec: dict) -> None:
+    f.write(json.dumps(rec) + "\n")
+    f.flush()
+
+
+def _log(acc, window, step, phase, tc, elapsed, state, log_f, sig_f, alpha_module) -> None:
+    n = window.pop("n")
+    n_kd = window.pop("n_kd", 0)
+    scalars = torch.tensor([window.get(k, float("nan")) / max(n_kd if k in ("kd", "kl") else n, 1)
+                            for k in ("loss", "ce", "kd", "kl")])
+    groups = torch.stack([window.get(k, torch.zeros(len(GROUPS))) for k in ("ce_groups", "kl_groups", "tokens_groups")])
+    tokens = torch.tensor([float(state["tokens"])])
+    if acc.num_processes > 1:  # each process counts its own share of the batches
+        tokens = acc.reduce(tokens, reduction="sum")
+    scalars = acc.reduce(scalars, reduction="mean") if acc.num_processes > 1 else scalars
+    groups = acc.reduce(groups, reduction="sum") if acc.num_processes > 1 else groups
+    if not acc.is_main_process:
+        return
+    rec = {"step": step, "phase": phase, "lr": inverse_sqrt(step, tc.lr, tc.warmup), "epoch": state["epoch"],
+           "elapsed_s": round(elapsed, 1), "tokens": int(tokens[0]), "loadavg": os.getloadavg()[0],
+           "processes": acc.num_processes}
+    rec |= {k: (None if np.isnan(v) else round(float(v), 5)) for k, v in zip(("loss", "ce", "kd", "kl"), scalars.tolist(),
+                                                                            strict=True)}
+    if alpha_module is not None:
+        rec["alpha"] = round(alpha_module.alpha, 5)
+    _write(log_f, rec)
+    per = {}
+    for gi, g in enumerate(GROUPS):
+        t = float(groups[2, gi])
+        if t:
+            per[g] = {"ce": round(float(groups[0, gi]) / t, 4), "tokens": int(t)}
+            if "kl_groups" in window:
+                per[g]["kl"] = round(float(groups[1, gi]) / t, 4)
+    _write(sig_f, {"step": step, "phase": phase, "split": "train", "groups": per})

@@ -1,0 +1,176 @@
+"""``forgetbench distill CONFIG.yaml --out RUN``: a SMaLL-100-style student from an M2M-100-architecture teacher.
+
+Order of work (every check before the first write):
+
+1. ``check``: config, teacher and initialising model load, same vocabulary (size, ``vocab.json``, SPM hash),
+   ``kd.top_k + kd.tail_samples`` below the vocabulary, a reused ``kd.cache`` made for this teacher and data;
+2. ``prepare_data`` (ids on disk), the realised sample (``quotas.json``);
+3. the teacher cache (``kd.source: cache``; resumable shard by shard);
+4. the student (``student.build_student``), the loop (``distill.loop``), resumable from ``checkpoint/``;
+5. export: ``RUN/model`` — an ordinary Hugging Face folder with the tokenizer and ``training.json``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+from forgetbench.distill.cache import TeacherCache, build_cache, cache_keys, check_manifest
+from forgetbench.distill.config import DistillConfig, fingerprint
+from forgetbench.distill.data import DistillData, prepare_data
+from forgetbench.distill.loop import StepLoss, probe, train_loop
+from forgetbench.distill.loss import LearnedAlpha
+from forgetbench.distill.student import build_student, parameter_count
+from forgetbench.env import environment
+from forgetbench.errors import ForgetbenchError
+from forgetbench.io import atomic_write_json, sha256_file
+from forgetbench.models.load import load, weights_sha256
+from forgetbench.models.tokenizers import SMALL100_MARKER, load_tokenizer
+from forgetbench.train import loop as train_loop_mod
+from forgetbench.train.export import export_model
+
+RUN_MARKER = "distill-run.json"
+
+
+@dataclass
+class Checked:
+    teacher: torch.nn.Module
+    init: torch.nn.Module
+    tok: object
+    teacher_sha256: str
+    teacher_small100: bool
+    keys: dict | None  # the teacher cache's keys (kd.source cache)
+
+
+def data_key(cfg: DistillConfig) -> str:
+    """What decides the sample, from the config alone (checked before any work): the data settings, TSV corpora by
+    content (not path), seed and length limit. The shared folder enters through ``data_sha256`` (the ids) later."""
+    d = asdict(cfg.data) | {"seed": cfg.train.seed, "max_len": cfg.train.max_len}
+    d["corpora"] = {lang: sha256_file(Path(p)) for lang, p in sorted(cfg.data.corpora.items())}
+    d["shared"] = bool(cfg.data.shared)
+    return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _vocab_sha(folder: Path) -> tuple[str | None, str | None]:
+    v, s = folder / "vocab.json", folder / "sentencepiece.bpe.model"
+    return (sha256_file(v) if v.is_file() else None), (sha256_file(s) if s.is_file() else None)
+
+
+def check(cfg: DistillConfig, device_map=None) -> Checked:
+    """Everything that can be refused, refused here: nothing is written before this returns."""
+    tpath, ipath = Path(cfg.teacher.path), Path(cfg.student.init)
+    teacher, tok, _ = load(tpath, device_map=device_map if device_map is not None else cfg.teacher.device_map,
+                           with_signature=False)
+    if tok is None:
+        raise ForgetbenchError(f"teacher {tpath}: no tokenizer files (vocab.json + sentencepiece.bpe.model)")
+    init = teacher
+    if ipath != tpath:
+        init, _, _ = load(ipath, with_signature=False)
+        tv, iv = _vocab_sha(tpath), _vocab_sha(ipath)
+        if teacher.config.vocab_size != init.config.vocab_size or (iv != (None, None) and iv != tv):
+            raise ForgetbenchError(
+                f"student.init {ipath}: its vocabulary differs from the teacher's ({init.config.vocab_size} vs "
+                f"{teacher.config.vocab_size} entries, vocab.json/SPM {'same' if iv == tv else 'different'}); word-level "
+                "KD needs one vocabulary: initialise from a model with the teacher's tokenizer")
+    V = teacher.config.vocab_size
+    k = cfg.kd
+    if k.source != "none" and k.top_k + k.tail_samples > V - 1:
+        raise ForgetbenchError(f"kd.top_k {k.top_k} (+ tail_samples {k.tail_samples}) must stay below the vocabulary "
+                               f"size {V}: a top-k larger than the vocabulary has no tail to sample")
+    missing = [x for x in ["en", *cfg.data.languages] if f"__{x}__" not in tok.get_vocab()]
+    if missing:
+        raise ForgetbenchError(f"data.languages: unknown language code(s) {missing}: the teacher's tokenizer has no "
+                               "__xx__ token for them")
+    teacher_sha = weights_sha256(tpath) or "unknown"
+    keys = None
+    if k.source == "cache":
+        keys = cache_keys(teacher_sha, data_key(cfg), k.temperature, k.top_k, k.tail_samples, V)
+        if k.cache:
+            check_manifest(Path(k.cache), keys)
+    t_small = bool(getattr(teacher.config, SMALL100_MARKER, False))
+    return Checked(teacher, init, tok, teacher_sha, t_small, keys)
+
+
+def distill(cfg: DistillConfig, out_dir: str | Path, progress: bool = True, log=print) -> Path:
+    from accelerate import Accelerator
+
+    acc = Accelerator(cpu=not torch.cuda.is_available())
+    torch.set_num_threads(cfg.train.threads)
+    ch = check(cfg)
+    out = Path(out_dir)
+    if acc.is_main_process:
+        out.mkdir(exist_ok=True)
+        if not (out / RUN_MARKER).is_file():
+            atomic_write_json(out / RUN_MARKER, {"kind": "forgetbench distill run", "config": cfg.source})
+        prepare_data(cfg, ch.tok, out / "data", log)
+    acc.wait_for_everyone()
+    data = DistillData(cfg, out / "data", ch.tok.get_lang_id, ch.teacher_small100)
+    if acc.is_main_process:
+        atomic_write_json(out / "quotas.json", {"sampling": cfg.data.sampling, "budget": cfg.data.budget,
+                                                "temperature": cfg.data.temperature, "examples": len(data),
+                                                "tiers": data.tiers, "directions": data.quotas})
+    cache = None
+    cache_man = None
+    if cfg.kd.source == "cache":
+        folder = Path(cfg.kd.cache) if cfg.kd.cache else out / "teacher-cache"
+        if acc.is_main_process and not (folder / "cache.json").is_file():
+            build_cache(folder, ch.keys, data, ch.teacher, cfg.train.seed, cfg.train.max_tokens * 2, cfg.train.bf16,
+                        progress, log)
+        acc.wait_for_everyone()
+        cache_man = check_manifest(folder, ch.keys, data.sample_sha256())
+        cache = TeacherCache(folder, cache_man)
+    s = cfg.student
+    student = build_student(ch.init, s.encoder_layers, s.decoder_layers, s.copy, s.format)
+    student.config.dropout = cfg.train.dropout
+    for m in student.modules():
+        if isinstance(m, torch.nn.Dropout):
+            m.p = cfg.train.dropout
+    if ch.init is not ch.teacher:
+        del ch.init
+    student.train()
+    alpha = LearnedAlpha(cfg.kd.alpha) if cfg.kd.alpha_mode == "learned" and cfg.kd.source != "none" else None
+    params = [{"params": list(student.parameters()), "weight_decay": 0.0}]
+    if alpha is not None:
+        params.append({"params": [alpha.s], "weight_decay": 0.0})
+    opt = torch.optim.AdamW(params, lr=cfg.train.lr, betas=(0.9, 0.98), eps=1e-6)
+    ckpt = out / "checkpoint"
+    state = train_loop_mod.resume(student, opt, ckpt, fingerprint(cfg), log)
+    state.setdefault("phase1_steps", cfg.train.phase1_steps)
+    if alpha is not None and state.get("alpha_s") is not None:
+        with torch.no_grad():
+            alpha.s.fill_(state["alpha_s"])
+    model, opt = acc.prepare(student, opt)
+    ch.teacher.eval()
+    dev = json.loads((out / "data" / "dev.json").read_text())
+    rows, groups = [], []
+    for k, (src, tgt) in enumerate(cfg.pairs):
+        lang = tgt if src == "en" else src
+        for e_ids, x_ids in dev.get(lang, [])[: cfg.train.signal_sentences]:
+            a, b = (e_ids, x_ids) if src == "en" else (x_ids, e_ids)
+            rows.append((src, tgt, a[: cfg.train.max_len - 2], b[: cfg.train.max_len - 2]))
+            groups.append(data.dir_group[k])
+
+    def probe_fn(m):
+        return probe(m, ch.teacher, rows, data.lang_id, s.format == "small100", ch.teacher_small100, groups)
+
+    stopped = train_loop(acc, cfg, model, opt, data, StepLoss(cfg, ch.teacher, cache, alpha), state, ckpt, out,
+                         probe_fn, alpha, progress)
+    final = out / "model"
+    if acc.is_main_process:
+        tok = load_tokenizer(cfg.teacher.path)  # the teacher's files; config.json marks the SMaLL-100 format
+        unwrapped = acc.unwrap_model(model)
+        record = {"config": asdict(cfg), "fingerprint": fingerprint(cfg), "stopped_by": stopped, "steps": state["step"],
+                  "epochs": state["epoch"], "tokens": state["tokens"], "train_seconds": round(state["elapsed"], 1),
+                  "processes": acc.num_processes, "threads": cfg.train.threads, "teacher_sha256": ch.teacher_sha256,
+                  "parameters": parameter_count(unwrapped), "quotas": data.quotas, "tiers": data.tiers,
+                  "alpha": alpha.alpha if alpha is not None else cfg.kd.alpha,
+                  "cache": None if cache_man is None else {k: v for k, v in cache_man.items() if k != "shards"},
+                  "environment": environment()}
+        final = export_model(unwrapped, tok, out, record)
+        log(f"stopped by {stopped} at step {state['step']}; student in {final}")
+    acc.wait_for_everyone()
+    return final

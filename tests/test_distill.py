@@ -1,0 +1,367 @@
+"""Distillation: sampler quotas, the KD loss by hand, the cached top-k + tail estimator (unbiased) against top-k
+alone (biased), students copied from a teacher, the SMaLL-100 format through the tokenizer, exact resume after
+kill -9, two processes vs one, bad input, and a student through the sweep like any model."""
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from forgetbench.cli import main
+from forgetbench.distill.loss import LearnedAlpha, kd_cached, kd_online, kd_topk_only, teacher_targets
+from forgetbench.distill.sampling import plan, quotas, realise
+from forgetbench.distill.student import build_student, layer_indices
+
+from .conftest import REPO, calib_rows
+
+# ---------------------------------------------------------------- sampling
+
+def test_uniform_quotas_repeat_small_corpora_and_subsample_large_ones():
+    sizes = {"en-sw": 7, "en-de": 50_000, "en-hi": 300}
+    d, r, rec = plan(sizes, "uniform", 1000, 5.0, seed=3)
+    assert {k: v["quota"] for k, v in rec.items()} == dict.fromkeys(sizes, 1000)
+    sw = r[d == 0]
+    counts = np.bincount(sw, minlength=7)
+    assert counts.sum() == 1000 and counts.max() - counts.min() <= 1  # 142 whole repeats + 6 drawn once more
+    de = r[d == 1]
+    assert len(np.unique(de)) == 1000 and de.max() < 50_000  # subsampled without replacement
+    assert rec["en-sw"]["unique"] == 7 and rec["en-de"]["unique"] == 1000 and rec["en-hi"]["unique"] == 300
+    # a direction's draw does not depend on the others' sizes
+    d2, r2, _ = plan({"en-sw": 7, "en-de": 10, "en-hi": 300}, "uniform", 1000, 5.0, seed=3)
+    assert np.array_equal(r2[d2 == 0], sw)
+
+
+def test_temperature_quotas_follow_size_to_the_power_one_over_t():
+    sizes = {"a": 100, "b": 10_000, "c": 1_000_000}
+    for T in (1.0, 5.0, 1e9):
+        q = quotas(sizes, "temperature", 500, T)
+        assert sum(q.values()) == 1500
+        w = np.array([100, 10_000, 1_000_000]) ** (1 / T)
+        expect = w / w.sum() * 1500
+        assert all(abs(q[k] - e) < 1 for k, e in zip("abc", expect, strict=True))
+    assert quotas(sizes, "temperature", 500, 1.0) == {"a": 0, "b": 15, "c": 1485}  # proportional
+    assert quotas(sizes, "temperature", 500, 5.0) == {"a": 153, "b": 383, "c": 964}  # 1500 · n^0.2 / Σ n^0.2
+    assert quotas(sizes, "temperature", 500, 1e9) == {"a": 500, "b": 500, "c": 500}  # → uniform
+
+
+def test_realise_is_whole_repeats_plus_a_subsample():
+    r = realise(4, 10, np.random.default_rng(0))
+    assert sorted(np.bincount(r).tolist()) == [2, 2, 3, 3]
+
+
+# ---------------------------------------------------------------- losses
+
+def test_kd_loss_equals_a_hand_computation():
+    s, t, T = [1.0, 2.0, 0.0], [0.0, 1.0, 3.0], 2.0
+    q = [math.exp(x / T) / sum(math.exp(y / T) for y in t) for x in t]
+    logp = [x / T - math.log(sum(math.exp(y / T) for y in s)) for x in s]
+    ce = -sum(qi * lp for qi, lp in zip(q, logp, strict=True))
+    kl = sum(qi * (math.log(qi) - lp) for qi, lp in zip(q, logp, strict=True))
+    got_ce, got_kl = kd_online(torch.tensor([s]), torch.tensor([t]), T)
+    assert got_ce.item() == pytest.approx(ce, rel=1e-6) and got_kl.item() == pytest.approx(kl, rel=1e-5)
+    assert ce == pytest.approx(1.37892, abs=1e-4)  # q = (.14025, .23122, .62853), log p = (−1.18026, −.68026, −1.68026)
+
+
+def test_cached_top_k_plus_tail_is_unbiased_and_top_k_alone_is_not():
+    g = torch.Generator().manual_seed(0)
+    V, k, m, T = 40, 3, 4, 1.0
+    t_logits = torch.randn(1, V, generator=g) * 1.5  # a flat-ish teacher: ~60 % of its mass outside the top 3
+    s_logits = torch.randn(1, V, generator=g)
+    online, _ = kd_online(s_logits, t_logits, T)
+    draws = 20_000
+    tt = teacher_targets(t_logits.expand(draws, V), T, k, m, torch.Generator().manual_seed(1))
+    assert float(tt["tail_mass"][0]) > 0.4
+    est, _ = kd_cached(s_logits.expand(draws, V), tt, T)
+    se = float(est.std()) / math.sqrt(draws)
+    assert abs(float(est.mean()) - online.item()) < 4 * se  # unbiased: the mean of the estimates is the online loss
+    biased = kd_topk_only(s_logits, {n: v[:1] for n, v in tt.items()}, T)[0].item()  # deterministic: same top k
+    assert abs(biased - online.item()) > 50 * se  # top-k alone misses it by far more than the noise
+    # with all mass in the top k the estimate is exact and the tail weight is 0
+    peaked = torch.full((1, V), -30.0)
+    peaked[0, :3] = torch.tensor([3.0, 2.0, 1.0])
+    t2 = teacher_targets(peaked, T, k, m, torch.Generator().manual_seed(2))
+    assert float(kd_cached(s_logits, t2, T)[0]) == pytest.approx(float(kd_online(s_logits, peaked, T)[0]), rel=1e-4)
+
+
+def test_learned_alpha_goes_to_one_over_the_kd_loss_where_a_bare_alpha_collapses():
+    kd = torch.tensor(4.0)
+    la = LearnedAlpha(1.0)
+    opt = torch.optim.SGD(la.parameters(), lr=0.1)
+    bare = torch.nn.Parameter(torch.tensor(1.0))
+    opt_b = torch.optim.SGD([bare], lr=0.1)
+    for _ in range(500):
+        opt.zero_grad()
+        la(kd).backward()
+        opt.step()
+        opt_b.zero_grad()
+        (bare * kd).backward()
+        opt_b.step()
+    assert la.alpha == pytest.approx(0.25, rel=1e-3)
+    assert bare.item() < -100  # the loss only falls by lowering α: it runs away below zero
+
+
+# ---------------------------------------------------------------- students
+
+def test_a_student_with_every_layer_copied_gives_the_teachers_logits(tiny):
+    teacher, tok = tiny
+    student = build_student(teacher, 2, 2, "first", "m2m").eval()
+    ids = torch.tensor([[tok.get_lang_id("en"), 50, 60, 70, 2]])
+    dec = torch.tensor([[2, tok.get_lang_id("de"), 80, 90]])
+    with torch.no_grad():
+        a = teacher(input_ids=ids, decoder_input_ids=dec).logits
+        b = student(input_ids=ids, decoder_input_ids=dec).logits
+    assert torch.equal(a, b)
+    shallow = build_student(teacher, 2, 1, "first", "small100")
+    assert torch.equal(shallow.model.decoder.layers[0].fc1.weight, teacher.model.decoder.layers[0].fc1.weight)
+    assert shallow.config.decoder_layers == 1 and shallow.config.forgetbench_small100
+    assert layer_indices(12, 3, "strided") == [0, 6, 11] and layer_indices(12, 3, "first") == [0, 1, 2]
+
+
+def test_small100_inputs_round_trip_through_the_tokenizer(tiny_dir):
+    from forgetbench.distill.data import encode_batch, encoder_of
+    from forgetbench.models.tokenizers import load_tokenizer
+
+    tok = load_tokenizer(tiny_dir, small100=True)
+    src, tgt = "The doctor asked the nurse to help her.", "Der Arzt bat die Krankenschwester."
+    enc = encoder_of(tok)
+    lang_id = {c: tok.get_lang_id(c) for c in ("en", "de")}
+    b = encode_batch([("en", "de", enc(src), enc(tgt))], lang_id, small100=True)
+    tok.tgt_lang = "de"
+    tok.src_lang = "en"
+    ref = tok(src, text_target=tgt)
+    assert b["input_ids"][0].tolist() == ref["input_ids"]  # __de__ tokens </s>: the target code on the encoder side
+    assert b["input_ids"][0, 0].item() == lang_id["de"]
+    assert b["labels"][0].tolist() == ref["labels"]  # tokens </s>, no language code
+    assert tok.decode(b["input_ids"][0], skip_special_tokens=True) == src
+    assert tok.decode(b["labels"][0], skip_special_tokens=True) == tgt
+    m2m = encode_batch([("en", "de", enc(src), enc(tgt))], lang_id, small100=False)
+    assert m2m["input_ids"][0, 0].item() == lang_id["en"] and m2m["labels"][0, 0].item() == lang_id["de"]
+    assert int(b["content_start"]) == 0 and int(m2m["content_start"]) == 1
+
+
+# ---------------------------------------------------------------- runs on a toy corpus
+
+def toy_setup(w: Path, tiny_dir, source="cache", steps=8, extra_train="", languages=("de", "sw"), kd_extra="") -> Path:
+    rows = calib_rows()
+    w.mkdir(parents=True, exist_ok=True)
+    for lang, n in (("de", 40), ("sw", 5)):
+        pairs = [(r[2], r[3]) if r[0] == "en" else (r[3], r[2]) for r in rows if lang in (r[0], r[1])]
+        (w / f"{lang}.tsv").write_text("".join(f"{pairs[i % len(pairs)][0]} {i}\t{pairs[i % len(pairs)][1]} {i}\n"
+                                               for i in range(n)))
+    cfg = w / f"{source}.yaml"
+    cfg.write_text(textwrap.dedent(f"""\
+        name: toy-{source}
+        teacher: {{path: {tiny_dir}}}
+        student: {{encoder_layers: 2, decoder_layers: 1}}
+        data: {{corpora: {{de: de.tsv, sw: sw.tsv}}, languages: [{', '.join(languages)}], budget: 20, dev_per_language: 2,
+                tiers: [10, 20, 30]}}
+        kd: {{source: {source}, top_k: 4, tail_samples: 4{kd_extra}}}
+        train: {{max_tokens: 512, warmup: 5, phase1_steps: 3, steps: {steps}, log_every: 2, signal_every: 4,
+                 signal_sentences: 2{extra_train}}}
+        """))
+    return cfg
+
+
+def _weights(run: Path) -> dict:
+    return load_file(str(run / "model" / "model.safetensors"))
+
+
+def test_a_toy_run_writes_quotas_signals_cache_and_a_loadable_student(tiny_dir, tmp_path):
+    from forgetbench.distill.config import load_distill_config
+    from forgetbench.distill.run import distill
+    from forgetbench.models.load import load
+    from forgetbench.models.tokenizers import Small100Tokenizer
+
+    cfg = load_distill_config(toy_setup(tmp_path, tiny_dir))
+    out = distill(cfg, tmp_path / "run", progress=False, log=lambda *_: None)
+    q = json.loads((tmp_path / "run" / "quotas.json").read_text())
+    assert q["directions"]["en-sw"] == {"corpus": 5, "quota": 20, "unique": 5, "repeats": 4.0, "group": "H2VL"}
+    assert q["directions"]["de-en"]["group"] == "H2H" and q["examples"] == 80
+    man = json.loads((tmp_path / "run" / "teacher-cache" / "cache.json").read_text())
+    assert man["examples"] == 5 + 5 + 20 + 20 and man["top_k"] == 4 and man["positions"] > 0
+    log = [json.loads(x) for x in (tmp_path / "run" / "train_log.jsonl").read_text().splitlines()]
+    assert [r["phase"] for r in log] == [1, 2, 2, 2] and log[0]["kd"] is None and log[-1]["kd"] > 0
+    sig = [json.loads(x) for x in (tmp_path / "run" / "signals.jsonl").read_text().splitlines()]
+    probe = [s for s in sig if s["split"] == "probe"]
+    assert [s["step"] for s in probe] == [0, 4, 8] and {"H2H", "en-de", "de-en"} <= set(probe[-1]["groups"])
+    train = [s for s in sig if s["split"] == "train" and s["phase"] == 2]
+    assert all("kl" in g for s in train for g in s["groups"].values())
+    model, tok, _ = load(out, with_signature=False)
+    assert isinstance(tok, Small100Tokenizer) and model.config.decoder_layers == 1
+    rec = json.loads((out / "training.json").read_text())
+    assert rec["steps"] == 8 and rec["quotas"]["en-sw"]["quota"] == 20 and rec["cache"]["top_k"] == 4
+
+
+def test_kill_9_and_resume_give_the_weights_of_an_uninterrupted_run(tiny_dir, tmp_path):
+    cfg = toy_setup(tmp_path, tiny_dir, extra_train=", checkpoint_minutes: 0.0")
+    from forgetbench.distill.config import load_distill_config
+    from forgetbench.distill.run import distill
+
+    distill(load_distill_config(cfg), tmp_path / "full", progress=False, log=lambda *_: None)
+    killed = tmp_path / "killed"
+    env = dict(os.environ, PYTHONPATH=str(REPO), HF_HUB_OFFLINE="1")
+    proc = subprocess.Popen([sys.executable, "-m", "forgetbench.cli", "distill", str(cfg), "--out", str(killed), "--quiet"],
+                            cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    state = killed / "checkpoint" / "state.json"
+    deadline = time.time() + 300
+    while time.time() < deadline and proc.poll() is None:
+        try:
+            if json.loads(state.read_text())["step"] >= 5:
+                break
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL and not (killed / "model").exists()
+    logs = []
+    distill(load_distill_config(cfg), killed, progress=False, log=logs.append)
+    assert any("resumed from" in m for m in logs)
+    a, b = _weights(tmp_path / "full"), _weights(killed)
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_two_processes_follow_the_loss_curve_of_one(tiny_dir, tmp_path):
+    cfg = toy_setup(tmp_path, tiny_dir)
+    env = dict(os.environ, PYTHONPATH=str(REPO), HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
+    curves = {}
+    for n in (1, 2):
+        out = tmp_path / f"p{n}"
+        cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", str(n),
+               "-m", "forgetbench.cli", "distill", str(cfg), "--out", str(out), "--quiet"] if n > 1 else \
+              [sys.executable, "-m", "forgetbench.cli", "distill", str(cfg), "--out", str(out), "--quiet"]
+        r = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr[-2000:]
+        log = [json.loads(x) for x in (out / "train_log.jsonl").read_text().splitlines()]
+        assert {x["processes"] for x in log} == {n}
+        curves[n] = np.array([x["loss"] for x in log])
+    assert len(curves[1]) == len(curves[2]) == 4
+    assert np.allclose(curves[1], curves[2], rtol=2e-3), (curves[1], curves[2])
+
+
+# ---------------------------------------------------------------- bad input
+
+def _other_model(tiny_dir, w: Path, vocab: int = 1100) -> Path:
+    from forgetbench.models.tiny import build_tiny_m2m100
+
+    d = w / f"other{vocab}"
+    build_tiny_m2m100(d, [c for r in calib_rows() for c in r[2:]], spm_vocab=vocab, d_model=64, layers=2, heads=4,
+                      ffn=128, seed=1)
+    return d
+
+
+def _edit(cfg: Path, old: str, new: str) -> Path:
+    cfg.write_text(cfg.read_text().replace(old, new))
+    return cfg
+
+
+BAD = [
+    ("unknown-language", lambda w, t: _edit(toy_setup(w, t), "languages: [de, sw]", "languages: [de, sw, qq]").parent and
+     _edit(w / "cache.yaml", "corpora: {de: de.tsv, sw: sw.tsv}", "corpora: {de: de.tsv, sw: sw.tsv, qq: sw.tsv}"),
+     "unknown language code(s) ['qq']"),
+    ("unknown-language-shared", lambda w, t: _edit(toy_setup(w, t), "corpora: {de: de.tsv, sw: sw.tsv}",
+                                                   f"shared: {w}, corpora: {{de: de.tsv, sw: sw.tsv}}").parent and
+     _edit(w / "cache.yaml", "languages: [de, sw]", "languages: [de, sw, xx]"), "unknown language(s) ['xx']"),
+    ("vocab-mismatch", lambda w, t: _edit(toy_setup(w, t), "student: {", f"student: {{init: {_other_model(t, w.parent)}, "),
+     "its vocabulary differs from the teacher's"),
+    ("k-larger-than-vocab", lambda w, t: _edit(toy_setup(w, t), "top_k: 4", "top_k: 5000"),
+     "must stay below the vocabulary size"),
+    ("unknown-sampling", lambda w, t: _edit(toy_setup(w, t), "budget: 20", "budget: 20, sampling: natural"),
+     "data.sampling must be one of uniform, temperature"),
+    ("phase1-after-steps", lambda w, t: _edit(toy_setup(w, t), "phase1_steps: 3", "phase1_steps: 30"),
+     "train.phase1_steps 30 must be between 0 and train.steps"),
+]
+
+
+@pytest.mark.parametrize("case", BAD, ids=[c[0] for c in BAD])
+def test_bad_distill_input_exit_2_one_line_nothing_written(case, tiny_dir, tmp_path, capsys, monkeypatch):
+    from .test_bad_input import _snapshot
+
+    name, make, fragment = case
+    w = tmp_path / "w"
+    cfg = make(w, tiny_dir)
+    monkeypatch.chdir(w)
+    before = _snapshot(tmp_path)
+    capsys.readouterr()
+    rc = main(["distill", str(cfg), "--out", str(w / "run")])
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert rc == 2 and len(lines) == 1 and fragment in lines[0], (name, lines)
+    assert _snapshot(tmp_path) == before and not (w / "run").exists()
+
+
+def test_a_cache_made_by_another_teacher_or_data_is_refused_before_any_write(tiny_dir, tmp_path, capsys):
+    from forgetbench.distill.config import load_distill_config
+    from forgetbench.distill.run import distill
+
+    from .test_bad_input import _snapshot
+
+    distill(load_distill_config(toy_setup(tmp_path, tiny_dir)), tmp_path / "a", progress=False, log=lambda *_: None)
+    cache = tmp_path / "a" / "teacher-cache"
+    other = _other_model(tiny_dir, tmp_path, vocab=1000)  # same SPM size, other weights
+    cases = [(lambda c: _edit(c, f"path: {tiny_dir}", f"path: {other}"), "made by another teacher"),
+             (lambda c: _edit(c, "budget: 20", "budget: 21"), "made by other data or sampling settings"),
+             (lambda c: _edit(c, "top_k: 4", "top_k: 5"), "made by another top_k")]
+    for i, (edit, fragment) in enumerate(cases):
+        cfg = edit(toy_setup(tmp_path / f"c{i}", tiny_dir, kd_extra=f", cache: {cache}"))
+        before = _snapshot(tmp_path)
+        capsys.readouterr()
+        rc = main(["distill", str(cfg), "--out", str(tmp_path / f"c{i}" / "run")])
+        lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+        assert rc == 2 and len(lines) == 1 and fragment in lines[0], lines
+        assert _snapshot(tmp_path) == before
+    # the same teacher and data reuse it: no second cache is built
+    cfg = toy_setup(tmp_path / "ok", tiny_dir, kd_extra=f", cache: {cache}")
+    distill(load_distill_config(cfg), tmp_path / "ok" / "run", progress=False, log=lambda *_: None)
+    assert not (tmp_path / "ok" / "run" / "teacher-cache").exists()
+
+
+# ---------------------------------------------------------------- a student through the sweep
+
+def test_students_go_through_the_sweep_with_contrasts_speed_and_compression(tiny_dir, tmp_path):
+    from forgetbench.distill.config import load_distill_config
+    from forgetbench.distill.run import distill
+    from forgetbench.sweep import load_sweep, run_sweep
+
+    kd = distill(load_distill_config(toy_setup(tmp_path, tiny_dir)), tmp_path / "kd", progress=False, log=lambda *_: None)
+    nokd = distill(load_distill_config(toy_setup(tmp_path, tiny_dir, source="none")), tmp_path / "nokd", progress=False,
+                   log=lambda *_: None)
+    (tmp_path / "counts.json").write_text(json.dumps({"corpus": {"train": {"de": 34, "sw": 5}}}))
+    (tmp_path / "sweep.yaml").write_text(textwrap.dedent(f"""\
+        name: students
+        model: {tiny_dir}
+        variants: {{teacher: null, kd: {{model: {kd}}}, nokd: {{model: {nokd}}}, kd-p30: {{model: {kd}, recipe: prune-30}}}}
+        contrasts: [[kd, nokd]]
+        speed: {{sentences: 2}}
+        benchmarks: [{{name: flores101, kind: flores101, path: {REPO / 'data' / 'flores101'}}}]
+        languages: [de, sw]
+        sentences: 4
+        generation: {{num_beams: 1, max_new_tokens: 8, batch_size: 8}}
+        analysis: {{bleu_filter: 0, resamples: 100}}
+        tiers: {{training: {{counts: counts.json, thresholds: [10, 20, 30]}}}}
+        """))
+    cfg = load_sweep(tmp_path / "sweep.yaml")
+    S = run_sweep(cfg, tmp_path / "sw", progress=False)
+    assert S["base"] == "teacher" and set(S["speed"]) == {"teacher", "kd", "nokd", "kd-p30"}
+    assert all(v["sentences"] == 2 and v["sentences_per_s"] > 0 for v in S["speed"].values())
+    g = S["pair_groups"]["training"]
+    assert set(g) == {"H2H", "H2VL", "VL2H", "low", "all"} and g["all"]["pairs"] == 4
+    c = g["low"]["contrasts"]["kd vs nokd"]["chrF"]
+    assert c["difference"] == pytest.approx(g["low"]["scores"]["kd"]["chrF"] - g["low"]["scores"]["nokd"]["chrF"])
+    assert c["ci"][0] <= c["difference"] <= c["ci"][1]
+    comp = json.loads((tmp_path / "sw" / "variants" / "kd-p30" / "compression.json").read_text())
+    assert Path(comp["model_dir"]) == Path(kd).resolve()  # the student, pruned by the same recipe
+    from forgetbench.report.build import write_report
+
+    write_report(S, tmp_path / "sw" / "report")
+    md = (tmp_path / "sw" / "report" / "report.md").read_text()
+    assert "## Deployment: size and batch-1 speed" in md and "kd vs nokd: chrF diff." in md
