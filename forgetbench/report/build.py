@@ -211,6 +211,16 @@ def tables(S: dict) -> dict[str, tuple[list[str], list[list]]]:
                                 + [_fci(c["contrasts"][n]["spBLEU"]["difference"], c["contrasts"][n]["spBLEU"]["ci"])
                                    for n in names]
                                 for g, c in groups.items()])
+    sig = S.get("distillation_signals") or {}
+    if sig:
+        groups = [g for g in ("VL2VL", "VL2L", "VL2M", "VL2H", "L2VL", "L2L", "L2M", "L2H", "M2VL", "M2L", "M2M", "M2H",
+                              "H2VL", "H2L", "H2M", "H2H") if any(g in s["last"]["groups"] for s in sig.values())]
+        T["signals"] = (["pair group"] + [f"{v}: KL(teacher‖student) start → end" for v in sig]
+                        + [f"{v}: CE start → end" for v in sig],
+                        [[g] + [f"{_f(s['first']['groups'].get(g, {}).get('kl'), 3)} → {_f(s['last']['groups'].get(g, {}).get('kl'), 3)}"
+                                for s in sig.values()]
+                         + [f"{_f(s['first']['groups'].get(g, {}).get('ce'), 3)} → {_f(s['last']['groups'].get(g, {}).get('ce'), 3)}"
+                            for s in sig.values()] for g in groups])
     T["lid"] = (["language", "code", "identifier"], [[c["name"], c["lang"], c["identifier"]] for c in S["lid_coverage"]])
     for v in comps:
         ranked = sorted((p for p in S["pairs"] if p["kept"]), key=lambda p: p["rel"][v]["spBLEU"] or 0)
@@ -259,6 +269,8 @@ def markdown(S: dict, T: dict) -> str:
         parts += ["## Deployment: size and batch-1 speed", md(*T["deploy"]), ""]
     for k in [k for k in T if k.startswith("groups_")]:
         parts += [f"## Per pair group ({k[7:]} tiers): scores and head-to-head contrasts", md(*T[k]), ""]
+    if "signals" in T:
+        parts += ["## Distillation signal per pair group (the students' training probe)", md(*T["signals"]), ""]
     for view in S["tiers"]:
         parts += [f"## Relative difference by pair tier ({view} tiers)", md(*T[f"tier_{view}"]), ""]
     parts += ["## ΔchrF losers and winners", md(*T["delta"]), "", "## Off-target translations", md(*T["off_target"]), "",
@@ -305,6 +317,9 @@ def html_report(S: dict, T: dict, figs: dict[str, str]) -> str:
                "<p>Groups as the SMaLL-100 study's table (source tier 2 target tier); <i>low</i> = pairs whose tier is "
                "Very-Low or Low. Contrasts: mean corpus-score difference over the group's pairs, stratified paired "
                "bootstrap.</p>", _table(*T[k]))],
+           *(["<h2>Distillation signal per pair group</h2><p>Exact KL(teacher ‖ student) and the student's CE on its "
+              "training probe (held-out pairs), when its layers were just copied and at the end of training.</p>",
+              _table(*T["signals"])] if "signals" in T else []),
            "<h2>Relative difference vs resource of the pair</h2>", img("scatter", "relative difference vs bitext")]
     for view in S["tiers"]:
         out += [f"<h2>By resource tier ({e(view)} tiers)</h2>", img(f"tiers_{view}", f"per-tier bars {view}")]

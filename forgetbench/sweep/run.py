@@ -33,6 +33,7 @@ def prepare_variants(cfg: SweepConfig, run_dir: Path, store: Store, progress: bo
     vdir.mkdir(parents=True, exist_ok=True)
     for name, recipe in cfg.variants.items():
         model = cfg.model_of(name)
+        record_signals(store, name, model)
         if recipe is None:
             if name not in store.variants():
                 store.add_variant(name, str(model), weights_sha256(model), {"recipe": None, "sizes": {
@@ -46,6 +47,17 @@ def prepare_variants(cfg: SweepConfig, run_dir: Path, store: Store, progress: bo
         if name not in store.variants():
             rep = json.loads((out / "compression.json").read_text())
             store.add_variant(name, str(out), weights_sha256(out), {"recipe": recipe.name, "sizes": rep["sizes"]})
+
+
+def record_signals(store: Store, name: str, model: Path) -> None:
+    """A distilled student's last probe (``signals.jsonl`` beside its weights: teacher–student KL and CE per pair
+    group) into the store, so the report can set who forgets beside the distillation signal."""
+    f = model / "signals.jsonl"
+    if store.meta(f"signals:{name}") is not None or not f.is_file():
+        return
+    probes = [r for r in map(json.loads, f.read_text(encoding="utf-8").splitlines()) if r.get("split") == "probe"]
+    if probes:
+        store.set_meta(f"signals:{name}", {"first": probes[0], "last": probes[-1]})
 
 
 def load_variant(cfg: SweepConfig, run_dir: Path, name: str):

@@ -34,12 +34,13 @@ def summarise(cfg: SweepConfig, run_dir: str | Path, run_info: dict | None = Non
     A = analyse(store, cfg.jobs, cfg.base, list(cfg.variants), spb, cfg.thresholds, cfg.tier_views,
                 contrasts=cfg.contrasts)
     speed = {v: store.meta(f"speed:{v}") for v in cfg.variants if store.meta(f"speed:{v}") is not None}
+    signals = {v: store.meta(f"signals:{v}") for v in cfg.variants if store.meta(f"signals:{v}") is not None}
     bias_summary = biasmod.analyse_bias(store, cfg.bias, cfg.base, list(cfg.variants), cfg.thresholds.resamples,
                                         cfg.thresholds.seed)
     store.close()
     run = {"threads": cfg.threads, "generation": cfg.generation, "seconds": None, "processes": None,
            "environment": environment()} | (run_info or {})
-    S = A.to_dict() | {"bias": bias_summary, "name": cfg.name, "model": str(cfg.model), "speed": speed,
+    S = A.to_dict() | {"bias": bias_summary, "name": cfg.name, "model": str(cfg.model), "speed": speed, "distillation_signals": signals,
                        "variant_models": {v: str(cfg.model_of(v)) for v in cfg.variants},
                        "tier_views": {v.name: v.tiers for v in cfg.tier_views}, "run": run}
     S["findings"] = findings(S)

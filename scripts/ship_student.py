@@ -1,0 +1,32 @@
+"""Copy a distilled student into the repo as fp16 safetensors with its tokenizer, config and run records.
+
+    python scripts/ship_student.py runs/student-kd artifacts/student-kd
+"""
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import torch
+from transformers import AutoModelForSeq2SeqLM
+
+
+def main(run: str, out: str) -> None:
+    run_p, out_p = Path(run), Path(out)
+    if out_p.exists():
+        sys.exit(f"{out_p} exists; remove it first")
+    model = AutoModelForSeq2SeqLM.from_pretrained(str(run_p / "model"), dtype=torch.float32)
+    out_p.mkdir(parents=True)
+    model.half().save_pretrained(out_p)
+    for f in ("vocab.json", "sentencepiece.bpe.model", "tokenizer_config.json", "training.json"):
+        shutil.copyfile(run_p / "model" / f, out_p / f)
+    for f in ("train_log.jsonl", "signals.jsonl", "quotas.json"):
+        shutil.copyfile(run_p / f, out_p / f)
+    t = json.loads((out_p / "training.json").read_text())
+    print(f"shipped {out_p}: {t['parameters']:,} parameters, "
+          f"{(out_p / 'model.safetensors').stat().st_size / 2**20:.1f} MiB, {t['steps']} steps")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:3])

@@ -1,0 +1,133 @@
+"""Write a shipped student's model card (README.md) from its run records and the distillation eval sweep(s).
+
+    python scripts/student_card.py artifacts/student-kd student-kd student-nokd WALL_S runs/distill-eval [runs/distill-eval-tico19]
+
+WALL_S: the measured wall time of the whole `forgetbench distill` command (data, cache, training, export).
+"""
+
+import json
+import sys
+from pathlib import Path
+
+GROUP_ORDER = ["VL2VL", "VL2L", "VL2M", "VL2H", "L2VL", "L2L", "L2M", "L2H", "M2VL", "M2L", "M2M", "M2H",
+               "H2VL", "H2L", "H2M", "H2H", "low", "all"]
+
+
+def _f(x, nd=2):
+    return "–" if x is None else f"{x:.{nd}f}"
+
+
+def _ci(c):
+    return "–" if not c or c[0] is None else f"[{c[0]:.2f}, {c[1]:.2f}]"
+
+
+def group_table(S: dict, me: str, twin: str, view: str = "training") -> list[str]:
+    groups = S["pair_groups"][view]
+    key = f"{me} vs {twin}" if f"{me} vs {twin}" in next(iter(groups.values()))["contrasts"] else f"{twin} vs {me}"
+    sign = 1 if key.startswith(me) else -1
+    rows = ["| pair group | pairs | sentences | teacher chrF | this student chrF | twin chrF | this − twin chrF [95 % CI] "
+            "| teacher spBLEU | this spBLEU | twin spBLEU | this − twin spBLEU [95 % CI] |", "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---|"]
+    for g in [g for g in GROUP_ORDER if g in groups]:
+        c = groups[g]
+        d = c["contrasts"][key]
+        rows.append(" | ".join([f"| {g}", str(c["pairs"]), str(c["sentences"]), _f(c["scores"][S["base"]]["chrF"]),
+                                _f(c["scores"][me]["chrF"]), _f(c["scores"][twin]["chrF"]),
+                                f"{_f(sign * d['chrF']['difference'])} {_ci([sign * x for x in d['chrF']['ci']][::sign])}",
+                                _f(c["scores"][S["base"]]["spBLEU"]), _f(c["scores"][me]["spBLEU"]),
+                                _f(c["scores"][twin]["spBLEU"]),
+                                f"{_f(sign * d['spBLEU']['difference'])} {_ci([sign * x for x in d['spBLEU']['ci']][::sign])}"])
+                    + " |")
+    return rows
+
+
+def main(model_dir: str, me: str, twin: str, wall_s: str, *evals: str) -> None:
+    m = Path(model_dir)
+    t = json.loads((m / "training.json").read_text())
+    cfg = t["config"]
+    sums = [json.loads((Path(r) / "report" / "summary.json").read_text()) for r in evals]
+    S = sums[0]
+    speed = S.get("speed", {})
+    sp_me, sp_t = speed.get(me, {}), speed.get(S["base"], {})
+    timings = S["run"].get("timings_rank0", {})
+    batched = {v: timings[v]["translated"] / timings[v]["translate_s"] for v in (me, S["base"]) if v in timings}
+    size = (m / "model.safetensors").stat().st_size
+    tsize = Path(S["variant_models"][S["base"]], "model.safetensors").stat().st_size
+    kd = cfg["kd"]
+    is_kd = kd["source"] != "none"
+    probe = [json.loads(x) for x in (m / "signals.jsonl").read_text().splitlines()]
+    probe = [p for p in probe if p["split"] == "probe"]
+    first, last = probe[0], probe[-1]
+    q = t["quotas"]
+    lines = [
+        f"# forgetbench {me}: a SMaLL-100-style student of the shipped teacher "
+        f"({'with word-level KD' if is_kd else 'without KD — the no-KD twin, the study' + chr(39) + 's Finetuned-100'})", "",
+        f"{cfg['student']['encoder_layers']} encoder / {cfg['student']['decoder_layers']} decoder layer(s) copied from "
+        "`artifacts/teacher` (4 / 3), target-language code on the encoder side (SMaLL-100 format; `forgetbench` loads it "
+        "with its SMaLL-100 tokenizer), trained on language-balanced data "
+        + (f"with L = L_ce + {kd['alpha']}·T²·L_kd (T = {kd['temperature']}) from a top-{kd['top_k']} + "
+           f"{kd['tail_samples']}-sample-tail teacher cache." if is_kd else "with L_ce only (same data, batches and steps as "
+                                                                                "its KD twin)."), "",
+        "## Reproduce", "", "```bash",
+        f"forgetbench distill configs/distill-{'kd' if is_kd else 'nokd'}.yaml --out runs/{me}   # resumable",
+        f"python scripts/ship_student.py runs/{me} artifacts/{me}",
+        "forgetbench sweep configs/distill-eval.yaml --out runs/distill-eval",
+        "forgetbench sweep configs/distill-eval-tico19.yaml --out runs/distill-eval-tico19",
+        f"python scripts/student_card.py artifacts/{me} {me} {twin} WALL_S runs/distill-eval runs/distill-eval-tico19",
+        "```", "",
+        f"Wall time of the `distill` command: **{float(wall_s) / 60:.1f} min** (data preparation"
+        + (f", teacher cache {t['cache']['seconds'] / 60:.1f} min" if is_kd else "")
+        + f", training {t['train_seconds'] / 60:.1f} min for {t['steps']} steps) on {t['threads']} CPU thread, "
+        f"{t['environment']['cpu']['model']} ({t['environment']['cpu']['cores']} cores, flags "
+        f"{', '.join(t['environment']['cpu']['flags']) or 'none'}), the KD and no-KD runs side by side (one per core).", "",
+        "## Model", "",
+        f"- {t['parameters']:,} parameters (tied embedding once); {size / 2**20:.1f} MiB on disk (fp16 safetensors) vs the "
+        f"teacher's {tsize / 2**20:.1f} MiB ({size / tsize:.2f}×)",
+        f"- layers: encoder {t['config']['student']['encoder_layers']} (teacher's first), decoder "
+        f"{t['config']['student']['decoder_layers']} (teacher's first {t['config']['student']['decoder_layers']}); "
+        f"`config.json` → `forgetbench_student` records which",
+        f"- speed, batch 1 (greedy, {sp_me.get('sentences', '–')} FLORES-101 {sp_me.get('pair', '')} sentences, "
+        f"{sp_me.get('threads', '–')} thread): {_f(sp_me.get('sentences_per_s'))} sentences/s vs the teacher's "
+        f"{_f(sp_t.get('sentences_per_s'))} (**{_f((sp_me.get('sentences_per_s') or 0) / (sp_t.get('sentences_per_s') or 1))}×**); "
+        f"{_f(sp_me.get('tokens_per_s'), 1)} vs {_f(sp_t.get('tokens_per_s'), 1)} tokens/s",
+        f"- speed, batched (batch 64, the sweep's translation pass): {_f(batched.get(me))} vs {_f(batched.get(S['base']))} "
+        "sentences/s",
+        "", "## Data", "",
+        f"The teacher's corpus (WMT news + Tatoeba test, every pair overlapping FLORES-101 / NTREX-128 / TICO-19 removed, "
+        f"the teacher's dev split held out), {cfg['data']['sampling']} sampling: every direction "
+        f"{cfg['data']['budget']:,} examples (small corpora repeated, large ones subsampled).", "",
+        "| direction | group | corpus | quota | unique | repeats |", "|---|---|---:|---:|---:|---:|"]
+    lines += [f"| {d} | {v['group']} | {v['corpus']:,} | {v['quota']:,} | {v['unique']:,} | {v['repeats']} |"
+              for d, v in q.items()]
+    tr = cfg["train"]
+    lines += ["", "## Training", "",
+              f"- phase 1: steps 1–{tr['phase1_steps']} L_ce; phase 2: steps {tr['phase1_steps'] + 1}–{tr['steps']} "
+              + ("L_ce + α·T²·L_kd" if is_kd else "L_ce (no KD)"),
+              f"- Adam (0.9, 0.98), eps 1e-6, lr {tr['lr']} inverse-sqrt after {tr['warmup']} warm-up steps, clip "
+              f"{tr['clip']}, label smoothing {tr['label_smoothing']}, dropout {tr['dropout']}, ≤ {tr['max_tokens']} padded "
+              f"tokens per batch, {t['tokens']:,} tokens seen ({t['epochs']} full pass(es) over the sample), fp32",
+              "", "Teacher–student signal on the probe (first 8 held-out pairs per direction), per pair group: exact "
+              "KL(teacher ‖ student) and the student's CE, at step 0 (layers just copied) and at the end:", "",
+              "| group | KL step 0 | KL end | CE step 0 | CE end |", "|---|---:|---:|---:|---:|"]
+    lines += [f"| {g} | {_f(first['groups'][g]['kl'], 3)} | {_f(last['groups'][g]['kl'], 3)} | "
+              f"{_f(first['groups'][g]['ce'], 3)} | {_f(last['groups'][g]['ce'], 3)} |"
+              for g in GROUP_ORDER if g in first["groups"]]
+    for s, name in zip(sums, [r.split("/")[-1] for r in evals], strict=True):
+        bench = s["pairs"][0]["benchmark"]
+        n = {p["n"] for p in s["pairs"]}
+        lines += ["", f"## Scores per pair group: {bench} ({len(s['pairs'])} directions, {'/'.join(map(str, sorted(n)))} "
+                      f"sentences each; run `{name}`)", "",
+                  "Own tiers from training pairs (High ≥ 30k, Medium ≥ 10k, Low ≥ 1k, Very-Low < 1k; English High). "
+                  "Intervals: stratified paired bootstrap (1000 resamples) of the mean corpus-score difference over the "
+                  "group's pairs.", ""]
+        lines += group_table(s, me, twin)
+    lines += ["", f"Metric signatures: chrF `{S['signatures']['chrF']}`; spBLEU `{S['signatures']['spBLEU']}` (the "
+              "teacher's own SPM: comparable within forgetbench only).", "",
+              "## Licence and intended use", "",
+              "Research only (the training data includes Tatoeba, CC BY-NC-SA 4.0). Like its teacher, it reproduces a "
+              "resource skew on purpose; do not use it to translate anything that matters."]
+    (m / "README.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(f"wrote {m / 'README.md'}")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])

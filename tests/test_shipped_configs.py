@@ -1,0 +1,43 @@
+"""Every shipped config loads (validated as its command would), and the no-KD twin differs from the KD
+student's config in nothing but its name and kd.source."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from .conftest import REPO
+
+CONFIGS = sorted((REPO / "configs").glob("*.yaml"))
+SHARED = (REPO.parent / "shared" / "data").is_dir()
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=[p.stem for p in CONFIGS])
+def test_shipped_config_loads(path: Path):
+    raw = yaml.safe_load(path.read_text())
+    if "teacher" in raw and "student" in raw:
+        if not SHARED:
+            pytest.skip("distillation configs read ../shared/data")
+        from forgetbench.distill.config import load_distill_config
+
+        cfg = load_distill_config(path)
+        assert cfg.pairs and len(cfg.pairs) == 2 * len(cfg.data.languages)
+    elif "spm" in raw:
+        if not SHARED:
+            pytest.skip("training configs read ../shared/data")
+        from forgetbench.train.config import load_config
+
+        load_config(path)
+    else:
+        from forgetbench.sweep import load_sweep
+
+        cfg = load_sweep(path)
+        assert cfg.jobs
+
+
+def test_the_no_kd_twin_differs_only_in_kd_source_and_name():
+    kd = yaml.safe_load((REPO / "configs" / "distill-kd.yaml").read_text())
+    nokd = yaml.safe_load((REPO / "configs" / "distill-nokd.yaml").read_text())
+    assert kd.pop("name") == "student-kd" and nokd.pop("name") == "student-nokd"
+    assert kd["kd"].pop("source") == "cache" and nokd["kd"].pop("source") == "none"
+    assert kd == nokd
