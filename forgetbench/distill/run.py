@@ -101,6 +101,8 @@ def distill(cfg: DistillConfig, out_dir: str | Path, progress: bool = True, log=
     acc = Accelerator(cpu=not torch.cuda.is_available())
     torch.set_num_threads(cfg.train.threads)
     ch = check(cfg)
+    if cfg.teacher.device_map is None and acc.device.type != "cpu":  # no map given: the teacher beside the student
+        ch.teacher.to(acc.device)
     out = Path(out_dir)
     if acc.is_main_process:
         out.mkdir(exist_ok=True)
