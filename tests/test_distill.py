@@ -367,3 +367,21 @@ def test_students_go_through_the_sweep_with_contrasts_speed_and_compression(tiny
     assert "## Deployment: size and batch-1 speed" in md and "kd vs nokd: chrF diff." in md
     assert set(S["distillation_signals"]) == {"kd", "nokd", "kd-p30"}  # the students' probes, read at sweep time
     assert "## Distillation signal per pair group" in md
+
+
+def test_online_kd_matches_the_cached_estimate_and_learned_alpha_moves(tiny_dir, tmp_path):
+    from forgetbench.distill.config import load_distill_config
+    from forgetbench.distill.run import distill
+
+    logs = {}
+    for name, source, extra in (("cache", "cache", ""), ("online", "online", ""), ("learned", "cache", ", alpha_mode: learned")):
+        cfg = load_distill_config(toy_setup(tmp_path / name, tiny_dir, source=source, kd_extra=extra))
+        out = distill(cfg, tmp_path / name / "run", progress=False, log=lambda *_: None)
+        logs[name] = [json.loads(x) for x in (tmp_path / name / "run" / "train_log.jsonl").read_text().splitlines()]
+        if name == "learned":
+            assert json.loads((out / "training.json").read_text())["alpha"] != 1.0
+    assert not (tmp_path / "online" / "run" / "teacher-cache").exists()
+    # phase 1 is identical, so at the first KD step both see the same student: the estimate is close to the exact value
+    assert logs["cache"][1]["kd"] == pytest.approx(logs["online"][1]["kd"], rel=0.02)
+    assert logs["cache"][1]["kl"] == pytest.approx(logs["online"][1]["kl"], abs=0.02)
+    assert logs["learned"][-1]["alpha"] != 1.0 and logs["learned"][1]["ce"] == logs["cache"][1]["ce"]

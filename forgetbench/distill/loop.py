@@ -174,7 +174,7 @@ def train_loop(acc, cfg: DistillConfig, model, opt, data, step_loss: StepLoss, s
                 _write(sig_f, {"step": step, "phase": phase, "split": "probe", "groups": probe_fn(unwrapped)})
             if time.perf_counter() - last_ckpt > tc.checkpoint_minutes * 60 or step == tc.steps:
                 state["elapsed"] = elapsed
-                state["alpha_s"] = float(alpha_module.s) if alpha_module is not None else None
+                state["alpha_s"] = float(alpha_module.s.detach()) if alpha_module is not None else None
                 if main:
                     save_checkpoint(unwrapped, opt, state, ckpt)
                 acc.wait_for_everyone()

@@ -1,0 +1,59 @@
+"""Batch-1 greedy decoding speed of several models, interleaved sentence by sentence (same sentences, same load).
+
+    python -m benchmarks.batch1_speed artifacts/teacher artifacts/student-kd artifacts/student-nokd [--sentences 60]
+
+Sources: the first N FLORES-101 devtest sentences of en→de, en→sw, de→en, sw→en (a quarter each); every
+model translates sentence i before any model translates sentence i+1, so a change of load hits all alike.
+Prints sentences/s, generated tokens/s and the speed-up over the first model, with the environment, as JSON.
+"""
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import torch
+
+from benchmarks.common import environment
+from forgetbench.eval.languages import language
+from forgetbench.models.generation import translate
+from forgetbench.models.load import load
+
+DIRECTIONS = [("en", "de"), ("en", "sw"), ("de", "en"), ("sw", "en")]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("models", nargs="+")
+    ap.add_argument("--flores", default="data/flores101")
+    ap.add_argument("--sentences", type=int, default=60)
+    ap.add_argument("--max-new-tokens", type=int, default=160)
+    ap.add_argument("--threads", type=int, default=1)
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    lines = {c: Path(a.flores, language(c).flores_file).read_text(encoding="utf-8").splitlines() for c in ("en", "de", "sw")}
+    work = [(s, t, lines[s][i]) for i in range(a.sentences // len(DIRECTIONS)) for s, t in DIRECTIONS]
+    models = {m: load(m, with_signature=False)[:2] for m in a.models}
+    for model, tok in models.values():
+        translate(model, tok, [work[0][2]], work[0][0], work[0][1], max_new_tokens=a.max_new_tokens)  # warm-up
+    secs, toks = dict.fromkeys(models, 0.0), dict.fromkeys(models, 0)
+    load0 = environment()["loadavg"]
+    for s, t, src in work:
+        for name, (model, tok) in models.items():
+            t0 = time.perf_counter()
+            hyp = translate(model, tok, [src], s, t, max_new_tokens=a.max_new_tokens)[0]
+            secs[name] += time.perf_counter() - t0
+            toks[name] += len(tok(hyp, add_special_tokens=False)["input_ids"]) + 1
+    first = a.models[0]
+    out = {name: {"sentences_per_s": round(len(work) / secs[name], 3), "tokens_per_s": round(toks[name] / secs[name], 1),
+                  "tokens_per_sentence": round(toks[name] / len(work), 1),
+                  "speedup_vs_first": round(secs[first] / secs[name], 3),
+                  "ms_per_token": round(secs[name] / toks[name] * 1000, 2),
+                  "disk_mib": round(sum(f.stat().st_size for f in Path(name).glob("*.safetensors")) / 2**20, 2)}
+           for name in models}
+    print(json.dumps({"sentences": len(work), "directions": [f"{s}-{t}" for s, t in DIRECTIONS], "models": out,
+                      "threads": a.threads, "loadavg_start": load0, "environment": environment()}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
