@@ -1,8 +1,10 @@
 """Write a shipped student's model card (README.md) from its run records and the distillation eval sweep(s).
 
-    python scripts/student_card.py artifacts/student-kd student-kd student-nokd WALL_S runs/distill-eval [runs/distill-eval-tico19]
+    python -m benchmarks.batch1_speed artifacts/teacher artifacts/student-kd artifacts/student-nokd > speed.json
+    python scripts/student_card.py artifacts/student-kd student-kd student-nokd WALL_S speed.json runs/distill-eval [runs/distill-eval-tico19]
 
-WALL_S: the measured wall time of the whole `forgetbench distill` command (data, cache, training, export).
+WALL_S: the measured wall time of the whole `forgetbench distill` command (data, cache, training, export);
+speed.json: `benchmarks.batch1_speed` over teacher and students (interleaved sentence by sentence).
 """
 
 import json
@@ -40,14 +42,15 @@ def group_table(S: dict, me: str, twin: str, view: str = "training") -> list[str
     return rows
 
 
-def main(model_dir: str, me: str, twin: str, wall_s: str, *evals: str) -> None:
+def main(model_dir: str, me: str, twin: str, wall_s: str, speed_json: str, *evals: str) -> None:
     m = Path(model_dir)
     t = json.loads((m / "training.json").read_text())
     cfg = t["config"]
     sums = [json.loads((Path(r) / "report" / "summary.json").read_text()) for r in evals]
     S = sums[0]
-    speed = S.get("speed", {})
-    sp_me, sp_t = speed.get(me, {}), speed.get(S["base"], {})
+    B = json.loads(Path(speed_json).read_text())
+    sp_t = next(v for k, v in B["models"].items() if Path(k).name == "teacher")
+    sp_me = next(v for k, v in B["models"].items() if Path(k).name == me)
     timings = S["run"].get("timings_rank0", {})
     batched = {v: timings[v]["translated"] / timings[v]["translate_s"] for v in (me, S["base"]) if v in timings}
     size = (m / "model.safetensors").stat().st_size
@@ -72,7 +75,8 @@ def main(model_dir: str, me: str, twin: str, wall_s: str, *evals: str) -> None:
         f"python scripts/ship_student.py runs/{me} artifacts/{me}",
         "forgetbench sweep configs/distill-eval.yaml --out runs/distill-eval",
         "forgetbench sweep configs/distill-eval-tico19.yaml --out runs/distill-eval-tico19",
-        f"python scripts/student_card.py artifacts/{me} {me} {twin} WALL_S runs/distill-eval runs/distill-eval-tico19",
+        "python -m benchmarks.batch1_speed artifacts/teacher artifacts/student-kd artifacts/student-nokd > speed.json",
+        f"python scripts/student_card.py artifacts/{me} {me} {twin} WALL_S speed.json runs/distill-eval runs/distill-eval-tico19",
         "```", "",
         f"Wall time of the `distill` command: **{float(wall_s) / 60:.1f} min** (data preparation"
         + (f", teacher cache {t['cache']['seconds'] / 60:.1f} min" if is_kd else "")
@@ -85,10 +89,16 @@ def main(model_dir: str, me: str, twin: str, wall_s: str, *evals: str) -> None:
         f"- layers: encoder {t['config']['student']['encoder_layers']} (teacher's first), decoder "
         f"{t['config']['student']['decoder_layers']} (teacher's first {t['config']['student']['decoder_layers']}); "
         f"`config.json` → `forgetbench_student` records which",
-        f"- speed, batch 1 (greedy, {sp_me.get('sentences', '–')} FLORES-101 {sp_me.get('pair', '')} sentences, "
-        f"{sp_me.get('threads', '–')} thread): {_f(sp_me.get('sentences_per_s'))} sentences/s vs the teacher's "
-        f"{_f(sp_t.get('sentences_per_s'))} (**{_f((sp_me.get('sentences_per_s') or 0) / (sp_t.get('sentences_per_s') or 1))}×**); "
-        f"{_f(sp_me.get('tokens_per_s'), 1)} vs {_f(sp_t.get('tokens_per_s'), 1)} tokens/s",
+        "- tokenizer: the teacher's files; `tokenizer_config.json` names `M2M100Tokenizer` (as SMaLL-100's own checkpoint "
+        "does), so a bare `AutoTokenizer` builds M2M-100-format inputs (source code first) that this model was not trained "
+        "on: load it with `forgetbench.models.load` (it reads `forgetbench_small100` from `config.json`) or "
+        "`forgetbench.models.tokenizers.Small100Tokenizer`",
+        f"- speed, batch 1 (greedy, {B['sentences']} FLORES-101 sentences of {', '.join(B['directions'])}, models "
+        f"interleaved sentence by sentence, {B['threads']} thread, load average {B['loadavg_start']:.2f} → "
+        f"{B['environment']['loadavg']:.2f}; `benchmarks/batch1_speed.py`): {_f(sp_me['sentences_per_s'])} sentences/s vs "
+        f"the teacher's {_f(sp_t['sentences_per_s'])} (**{_f(sp_me['speedup_vs_first'])}×**); per generated token "
+        f"{_f(sp_me['ms_per_token'])} vs {_f(sp_t['ms_per_token'])} ms ({_f(sp_t['ms_per_token'] / sp_me['ms_per_token'])}×), "
+        f"{_f(sp_me['tokens_per_sentence'], 1)} vs {_f(sp_t['tokens_per_sentence'], 1)} tokens per sentence",
         f"- speed, batched (batch 64, the sweep's translation pass): {_f(batched.get(me))} vs {_f(batched.get(S['base']))} "
         "sentences/s",
         "", "## Data", "",
