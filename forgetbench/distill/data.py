@@ -29,6 +29,7 @@ from forgetbench.distill.sampling import plan
 from forgetbench.errors import ForgetbenchError
 from forgetbench.eval.languages import TIERS
 from forgetbench.io import atomic_write_json, sha256_file
+from forgetbench.train.data import pad_batch
 
 ABBR = {"Very-Low": "VL", "Low": "L", "Medium": "M", "High": "H"}
 GROUPS = [f"{a}2{b}" for a in ("VL", "L", "M", "H") for b in ("VL", "L", "M", "H")]
@@ -240,16 +241,7 @@ def encode_batch(rows, lang_id: dict[str, int], small100: bool, prefix: str = ""
     position of the first target token, ``content_len`` the target tokens + ``</s>`` per row."""
     srcs = [[lang_id[t] if small100 else lang_id[s], *x, EOS] for s, t, x, _ in rows]
     tgts = [([] if small100 else [lang_id[t]]) + [*y, EOS] for _, t, _, y in rows]
-    S, T = max(map(len, srcs)), max(map(len, tgts))
-    ids = torch.full((len(rows), S), PAD, dtype=torch.long)
-    labels = torch.full((len(rows), T), -100, dtype=torch.long)
-    dec = torch.full((len(rows), T), PAD, dtype=torch.long)
-    for r, (s, t) in enumerate(zip(srcs, tgts, strict=True)):
-        ids[r, : len(s)] = torch.tensor(s)
-        labels[r, : len(t)] = torch.tensor(t)
-        dec[r, 0] = EOS
-        dec[r, 1: len(t)] = torch.tensor(t[:-1])
-    return {f"{prefix}input_ids": ids, f"{prefix}attention_mask": (ids != PAD).long(),
-            f"{prefix}decoder_input_ids": dec, f"{prefix}labels": labels,
-            f"{prefix}content_start": torch.tensor(0 if small100 else 1),
-            "content_len": torch.tensor([len(y) + 1 for *_, y in rows])}
+    b = pad_batch(srcs, tgts, PAD, EOS)
+    return {f"{prefix}{k}": v for k, v in b.items()} | {
+        f"{prefix}content_start": torch.tensor(0 if small100 else 1),
+        "content_len": torch.tensor([len(y) + 1 for *_, y in rows])}

@@ -126,13 +126,19 @@ class Examples:
         body = self.max_len - 2
         srcs = [[int(self.src_lang[i]), *self.src[self.src_off[i]:self.src_off[i + 1]][:body].tolist(), eos] for i in idx]
         tgts = [[int(self.tgt_lang[i]), *self.tgt[self.tgt_off[i]:self.tgt_off[i + 1]][:body].tolist(), eos] for i in idx]
-        S, T = max(map(len, srcs)), max(map(len, tgts))
-        ids = torch.full((len(idx), S), pad, dtype=torch.long)
-        labels = torch.full((len(idx), T), -100, dtype=torch.long)
-        dec = torch.full((len(idx), T), pad, dtype=torch.long)
-        for r, (s, t) in enumerate(zip(srcs, tgts, strict=True)):
-            ids[r, : len(s)] = torch.tensor(s)
-            labels[r, : len(t)] = torch.tensor(t)
-            dec[r, 0] = eos
-            dec[r, 1 : len(t)] = torch.tensor(t[:-1])
-        return {"input_ids": ids, "attention_mask": (ids != pad).long(), "decoder_input_ids": dec, "labels": labels}
+        return pad_batch(srcs, tgts, pad, eos)
+
+
+def pad_batch(srcs: list[list[int]], tgts: list[list[int]], pad: int = 1, eos: int = 2) -> dict[str, torch.Tensor]:
+    """Padded seq2seq inputs from complete source and label sequences: ``input_ids``/``attention_mask``, ``labels``
+    (-100 at padding) and ``decoder_input_ids`` = ``</s>`` + labels[:-1]."""
+    S, T = max(map(len, srcs)), max(map(len, tgts))
+    ids = torch.full((len(srcs), S), pad, dtype=torch.long)
+    labels = torch.full((len(srcs), T), -100, dtype=torch.long)
+    dec = torch.full((len(srcs), T), pad, dtype=torch.long)
+    for r, (s, t) in enumerate(zip(srcs, tgts, strict=True)):
+        ids[r, : len(s)] = torch.tensor(s)
+        labels[r, : len(t)] = torch.tensor(t)
+        dec[r, 0] = eos
+        dec[r, 1 : len(t)] = torch.tensor(t[:-1])
+    return {"input_ids": ids, "attention_mask": (ids != pad).long(), "decoder_input_ids": dec, "labels": labels}
