@@ -19,9 +19,9 @@ def main(run: str, out: str) -> None:
     model = AutoModelForSeq2SeqLM.from_pretrained(str(run_p / "model"), dtype=torch.float32)
     out_p.mkdir(parents=True)
     model.half().save_pretrained(out_p)
-    for f in ("vocab.json", "sentencepiece.bpe.model", "tokenizer_config.json", "training.json"):
+    for f in ("vocab.json", "sentencepiece.bpe.model", "tokenizer_config.json", "training.json", "signals.jsonl"):
         shutil.copyfile(run_p / "model" / f, out_p / f)
-    for f in ("train_log.jsonl", "signals.jsonl", "quotas.json"):
+    for f in ("train_log.jsonl", "quotas.json"):
         shutil.copyfile(run_p / f, out_p / f)
     t = json.loads((out_p / "training.json").read_text())
     print(f"shipped {out_p}: {t['parameters']:,} parameters, "

@@ -11,8 +11,9 @@ import json
 import sys
 from pathlib import Path
 
-GROUP_ORDER = ["VL2VL", "VL2L", "VL2M", "VL2H", "L2VL", "L2L", "L2M", "L2H", "M2VL", "M2L", "M2M", "M2H",
-               "H2VL", "H2L", "H2M", "H2H", "low", "all"]
+from forgetbench.eval.languages import PAIR_GROUPS
+
+GROUP_ORDER = [*PAIR_GROUPS, "low", "all"]
 
 
 def _f(x, nd=2):

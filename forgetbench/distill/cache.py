@@ -73,6 +73,7 @@ def _pad_rows(rows: list[np.ndarray], width: int, fill=0) -> np.ndarray:
 def build_cache(folder: Path, keys: dict, data, teacher, seed: int, max_tokens: int, bf16: bool = False,
                 progress: bool = True, log=print) -> dict:
     """Teacher targets for every unique example of ``data`` (a ``DistillData``) into ``folder``; returns the manifest."""
+    from safetensors import safe_open
     from safetensors.numpy import save_file
     from tqdm.auto import tqdm
 
@@ -142,8 +143,6 @@ def build_cache(folder: Path, keys: dict, data, teacher, seed: int, max_tokens: 
     for s in shards:
         p = folder / s["file"]
         size += p.stat().st_size
-        from safetensors import safe_open
-
         with safe_open(str(p), framework="np") as f:
             positions += int(f.get_slice("tail_mass").get_shape()[0])
     man = record | {"shards": shards, "examples": n_unique, "positions": positions, "bytes": size,

@@ -12,7 +12,7 @@ batched for a student and its teacher in their own input formats.
   *content* positions (y and the final ``</s>``) are where student and teacher distributions meet:
   they start at label position 0 (SMaLL-100) or 1 (M2M-100).
 - Groups: a direction's resource-tier pair group, e.g. ``H2VL`` (English → Swahili), from training-pair
-  counts and ``data.tiers`` as the sweep's own-tier view.
+  counts and ``data.tiers`` (``eval.languages.tiers_from_counts``, the sweep's own-tier rule).
 """
 
 from __future__ import annotations
@@ -27,12 +27,10 @@ import torch
 from forgetbench.distill.config import DistillConfig
 from forgetbench.distill.sampling import plan
 from forgetbench.errors import ForgetbenchError
-from forgetbench.eval.languages import TIERS
+from forgetbench.eval.languages import PAIR_GROUPS, pair_group, tiers_from_counts
 from forgetbench.io import atomic_write_json, sha256_file
 from forgetbench.train.data import pad_batch
 
-ABBR = {"Very-Low": "VL", "Low": "L", "Medium": "M", "High": "H"}
-GROUPS = [f"{a}2{b}" for a in ("VL", "L", "M", "H") for b in ("VL", "L", "M", "H")]
 PAD, EOS = 1, 2
 
 
@@ -95,7 +93,8 @@ def prepare_data(cfg: DistillConfig, tok, out: Path, log=print) -> dict:
         from forgetbench.train.corpus import build_corpus
 
         # all languages in one call, with the teacher's seed: the same train/dev split as the teacher's
-        train, dev, _ = build_corpus(Path(d.shared), from_shared, d.dev_per_language, d.max_chars, cfg.train.seed)
+        train, dev, _ = build_corpus(Path(d.shared), from_shared, d.dev_per_language, d.max_chars, cfg.train.seed,
+                                     banned)
         for lang in from_shared:
             _write_language(out, lang, train.pop(lang), enc)
             counts[lang] = int(np.load(out / f"{lang}.en.off.npy").shape[0] - 1)
@@ -125,15 +124,6 @@ def prepare_data(cfg: DistillConfig, tok, out: Path, log=print) -> dict:
 def _write_language(out: Path, lang: str, pairs: list[tuple[str, str]], enc) -> None:
     _save_side(out, f"{lang}.en", [enc(e) for e, _ in pairs])
     _save_side(out, f"{lang}.{lang}", [enc(x) for _, x in pairs])
-
-
-def language_tiers(counts: dict[str, int], bounds: list[int]) -> dict[str, str]:
-    """< b0 Very-Low, < b1 Low, < b2 Medium, else High; English High (the sweep's own-tier rule)."""
-    return {"en": "High"} | {lang: TIERS[sum(n >= b for b in bounds)] for lang, n in counts.items()}
-
-
-def pair_group(src: str, tgt: str, tiers: dict[str, str]) -> str:
-    return f"{ABBR[tiers[src]]}2{ABBR[tiers[tgt]]}"
 
 
 class Side:
@@ -173,8 +163,8 @@ class DistillData:
         sizes = {f"{s}-{t}": meta["train_pairs"][t if s == "en" else s] for s, t in self.pairs}
         self.dirs, self.rows, self.quotas = plan(sizes, cfg.data.sampling, cfg.data.budget, cfg.data.temperature,
                                                  cfg.train.seed)
-        self.tiers = language_tiers(meta["train_pairs"], cfg.data.tiers)
-        self.dir_group = [pair_group(s, t, self.tiers) for s, t in self.pairs]
+        self.tiers = tiers_from_counts(meta["train_pairs"], cfg.data.tiers)
+        self.dir_group = [pair_group(self.tiers[s], self.tiers[t]) for s, t in self.pairs]
         for k, g in enumerate(self.dir_group):
             self.quotas[f"{self.pairs[k][0]}-{self.pairs[k][1]}"]["group"] = g
         keys = self.dirs.astype(np.int64) * (1 << 40) + self.rows
@@ -231,7 +221,7 @@ class DistillData:
         rows = [self.example(int(i)) for i in idx]
         out = encode_batch(rows, self.lang_id, self.student_small100, prefix="")
         out |= encode_batch(rows, self.lang_id, self.teacher_small100, prefix="teacher_")
-        out["group"] = torch.tensor([GROUPS.index(self.dir_group[self.dirs[i]]) for i in idx])
+        out["group"] = torch.tensor([PAIR_GROUPS.index(self.dir_group[self.dirs[i]]) for i in idx])
         out["uid"] = torch.from_numpy(self.uid[np.asarray(idx)])
         return out
 

@@ -26,8 +26,9 @@ import torch
 from tqdm.auto import tqdm
 
 from forgetbench.distill.config import DistillConfig
-from forgetbench.distill.data import GROUPS, encode_batch
+from forgetbench.distill.data import encode_batch
 from forgetbench.distill.loss import LearnedAlpha, kd_cached, kd_online, label_smoothed_ce
+from forgetbench.eval.languages import PAIR_GROUPS
 from forgetbench.train.loop import inverse_sqrt, save_checkpoint
 
 
@@ -48,9 +49,9 @@ def _forward(model, b: dict, prefix: str, bf16: bool) -> torch.Tensor:
 
 
 def group_sums(values: torch.Tensor, mask: torch.Tensor, group: torch.Tensor) -> torch.Tensor:
-    """[len(GROUPS)] sums of ``values`` [B, C] over the masked positions of each row's group."""
+    """[len(PAIR_GROUPS)] sums of ``values`` [B, C] over the masked positions of each row's group."""
     per_row = (values * mask).sum(1)
-    return torch.zeros(len(GROUPS)).index_add_(0, group, per_row.detach().float().cpu())
+    return torch.zeros(len(PAIR_GROUPS)).index_add_(0, group, per_row.detach().float().cpu())
 
 
 class StepLoss:
@@ -197,7 +198,7 @@ def _log(acc, window, step, phase, tc, elapsed, state, log_f, sig_f, alpha_modul
     n_kd = window.pop("n_kd", 0)
     scalars = torch.tensor([window.get(k, float("nan")) / max(n_kd if k in ("kd", "kl") else n, 1)
                             for k in ("loss", "ce", "kd", "kl")])
-    groups = torch.stack([window.get(k, torch.zeros(len(GROUPS))) for k in ("ce_groups", "kl_groups", "tokens_groups")])
+    groups = torch.stack([window.get(k, torch.zeros(len(PAIR_GROUPS))) for k in ("ce_groups", "kl_groups", "tokens_groups")])
     tokens = torch.tensor([float(state["tokens"])])
     if acc.num_processes > 1:  # each process counts its own share of the batches
         tokens = acc.reduce(tokens, reduction="sum")
@@ -214,7 +215,7 @@ def _log(acc, window, step, phase, tc, elapsed, state, log_f, sig_f, alpha_modul
         rec["alpha"] = round(alpha_module.alpha, 5)
     _write(log_f, rec)
     per = {}
-    for gi, g in enumerate(GROUPS):
+    for gi, g in enumerate(PAIR_GROUPS):
         t = float(groups[2, gi])
         if t:
             per[g] = {"ce": round(float(groups[0, gi]) / t, 4), "tokens": int(t)}

@@ -172,7 +172,7 @@ def distill(cfg: DistillConfig, out_dir: str | Path, progress: bool = True, log=
                   "alpha": alpha.alpha if alpha is not None else cfg.kd.alpha,
                   "cache": None if cache_man is None else {k: v for k, v in cache_man.items() if k != "shards"},
                   "environment": environment()}
-        final = export_model(unwrapped, tok, out, record)
+        final = export_model(unwrapped, tok, out, record, (out / "signals.jsonl",))
         log(f"stopped by {stopped} at step {state['step']}; student in {final}")
     acc.wait_for_everyone()
     return final

@@ -37,7 +37,7 @@ import numpy as np
 
 from forgetbench.eval import bootstrap as bs
 from forgetbench.eval import lid
-from forgetbench.eval.languages import TIERS, TWO_SCRIPT, language, pair_tier
+from forgetbench.eval.languages import PAIR_GROUPS, TIERS, TWO_SCRIPT, language, pair_group, pair_tier
 from forgetbench.eval.metrics import CHRF3, SpBLEU, chrf_signature
 from forgetbench.eval.sentence_stats import REF
 from forgetbench.eval.store import Store
@@ -575,9 +575,6 @@ def tier_contrasts(run: RunData, pairs: list[PairResult], samples: RelSamples) -
     return out
 
 
-GROUP_ABBR = {"Very-Low": "VL", "Low": "L", "Medium": "M", "High": "H"}
-
-
 def pair_groups(run: RunData, pairs: list[PairResult]) -> dict:
     """Per tier view: the kept pairs grouped by (source tier, target tier) as the SMaLL-100 study's table
     (``VL2VL`` … ``H2H``), plus ``low`` (pairs whose tier is Very-Low or Low) and ``all``. Each group: the
@@ -588,9 +585,8 @@ def pair_groups(run: RunData, pairs: list[PairResult]) -> dict:
     for vw in run.views:
         groups: dict[str, list[PairResult]] = {}
         for p in kept:
-            g = f"{GROUP_ABBR[p.src_tier[vw.name]]}2{GROUP_ABBR[p.tgt_tier[vw.name]]}"
-            groups.setdefault(g, []).append(p)
-        order = [f"{a}2{b}" for a in GROUP_ABBR.values() for b in GROUP_ABBR.values() if f"{a}2{b}" in groups]
+            groups.setdefault(pair_group(p.src_tier[vw.name], p.tgt_tier[vw.name]), []).append(p)
+        order = [g for g in PAIR_GROUPS if g in groups]
         groups["low"] = [p for p in kept if p.tier[vw.name] in ("Very-Low", "Low")]
         groups["all"] = kept
         out[vw.name] = {}

@@ -116,6 +116,20 @@ def tier_of_bitext(millions: float) -> str:
     return "High"
 
 
+TIER_ABBR = {"Very-Low": "VL", "Low": "L", "Medium": "M", "High": "H"}
+PAIR_GROUPS = [f"{a}2{b}" for a in TIER_ABBR.values() for b in TIER_ABBR.values()]  # VL2VL … H2H, the study's order
+
+
+def pair_group(src_tier: str, tgt_tier: str) -> str:
+    """The SMaLL-100 study's pair group of a direction, e.g. ``H2VL`` (High source, Very-Low target)."""
+    return f"{TIER_ABBR[src_tier]}2{TIER_ABBR[tgt_tier]}"
+
+
+def tiers_from_counts(counts: dict[str, int], thresholds: list[int]) -> dict[str, str]:
+    """Tiers from training-pair counts: < t0 Very-Low, < t1 Low, < t2 Medium, else High; English High."""
+    return {"en": "High"} | {lang: TIERS[sum(n >= t for t in thresholds)] for lang, n in counts.items()}
+
+
 def pair_tier(src: str, tgt: str, tiers: dict[str, str] | None = None) -> str:
     """Tier of min(ρ_src, ρ_tgt); ``tiers`` overrides the thesis table (e.g. the project's own counts)."""
     get = (lambda c: tiers[c]) if tiers else (lambda c: language(c).tier)

@@ -14,7 +14,7 @@ import json
 import math
 from pathlib import Path
 
-from forgetbench.eval.languages import TIERS, language
+from forgetbench.eval.languages import PAIR_GROUPS, TIERS, language
 from forgetbench.io import atomic_write_json, atomic_write_text
 
 
@@ -213,8 +213,7 @@ def tables(S: dict) -> dict[str, tuple[list[str], list[list]]]:
                                 for g, c in groups.items()])
     sig = S.get("distillation_signals") or {}
     if sig:
-        groups = [g for g in ("VL2VL", "VL2L", "VL2M", "VL2H", "L2VL", "L2L", "L2M", "L2H", "M2VL", "M2L", "M2M", "M2H",
-                              "H2VL", "H2L", "H2M", "H2H") if any(g in s["last"]["groups"] for s in sig.values())]
+        groups = [g for g in PAIR_GROUPS if any(g in s["last"]["groups"] for s in sig.values())]
         T["signals"] = (["pair group"] + [f"{v}: KL(teacher‖student) start → end" for v in sig]
                         + [f"{v}: CE start → end" for v in sig],
                         [[g] + [f"{_f(s['first']['groups'].get(g, {}).get('kl'), 3)} → {_f(s['last']['groups'].get(g, {}).get('kl'), 3)}"

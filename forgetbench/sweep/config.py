@@ -35,7 +35,7 @@ from forgetbench.eval.analysis import Thresholds, TierView
 from forgetbench.eval.benchmarks import Benchmark, open_benchmark
 from forgetbench.eval.bias import BiasConfig, SourceSet, read_mt_gender
 from forgetbench.eval.gender_readers import COVERED
-from forgetbench.eval.languages import TIERS, language
+from forgetbench.eval.languages import language, tiers_from_counts
 from forgetbench.eval.translate import Job
 from forgetbench.eval.word_sense import read_mucow
 from forgetbench.io import sha256_file
@@ -102,10 +102,7 @@ def training_tiers(counts_file: Path, thresholds: list[int]) -> dict[str, str]:
     counts = d.get("corpus", d).get("train", d.get("train", {}))
     if not counts:
         raise ForgetbenchError(f"{counts_file}: no corpus.train counts")
-    out = {"en": "High"}
-    for lang, n in counts.items():
-        out[lang] = TIERS[sum(n >= t for t in thresholds)]
-    return out
+    return tiers_from_counts(counts, thresholds)
 
 
 def load_sweep(path: str | Path) -> SweepConfig:

@@ -50,12 +50,9 @@ def prepare_variants(cfg: SweepConfig, run_dir: Path, store: Store, progress: bo
 
 
 def record_signals(store: Store, name: str, model: Path) -> None:
-    """A distilled student's last probe (``signals.jsonl`` beside its weights: teacher–student KL and CE per pair
-    group) into the store, so the report can set who forgets beside the distillation signal. A student still in its
-    run folder (``RUN/model``) has them in ``RUN``."""
+    """A distilled student's first and last probe (``signals.jsonl``, exported beside its weights: teacher–student KL
+    and CE per pair group) into the store, so the report can set who forgets beside the distillation signal."""
     f = model / "signals.jsonl"
-    if not f.is_file() and (model.parent / "distill-run.json").is_file():
-        f = model.parent / "signals.jsonl"
     if store.meta(f"signals:{name}") is not None or not f.is_file():
         return
     probes = [r for r in map(json.loads, f.read_text(encoding="utf-8").splitlines()) if r.get("split") == "probe"]

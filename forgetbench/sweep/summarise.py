@@ -33,8 +33,8 @@ def summarise(cfg: SweepConfig, run_dir: str | Path, run_info: dict | None = Non
     spb = SpBLEU(cfg.spm, official=cfg.spm_official)
     A = analyse(store, cfg.jobs, cfg.base, list(cfg.variants), spb, cfg.thresholds, cfg.tier_views,
                 contrasts=cfg.contrasts)
-    speed = {v: store.meta(f"speed:{v}") for v in cfg.variants if store.meta(f"speed:{v}") is not None}
-    signals = {v: store.meta(f"signals:{v}") for v in cfg.variants if store.meta(f"signals:{v}") is not None}
+    speed, signals = ({v: x for v in cfg.variants if (x := store.meta(f"{kind}:{v}")) is not None}
+                      for kind in ("speed", "signals"))
     bias_summary = biasmod.analyse_bias(store, cfg.bias, cfg.base, list(cfg.variants), cfg.thresholds.resamples,
                                         cfg.thresholds.seed)
     store.close()

@@ -110,9 +110,11 @@ def raw_pairs(shared: Path, lang: str) -> list[tuple[str, str]]:
 
 
 def build_corpus(shared: Path, langs: list[str], dev_per_language: int = 100, max_chars: int = 300,
-                 seed: int = 0) -> tuple[dict[str, list[tuple[str, str]]], dict[str, list[tuple[str, str]]], CorpusStats]:
+                 seed: int = 0, banned: set[str] | None = None
+                 ) -> tuple[dict[str, list[tuple[str, str]]], dict[str, list[tuple[str, str]]], CorpusStats]:
+    """``banned``: ``eval_sentences(shared)`` when the caller already has it."""
     shared = Path(shared)
-    banned = eval_sentences(shared)
+    banned = eval_sentences(shared) if banned is None else banned
     rng = random.Random(seed)
     train, dev = {}, {}
     st = CorpusStats({}, {}, {}, {}, {}, {})

@@ -14,13 +14,16 @@ from pathlib import Path
 from forgetbench.io import atomic_write_json
 
 
-def export_model(model, tokenizer, out: Path, record: dict) -> Path:
+def export_model(model, tokenizer, out: Path, record: dict, extra_files: tuple[Path, ...] = ()) -> Path:
+    """``extra_files`` (run records such as a student's ``signals.jsonl``) are copied in beside the weights."""
     final, tmp, old = out / "model", out / "model.tmp", out / "model.old"
     shutil.rmtree(tmp, ignore_errors=True)
     model.eval()
     model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
     atomic_write_json(tmp / "training.json", record)
+    for f in extra_files:
+        shutil.copyfile(f, tmp / f.name)
     shutil.rmtree(old, ignore_errors=True)
     if final.exists():
         os.rename(final, old)
