@@ -184,24 +184,40 @@ def test_same_quantize_call_on_non_mt_module():
     assert not torch.equal(out, ref) and torch.allclose(out, ref, atol=0.05 * float(ref.abs().max()))
 
 
-def test_site_memo_reuses_only_unchanged_tensors():
-    from forgetbench.compress.sites import ActQuantizer
+def test_keys_and_values_quantised_at_the_projection_equal_the_matmul_operands(tiny, batch, monkeypatch):
+    """Quantising K and V once at k_proj / v_proj gives the tokens and logits of quantising the matmul operands (the
+    whole cache) at every step, and the elements quantised per decoding step stop growing with the length."""
+    import copy
 
-    q = ActQuantizer("s", "attn_qk", None)
-    q.mode, q.amax = "quant", 2.0
-    x = torch.linspace(-3, 3, 8192)
-    a = q(x.view(64, 128).t())  # a new view of the same storage is still "the same tensor"
-    assert q(x.view(64, 128).t()) is a
-    x.mul_(0.5)  # in-place change: the shared version counter moves, the memo must not answer
-    b = q(x.view(64, 128).t())
-    assert b is not a and torch.equal(b, fake_quant(x.view(64, 128).t(), 2.0))
-    with torch.inference_mode():  # inference tensors have no version counter: never memoised
-        y = torch.linspace(-3, 3, 8192)
-        assert q(y) is not q(y)
+    from forgetbench.compress import sites
+    from forgetbench.compress.ptq import attach
+    from forgetbench.models.generation import greedy_generate
+
+    model, tok = tiny
+    state = quantize(model, QuantConfig(calibrator="max"), _calibration(tok, 8))
+    state.remove()  # the weights stay quantised; the activation sites are attached again, one way each
+    old, new = copy.deepcopy(model), copy.deepcopy(model)
+    monkeypatch.setattr(sites, "QUANTISE_KV_AT_PROJECTION", False)
+    attach(old, state)
+    monkeypatch.setattr(sites, "QUANTISE_KV_AT_PROJECTION", True)
+    new_state = attach(new, state)
+    bos = tok.get_lang_id("de")
+    a = greedy_generate(old, batch["input_ids"], batch["attention_mask"], bos, 12)
+    b = greedy_generate(new, batch["input_ids"], batch["attention_mask"], bos, 12)
+    assert a == b
+    with torch.no_grad():
+        assert torch.equal(old(**batch).logits, new(**batch).logits)
+    seen = []  # elements through one decoder self-attention key site, per call
+    q = new_state.registry.quantizers["model.decoder.layers.0.self_attn.qk.1"]
+    call = type(q).__call__
+    monkeypatch.setattr(type(q), "__call__", lambda self, x: (seen.append(x.numel()) if self is q else None) or call(self, x))
+    ids = batch["input_ids"][:1]
+    greedy_generate(new, ids, torch.ones_like(ids), bos, 12)
+    assert len(seen) >= 3 and len(set(seen)) == 1  # one new key row per step, not the growing cache
 
 
 def test_quantised_greedy_translation_equals_hf_generate(tiny, batch):
-    """The fast greedy loop (finished rows dropped, PTQ memo on cached cross-attention keys) gives HF's tokens."""
+    """The fast greedy loop (finished rows dropped, keys and values quantised at the projection) gives HF's tokens."""
     from forgetbench.models.generation import greedy_generate
 
     model, tok = tiny

@@ -10,6 +10,13 @@
   softmax·V) in self- and cross-attention.
 - ``residual``: both operands of every residual addition.
 
+Keys and values are quantised once, where they are made: in *quant* mode the ``.qk.1`` and ``.pv.1`` sites of
+an attention block that has ``k_proj``/``v_proj`` quantise those projections' outputs (a forward hook), and the
+matmul passes operand 1 through. The values are the same — the operand is that output reshaped (and, during
+generation, the cache's concatenation of it), and fake quantisation with a per-tensor range is elementwise —
+but a decoder step no longer re-quantises the whole self-attention cache: the cost per step stops growing with
+the length decoded. Calibration still reads the matmul operands.
+
 The last three have no hook point in Hugging Face's layer code. Instead of forking the model
 file, an *op scope* wraps a block's ``forward`` in a ``TorchFunctionMode`` that sees the ops the
 block executes in its own code (not in its children): in an eager attention block the 1st and
@@ -29,12 +36,13 @@ import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
-from forgetbench.compress.quantizer import fake_quant
+from forgetbench.compress.quantizer import fake_quant_scaled, scale_from_amax
 from forgetbench.errors import ForgetbenchError
 
 SITE_KINDS = ("linear_input", "linear_weight", "attn_qk", "attn_pv", "residual")
 _MATMUL = {torch.matmul, torch.Tensor.matmul, torch.Tensor.__matmul__}
 _ADD = {torch.add, torch.Tensor.add, torch.Tensor.__add__, torch.Tensor.__radd__}
+QUANTISE_KV_AT_PROJECTION = True  # read by attach_sites; False: at the matmul operands (the reference, in a test)
 
 
 class ActQuantizer:
@@ -45,11 +53,7 @@ class ActQuantizer:
         self.mode = "calibrate"
         self.amax: float | None = None
         self.calls = 0
-        self._memo: tuple | None = None
-
-    @staticmethod
-    def _key(x: torch.Tensor) -> tuple:
-        return (x.data_ptr(), x.shape, x.stride(), x.dtype, x._version)
+        self._scale: tuple | None = None  # (amax, its scale tensor): built once, not at every call
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         self.calls += 1
@@ -57,14 +61,10 @@ class ActQuantizer:
             self.calibrator.collect(x)
             return x
         if self.mode == "quant":
-            # During generation the cross-attention keys/values are the same cached tensor at every step
-            # (as a new view): reuse the last result. The memo holds the input, so its storage cannot be
-            # reused by another tensor, and an in-place change bumps the shared version counter.
-            key = None if x.is_inference() else self._key(x)  # inference tensors have no version counter
-            if key is not None and self._memo is not None and self._memo[1] == key:
-                return self._memo[2]
-            out = fake_quant(x, self.amax)
-            self._memo = (x, key, out) if key is not None and x.numel() >= 4096 and not x.requires_grad else None
+            if self._scale is None or self._scale[0] != self.amax or self._scale[1].device != x.device:
+                self._scale = (self.amax, scale_from_amax(torch.tensor(self.amax, dtype=torch.float32, device=x.device)))
+            with torch._C.DisableTorchFunction():  # the op scopes' modes need not see the quantiser's own ops
+                out = fake_quant_scaled(x, self._scale[1])
             return out
         return x
 
@@ -90,11 +90,14 @@ class OpScope:
         self.depth = 0
         self.calls = 0
         self.handles = []
+        self.mode: _OpMode | None = None
+        self.suspended = False
         original = module.forward
 
         def forward(*args, **kwargs):
-            self.depth, self.calls = 0, 0
-            with _OpMode(self):
+            self.depth, self.calls, self.suspended = 0, 0, False
+            self.mode = _OpMode(self)
+            with self.mode:
                 return original(*args, **kwargs)
 
         module.forward = forward
@@ -103,10 +106,19 @@ class OpScope:
             self.handles.append(child.register_forward_hook(self._leave, always_call=True))
 
     def _enter(self, *_):
+        # a child runs its own code: take this scope's mode off the stack meanwhile (when it is on top), so the
+        # child's ops do not pay a Python dispatch each; depth still guards the case where it cannot be taken off
         self.depth += 1
+        n = torch._C._len_torch_function_stack()
+        if self.depth == 1 and n and torch._C._get_function_stack_at(n - 1) is self.mode:
+            torch._C._pop_torch_function_stack()
+            self.suspended = True
 
     def _leave(self, *_):
         self.depth -= 1
+        if self.depth == 0 and self.suspended:
+            torch._C._push_on_torch_function_stack(self.mode)
+            self.suspended = False
 
     def intercept(self, args: tuple) -> tuple:
         if not self.accept(args):
@@ -204,17 +216,31 @@ def attach_sites(model: nn.Module, registry: SiteRegistry, kinds: set[str], excl
         present |= attn_kinds if names else set()
         labels = ("qk", "pv")
         for name in names:
+            block = modules[name]
+            at_projection = QUANTISE_KV_AT_PROJECTION and all(isinstance(getattr(block, p, None), nn.Linear)
+                                                              for p in ("k_proj", "v_proj"))
 
-            def attn_site(j, operand, x, _name=name):
+            def attn_site(j, operand, x, _name=name, _at_projection=at_projection):
                 if j >= len(labels):
                     raise ForgetbenchError(f"{_name}: more than two matmuls in one attention call; not an eager attention")
                 kind = f"attn_{labels[j]}"
                 site = f"{_name}.{labels[j]}.{operand}"
                 if kind not in kinds or excluded(site, exclude):
                     return x
+                if operand == 1 and _at_projection and registry.mode == "quant":
+                    return x  # quantised at k_proj / v_proj already
                 return registry.get(site, kind)(x)
 
-            handles.append(OpScope(modules[name], _MATMUL, attn_site, _is_matmul))
+            handles.append(OpScope(block, _MATMUL, attn_site, _is_matmul))
+            if at_projection:
+                for proj, label in (("k_proj", "qk"), ("v_proj", "pv")):
+                    site, kind = f"{name}.{label}.1", f"attn_{label}"
+                    if kind in kinds and not excluded(site, exclude):
+
+                        def proj_hook(_m, _args, out, _site=site, _kind=kind):
+                            return registry.get(_site, _kind)(out) if registry.mode == "quant" else out
+
+                        handles.append(getattr(block, proj).register_forward_hook(proj_hook))
     if "residual" in kinds:
         names = default_residual_blocks(model) if residual_blocks is None else residual_blocks
         present |= {"residual"} if names else set()
