@@ -1,22 +1,28 @@
 """Batch-1 greedy decoding speed of several models, interleaved sentence by sentence (same sentences, same load).
 
     python -m benchmarks.batch1_speed artifacts/teacher artifacts/student-kd artifacts/student-nokd [--sentences 60]
+        [--backend torch|ctranslate2] [--compute-type int8]
 
 Sources: the first N FLORES-101 devtest sentences of en→de, en→sw, de→en, sw→en (a quarter each); every
 model translates sentence i before any model translates sentence i+1, so a change of load hits all alike.
 Prints sentences/s, generated tokens/s and the speed-up over the first model, with the environment, as JSON.
+``--backend ctranslate2``: each model's deployable form (``models.ct2`` conversion at ``--compute-type``, in a
+temporary folder), timed the same way; disk size is then the converted model's.
 """
 
 import argparse
 import json
+import shutil
+import tempfile
 import time
 from pathlib import Path
 
 import torch
 
 from benchmarks.common import environment
+from forgetbench.eval.backends import TorchTranslator
 from forgetbench.eval.languages import language
-from forgetbench.models.generation import translate
+from forgetbench.models import ct2
 from forgetbench.models.load import load
 
 DIRECTIONS = [("en", "de"), ("en", "sw"), ("de", "en"), ("sw", "en")]
@@ -29,19 +35,31 @@ def main():
     ap.add_argument("--sentences", type=int, default=60)
     ap.add_argument("--max-new-tokens", type=int, default=160)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--backend", choices=("torch", "ctranslate2"), default="torch")
+    ap.add_argument("--compute-type", default="int8")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     lines = {c: Path(a.flores, language(c).flores_file).read_text(encoding="utf-8").splitlines() for c in ("en", "de", "sw")}
     work = [(s, t, lines[s][i]) for i in range(a.sentences // len(DIRECTIONS)) for s, t in DIRECTIONS]
-    models = {m: load(m, with_signature=False)[:2] for m in a.models}
-    for model, tok in models.values():
-        translate(model, tok, [work[0][2]], work[0][0], work[0][1], max_new_tokens=a.max_new_tokens)  # warm-up
+    tmp = tempfile.mkdtemp(prefix="fb-batch1-")
+    models, disk = {}, {}
+    for k, m in enumerate(a.models):
+        model, tok = load(m, dtype="fp32", with_signature=False)[:2]
+        if a.backend == "ctranslate2":
+            folder = ct2.convert(model, tok, Path(tmp, str(k)), ct2.COMPUTE_TYPES[a.compute_type])
+            models[m] = (ct2.Ct2Translator(folder, tok, "cpu", ct2.COMPUTE_TYPES[a.compute_type], a.threads), tok)
+            disk[m] = ct2.disk_bytes(folder)
+        else:
+            models[m] = (TorchTranslator(model, tok), tok)
+            disk[m] = sum(f.stat().st_size for f in Path(m).glob("*.safetensors"))
+    for tr, _ in models.values():
+        tr.translate([work[0][2]], work[0][0], work[0][1], 1, a.max_new_tokens)  # warm-up
     secs, toks = dict.fromkeys(models, 0.0), dict.fromkeys(models, 0)
     load0 = environment()["loadavg"]
     for s, t, src in work:
-        for name, (model, tok) in models.items():
+        for name, (tr, tok) in models.items():
             t0 = time.perf_counter()
-            hyp = translate(model, tok, [src], s, t, max_new_tokens=a.max_new_tokens)[0]
+            hyp = tr.translate([src], s, t, 1, a.max_new_tokens)[0]
             secs[name] += time.perf_counter() - t0
             toks[name] += len(tok(hyp, add_special_tokens=False)["input_ids"]) + 1
     first = a.models[0]
@@ -49,9 +67,11 @@ def main():
                   "tokens_per_sentence": round(toks[name] / len(work), 1),
                   "speedup_vs_first": round(secs[first] / secs[name], 3),
                   "ms_per_token": round(secs[name] / toks[name] * 1000, 2),
-                  "disk_mib": round(sum(f.stat().st_size for f in Path(name).glob("*.safetensors")) / 2**20, 2)}
+                  "disk_mib": round(disk[name] / 2**20, 2)}
            for name in models}
+    shutil.rmtree(tmp, ignore_errors=True)
     print(json.dumps({"sentences": len(work), "directions": [f"{s}-{t}" for s, t in DIRECTIONS], "models": out,
+                      "backend": a.backend if a.backend == "torch" else f"ctranslate2 {a.compute_type}",
                       "threads": a.threads, "loadavg_start": load0, "environment": environment()}, indent=1))
 
 

@@ -16,6 +16,7 @@ import torch
 
 from benchmarks.common import environment
 from forgetbench.compress.pipeline import load_model_dir
+from forgetbench.eval.backends import TorchTranslator
 from forgetbench.eval.benchmarks import open_benchmark
 from forgetbench.eval.store import Store
 from forgetbench.eval.translate import Job, length_batches, run_variant
@@ -58,7 +59,7 @@ def main():
     with tempfile.TemporaryDirectory() as d:
         store = Store(f"{d}/s.sqlite")
         t0 = time.perf_counter()
-        run_variant(store, "base", model, tok, jobs, a.batch_size, 1, a.max_new_tokens, progress=False)
+        run_variant(store, "base", TorchTranslator(model, tok), jobs, a.batch_size, 1, a.max_new_tokens, progress=False)
         t_sweep = time.perf_counter() - t0
         batched = [r["hyp"] for j in jobs for r in sorted(
             (r for r in store.translations("base") if r["src"] == j.src and r["tgt"] == j.tgt), key=lambda r: r["idx"])]

@@ -122,6 +122,7 @@ def cmd_distill(args) -> int:
 
 
 def cmd_sweep(args) -> int:
+    from forgetbench.errors import ForgetbenchError
     from forgetbench.outputs import resumable_output
     from forgetbench.report.build import write_report
     from forgetbench.sweep import load_sweep, run_sweep
@@ -133,12 +134,21 @@ def cmd_sweep(args) -> int:
         run_dir.parent.mkdir(parents=True)
     resumable_output(run_dir, "store.sqlite", "sweep run folder")
     rank, world, barrier = 0, 1, None
+    processes = args.processes or cfg.processes
+    if processes < 1:
+        raise ForgetbenchError(f"--processes {processes}: must be a positive number of processes")
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # launched with `accelerate launch --num_processes N`
         from accelerate import PartialState
 
         state = PartialState(cpu=True)
         rank, world, barrier = state.process_index, state.num_processes, state.wait_for_everyone
-    summary = run_sweep(cfg, run_dir, progress=not args.quiet, rank=rank, world=world, barrier=barrier)
+        summary = run_sweep(cfg, run_dir, progress=not args.quiet, rank=rank, world=world, barrier=barrier)
+    elif processes > 1:
+        from forgetbench.sweep.parallel import run_parallel
+
+        summary = run_parallel(cfg, run_dir, processes, progress=not args.quiet)
+    else:
+        summary = run_sweep(cfg, run_dir, progress=not args.quiet)
     if rank == 0:
         html_path = write_report(summary, run_dir / "report", started=started)
         print(f"report: {html_path}")
@@ -370,6 +380,7 @@ def build_parser() -> argparse.ArgumentParser:
         sw.add_argument("config", help="sweep config YAML (see configs/demo.yaml)")
         sw.add_argument("--out", help="run folder: new, or a run folder of this kind to resume (default runs/<name>)")
         sw.add_argument("--quiet", action="store_true", help="no progress bars")
+        sw.add_argument("--processes", type=int, help="worker processes (overrides the config's processes)")
         sw.set_defaults(func=cmd_sweep)
 
     rp = sub.add_parser("report", help="recompute the summary of a run from its store and rewrite the report")

@@ -364,7 +364,8 @@ def test_students_go_through_the_sweep_with_contrasts_speed_and_compression(tiny
 
     write_report(S, tmp_path / "sw" / "report")
     md = (tmp_path / "sw" / "report" / "report.md").read_text()
-    assert "## Deployment: size and batch-1 speed" in md and "kd vs nokd: chrF diff." in md
+    assert "## Deployment: size and speed of each variant's deployable form" in md and "kd vs nokd: chrF diff." in md
+    assert all(v["form"] == "ctranslate2 int8" for v in S["speed"].values())
     assert set(S["distillation_signals"]) == {"kd", "nokd", "kd-p30"}  # the students' probes, read at sweep time
     assert "## Distillation signal per pair group" in md
 

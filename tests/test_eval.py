@@ -136,7 +136,8 @@ def test_sweep_writes_every_report_file_and_html_matches_summary(tiny_dir, tmp_p
     html = (rep / "report.html").read_text()
     assert len(S["pairs"]) == 3 and S["base"] == "base"
     for row in S["variant_table"]:  # every number of the size/score table appears in the HTML as printed
-        assert f"<td>{row['variant']}</td><td>{row['size']['nominal_ratio']:.2f}</td>" in html
+        assert f"<td>{row['variant']}</td><td>torch</td><td>{'–' if row['variant'] == 'base' else 'base'}</td>" \
+               f"<td>{row['size']['nominal_ratio']:.2f}</td>" in html
         assert f"<td>{row['spBLEU']:.2f}</td><td>{row['chrF']:.2f}</td>" in html
     assert html.count("data:image/png;base64,") >= 3
     assert {c["lang"] for c in S["lid_coverage"]} == {"en", "de", "sw"}
@@ -217,6 +218,34 @@ def test_pairs_split_across_two_cpu_processes_with_accelerate(tiny_dir, tmp_path
     assert len(a) == 3 * 4 * 5 and a == b
     S = json.loads((two / "report" / "summary.json").read_text())
     assert S["run"]["processes"] == 2
+    # the same without a launcher: `--processes 2` spawns the second worker itself (compression split by cost)
+    three = tmp_path / "three"
+    assert main(["sweep", str(cfg), "--out", str(three), "--quiet", "--processes", "2"]) == 0
+    c = [tuple(r)[:7] for r in Store(three / "store.sqlite").translations()]
+    assert c == b
+    S3 = json.loads((three / "report" / "summary.json").read_text())
+    S1 = json.loads((one / "report" / "summary.json").read_text())
+    assert S3["run"]["processes"] == 2 and S3["variant_table"] == S1["variant_table"]
+    assert S3["hallucination"] == S1["hallucination"] and S3["bias"] == S1["bias"]
+
+
+def test_a_killed_sweep_worker_ends_in_one_line_not_a_hang(tiny_dir, tmp_path):
+    cfg = _sweep_config(tmp_path, tiny_dir, name="bad", sentences=4, pairs="[en-de, de-en]")
+    p = subprocess.Popen([sys.executable, "-m", "forgetbench.cli", "sweep", str(cfg), "--out", str(tmp_path / "run"),
+                          "--quiet", "--processes", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         cwd=REPO, env=os.environ | {"PYTHONPATH": str(REPO)})
+    worker, t0 = None, time.time()
+    while worker is None and time.time() - t0 < 120 and p.poll() is None:
+        for pid in subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True, text=True).stdout.split():
+            cmd = open(f"/proc/{pid}/cmdline").read()
+            if "spawn_main" in cmd and "resource_tracker" not in cmd:
+                worker = int(pid)
+        time.sleep(0.05)
+    assert worker is not None
+    os.kill(worker, signal.SIGKILL)
+    _, err = p.communicate(timeout=300)
+    assert p.returncode == 2, err[-1500:]
+    assert "sweep worker forgetbench-sweep-1 failed (exit code -9" in err.strip().splitlines()[-1]
 
 
 def test_report_command_recomputes_from_the_store(tiny_dir, tmp_path, capsys):

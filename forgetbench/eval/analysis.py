@@ -93,10 +93,20 @@ class RunData:
     columns: dict[Key, dict[int, int]] = field(default_factory=dict)  # per pair: sentence idx -> column
     contrasts: list[tuple[str, str]] = field(default_factory=list)  # (a, b): a − b per pair group
     contrast_samples: dict = field(default_factory=dict)  # (pair, "a|b", metric) -> (observed a − b, [R] resampled)
+    bases: dict[str, str] = field(default_factory=dict)  # variant -> the base series it is compared with (default base)
+    parity: list[str] = field(default_factory=list)  # the base translated by other backends (``base@torch`` …)
+
+    @property
+    def base_series(self) -> list[str]:
+        """The base and the base translated by other backends (``eval.backends`` rule 2), base first."""
+        return [self.base, *self.parity]
 
     @property
     def comps(self) -> list[str]:
-        return [v for v in self.variants if v != self.base]
+        return [v for v in self.variants if v not in self.base_series]
+
+    def base_of(self, variant: str) -> str:
+        return self.bases.get(variant, self.base)
 
     @classmethod
     def load(cls, store: Store, jobs: list[Job], base: str, variants: list[str], thresholds: Thresholds,
@@ -146,6 +156,7 @@ class PairResult:
     kept: bool  # base spBLEU >= the filter
     two_script_excluded: bool
     intervals: dict[str, dict[str, bs.PairDifference]] = field(default_factory=dict)  # variant -> metric -> difference
+    parity: dict[str, dict] = field(default_factory=dict)  # other base series -> metric -> difference vs the base
     significance: dict[str, dict[str, str]] = field(default_factory=dict)  # worse / better / n.s. (BH over kept pairs)
 
 
@@ -177,8 +188,15 @@ def pair_results(run: RunData, spbleu: SpBLEU) -> tuple[list[PairResult], list[S
         for v in run.comps:
             intervals[v] = {}
             for m, metric in metrics.items():
-                intervals[v][m], samples[(key, v, m)] = bs.paired_corpus(metric, stats[base][m], stats[v][m],
+                intervals[v][m], samples[(key, v, m)] = bs.paired_corpus(metric, stats[run.base_of(v)][m], stats[v][m],
                                                                          run.weights[key])
+        parity = {}
+        for b2 in run.base_series[1:]:  # the same model by another backend: backend drift, never forgetting
+            parity[b2] = {"identical": sum(rows[base][i][0] == rows[b2][i][0] for i in common)}
+            for m, metric in metrics.items():
+                parity[b2][m] = bs.paired_corpus(metric, stats[base][m], stats[b2][m], run.weights[key])[0]
+                r0, r2 = (bs.scores_from(metric, run.weights[key] @ stats[x][m]) for x in (base, b2))
+                run.contrast_samples[(key, f"{b2}|{base}", m)] = (scores[b2][m] - scores[base][m], r2 - r0)
         for a, b in run.contrasts:
             for m, metric in metrics.items():
                 ra, rb = bs.scores_from(metric, run.weights[key] @ stats[a][m]), bs.scores_from(metric, run.weights[key] @ stats[b][m])
@@ -188,11 +206,13 @@ def pair_results(run: RunData, spbleu: SpBLEU) -> tuple[list[PairResult], list[S
                        {vw.name: pair_tier(job.src, job.tgt, vw.tiers) for vw in run.views},
                        {vw.name: (vw.tiers or {}).get(job.src) or language(job.src).tier for vw in run.views},
                        {vw.name: (vw.tiers or {}).get(job.tgt) or language(job.tgt).tier for vw in run.views},
-                       scores, {v: {m: rel(scores[v][m], scores[base][m]) for m in ("chrF", "spBLEU")} for v in run.comps},
-                       scores[base]["spBLEU"] >= th.bleu_filter, two_script, intervals)
+                       scores, {v: {m: rel(scores[v][m], scores[run.base_of(v)][m]) for m in ("chrF", "spBLEU")}
+                                for v in run.comps},
+                       scores[base]["spBLEU"] >= th.bleu_filter, two_script, intervals, parity)
         pairs.append(p)
         if p.kept and not two_script:
-            sentences += [SentenceDelta(v, key, i, rows[v][i][1] - rows[base][i][1]) for v in run.comps for i in common]
+            sentences += [SentenceDelta(v, key, i, rows[v][i][1] - rows[run.base_of(v)][i][1]) for v in run.comps
+                          for i in common]
     mark_significance(run, pairs)
     return pairs, sentences, samples
 
@@ -243,7 +263,7 @@ def variant_table(run: RunData, pairs: list[PairResult], samples: RelSamples) ->
     for v in run.variants:
         row = VariantRow(v, run.variant_info.get(v, {}).get("sizes", {}), mean(p.scores[v]["chrF"] for p in kept),
                          mean(p.scores[v]["spBLEU"] for p in kept), len(kept))
-        if v != run.base:
+        if v in run.comps:
             row.rel_chrF = mean(p.rel[v]["chrF"] for p in kept)
             row.rel_spBLEU = mean(p.rel[v]["spBLEU"] for p in kept)
             row.improved_pairs = sum(1 for p in kept if (p.rel[v]["spBLEU"] or 0) > 0)
@@ -367,7 +387,7 @@ def off_target_change(run: RunData, variant: str, items: list[tuple[Key, int]]) 
     """Paired interval of (variant − base) off-target % over ``items`` (the same eligible sentences)."""
     keep, ob, oc = [], [], []
     for key, i in items:
-        ref_ok, hb, hc = (run.on_target.get((x, *key, i)) for x in (REF, run.base, variant))
+        ref_ok, hb, hc = (run.on_target.get((x, *key, i)) for x in (REF, run.base_of(variant), variant))
         if ref_ok is None or ref_ok < 1 or hb is None or hc is None:
             continue
         keep.append((key, i))
@@ -401,10 +421,11 @@ def off_target(run: RunData, groups: dict[str, DeltaGroups]) -> dict[str, OffTar
         for t in {k[2] for k, _ in everything}:
             items = [(k, i) for k, i in everything if k[2] == t]
             cov = lid.coverage(t).identifier
-            by_target[t] = (TargetRate(cov, off_target_rate(run, run.base, items), off_target_rate(run, v, items))
+            by_target[t] = (TargetRate(cov, off_target_rate(run, run.base_of(v), items), off_target_rate(run, v, items))
                             if cov != "undefined" else TargetRate("undefined"))
-        out[v] = OffTargetResult(RatePair(off_target_rate(run, run.base, losers), off_target_rate(run, v, losers)),
-                                 RatePair(off_target_rate(run, run.base, everything), off_target_rate(run, v, everything)),
+        b = run.base_of(v)
+        out[v] = OffTargetResult(RatePair(off_target_rate(run, b, losers), off_target_rate(run, v, losers)),
+                                 RatePair(off_target_rate(run, b, everything), off_target_rate(run, v, everything)),
                                  by_target, off_target_change(run, v, losers), off_target_change(run, v, everything))
     return out
 
@@ -440,7 +461,7 @@ def hallucination(run: RunData, groups: dict[str, DeltaGroups]) -> dict[str, dic
         res = {}
         for subset in ("losers", "winners", "all"):
             items = [(s.key, s.idx) for s in getattr(g, subset)]
-            vb = [run.xattn_var.get((run.base, *k, i)) for k, i in items]
+            vb = [run.xattn_var.get((run.base_of(v), *k, i)) for k, i in items]
             vc = [run.xattn_var.get((v, *k, i)) for k, i in items]
             ok = [k for k, (b, c) in enumerate(zip(vb, vc, strict=True)) if b is not None and c is not None]
             both = [(vb[k], vc[k]) for k in ok]
@@ -479,7 +500,7 @@ def examples(run: RunData, groups: dict[str, DeltaGroups], n: int = 5) -> dict[s
         for subset, rev in (("losers", False), ("winners", True)):
             items = sorted(getattr(g, subset), key=lambda s: s.delta, reverse=rev)[:n]
             out[v][subset] = [Example(f"{s.key[1]}-{s.key[2]}", s.key[0], s.idx, s.delta, lines[s.key][0][s.idx],
-                                      lines[s.key][1][s.idx], run.hyps[s.key][run.base][s.idx][0],
+                                      lines[s.key][1][s.idx], run.hyps[s.key][run.base_of(v)][s.idx][0],
                                       run.hyps[s.key][v][s.idx][0]) for s in items]
     return out
 
@@ -545,6 +566,8 @@ class Analysis:
     languages: list[LanguageResult] = field(default_factory=list)
     tier_contrasts: dict = field(default_factory=dict)  # view -> variant -> metric -> Low-minus-High difference
     pair_groups: dict = field(default_factory=dict)  # view -> group (VL2VL … H2H, low, all) -> scores and contrasts
+    bases: dict = field(default_factory=dict)  # variant -> the base series it is compared with (its backend's)
+    backend_parity: dict = field(default_factory=dict)  # other base series -> per pair and mean difference vs base
 
     def to_dict(self) -> dict:
         return {f.name: plain(getattr(self, f.name)) for f in fields(self)}
@@ -607,6 +630,26 @@ def pair_groups(run: RunData, pairs: list[PairResult]) -> dict:
     return out
 
 
+def backend_parity(run: RunData, pairs: list[PairResult]) -> dict:
+    """Per base series of another backend (``base@torch`` …): per pair (every pair, kept or not) its chrF and
+    spBLEU minus the base's on the same sentences, with the paired-bootstrap interval and the count of identical
+    hypotheses; and the mean over pairs with its stratified interval. A difference here is the backend's, never
+    forgetting: each variant is compared with the base of its own backend."""
+    out = {}
+    for b2 in run.base_series[1:]:
+        rows = [{"pair": f"{p.src}-{p.tgt}", "benchmark": p.benchmark, "sentences": p.n,
+                 "identical": p.parity[b2]["identical"],
+                 **{m: p.parity[b2][m].to_dict() for m in ("chrF", "spBLEU")}} for p in pairs if b2 in p.parity]
+        mean_ = {}
+        for m in ("chrF", "spBLEU"):
+            obs = [run.contrast_samples[((p.benchmark, p.src, p.tgt), f"{b2}|{run.base}", m)] for p in pairs
+                   if b2 in p.parity]
+            mean_[m] = {"difference": mean(o[0] for o in obs), "ci": bs.group_mean([o[1] for o in obs]).to_dict()}
+        out[b2] = {"of": run.base, "pairs": rows, "mean": mean_,
+                   "identical": sum(r["identical"] for r in rows), "sentences": sum(r["sentences"] for r in rows)}
+    return out
+
+
 def signatures(run: RunData, spbleu: SpBLEU) -> dict:
     """Metric signatures, the SPM hash, every variant's model hash and every benchmark file pair's hash."""
     return {"chrF": chrf_signature(), "spBLEU": spbleu.signature(), "spm_sha256": spbleu.sha256,
@@ -616,9 +659,15 @@ def signatures(run: RunData, spbleu: SpBLEU) -> dict:
 
 def analyse(store: Store, jobs: list[Job], base: str, variants: list[str], spbleu: SpBLEU,
             thresholds: Thresholds | None = None, tier_views: list[TierView] | None = None,
-            n_examples: int = 5, contrasts: list[tuple[str, str]] | None = None) -> Analysis:
+            n_examples: int = 5, contrasts: list[tuple[str, str]] | None = None,
+            bases: dict[str, str] | None = None, parity: list[str] | None = None) -> Analysis:
+    """``parity``: the base translated by other backends (series names in ``variants``), each compared with
+    ``base`` in ``backend_parity``; ``bases``: variant -> base series where it is not ``base`` (a variant
+    translated by another backend is compared with the base translated by that backend)."""
     run = RunData.load(store, jobs, base, variants, thresholds or Thresholds(), tier_views or [TierView("thesis")])
     run.contrasts = list(contrasts or [])
+    run.parity = list(parity or [])
+    run.bases = {v: b for v, b in (bases or {}).items() if b != base and v not in run.parity}
     pairs, sentences, samples = pair_results(run, spbleu)
     groups = delta_groups(run, sentences)
     A = Analysis(base, variants, run.thresholds, signatures(run, spbleu), pairs, tier_tables(run, pairs, samples),
@@ -627,4 +676,6 @@ def analyse(store: Store, jobs: list[Job], base: str, variants: list[str], spble
                  languages(run, pairs, groups))
     A.tier_contrasts = tier_contrasts(run, pairs, samples)
     A.pair_groups = pair_groups(run, pairs)
+    A.bases = {v: run.base_of(v) for v in run.comps}
+    A.backend_parity = backend_parity(run, pairs)
     return A

@@ -90,9 +90,10 @@ def jobs(bias: BiasConfig | None) -> list[Job]:
 
 
 def gender_pass(store: Store, variant: str, model, tokenizer, bias: BiasConfig, batch_size: int = 32,
-                progress: bool = True) -> None:
-    """Align the profession word, read its gender, store ``gender_pred`` per translated item."""
-    for job in bias.gender_jobs:
+                progress: bool = True, jobs: list[Job] | None = None) -> None:
+    """Align the profession word, read its gender, store ``gender_pred`` per translated item (of ``jobs``: this
+    process's share of ``bias.gender_jobs``; all by default)."""
+    for job in bias.gender_jobs if jobs is None else [j for j in bias.gender_jobs if j in jobs]:
         key = (job.benchmark.name, job.src, job.tgt)
         hyps = store.missing_stat("gender_pred", variant, *key)
         todo = list(hyps)
@@ -128,9 +129,11 @@ def fastalign_gender_pass(store: Store, variants: list[str], bias: BiasConfig) -
                              for i, ti in zip(idx, tgt_idx, strict=True)])
 
 
-def gender_intervals(items: dict[str, dict[str, dict[int, GenderItem]]], base: str, resamples: int, seed: int) -> dict:
+def gender_intervals(items: dict[str, dict[str, dict[int, GenderItem]]], base: str, resamples: int, seed: int,
+                     bases: dict[str, str] | None = None) -> dict:
     """Per variant: 95 % intervals of the language-averaged accuracy, ψ and ψ*, and of their change from the
-    base (paired: the same items). Stratified: each language's items are resampled within the language."""
+    base (paired: the same items; ``bases``: variant -> its base series where not ``base``, as in
+    ``analysis.analyse``). Stratified: each language's items are resampled within the language."""
     import numpy as np
 
     from forgetbench.eval import bootstrap as bs
@@ -154,7 +157,8 @@ def gender_intervals(items: dict[str, dict[str, dict[int, GenderItem]]], base: s
     out = {}
     for v in variants:
         avg = {k: bs.nanmean(vals[v][k], axis=1) if langs else np.array([]) for k in keys}
-        base_avg = {k: bs.nanmean(vals[base][k], axis=1) if langs else np.array([]) for k in keys}
+        b = (bases or {}).get(v, base)
+        base_avg = {k: bs.nanmean(vals[b][k], axis=1) if langs else np.array([]) for k in keys}
         out[v] = {"ci": {k: bs.percentile_interval(avg[k]).to_dict() for k in keys}}
         if v != base:
             out[v]["change_ci"] = {k: bs.percentile_interval(avg[k] - base_avg[k]).to_dict() for k in keys}
@@ -162,10 +166,12 @@ def gender_intervals(items: dict[str, dict[str, dict[int, GenderItem]]], base: s
 
 
 def analyse_bias(store: Store, bias: BiasConfig | None, base: str, variants: list[str], resamples: int = 1000,
-                 seed: int = 12345) -> dict:
-    """Gender and word-sense results per variant, each with its bootstrap interval and its change from the base."""
+                 seed: int = 12345, bases: dict[str, str] | None = None) -> dict:
+    """Gender and word-sense results per variant, each with its bootstrap interval and its change from the base
+    (``bases``: variant -> the base series of its backend where not ``base``)."""
     if bias is None:
         return {}
+    bases = bases or {}
     out: dict = {"gender": {}, "word_sense": {}}
     preds = store.stats("gender_pred")
     ef = store.stats(FASTALIGN_STAT)
@@ -200,10 +206,10 @@ def analyse_bias(store: Store, bias: BiasConfig | None, base: str, variants: lis
     for v in variants:
         if v == base:
             continue
-        b, c = out["gender"][base]["average"], out["gender"][v]["average"]
+        b, c = out["gender"][bases.get(v, base)]["average"], out["gender"][v]["average"]
         out["gender"][v]["relative_to_base"] = {k: rel(c[k], b[k]) for k in ("accuracy", "psi", "psi_star", "delta_g")}
     if by_item and base in by_item:
-        for v, iv in gender_intervals(by_item, base, resamples, seed).items():
+        for v, iv in gender_intervals(by_item, base, resamples, seed, bases).items():
             out["gender"][v] |= iv
     import numpy as np
 
@@ -228,10 +234,11 @@ def analyse_bias(store: Store, bias: BiasConfig | None, base: str, variants: lis
             decided = correct + np.array([outcomes[v][i] == "wrong" for i in common], dtype=float)
             acc = bs.resample_ratio(correct, decided, weights)
             res[v]["accuracy_ci"] = bs.percentile_interval(acc).to_dict()
-            if v != base and base in res:
-                res[v]["relative_accuracy"] = rel(res[v]["accuracy"], res[base]["accuracy"])
-                cb = np.array([outcomes[base][i] == "correct" for i in common], dtype=float)
-                db = cb + np.array([outcomes[base][i] == "wrong" for i in common], dtype=float)
+            b = bases.get(v, base)
+            if v != base and b in res:
+                res[v]["relative_accuracy"] = rel(res[v]["accuracy"], res[b]["accuracy"])
+                cb = np.array([outcomes[b][i] == "correct" for i in common], dtype=float)
+                db = cb + np.array([outcomes[b][i] == "wrong" for i in common], dtype=float)
                 res[v]["accuracy_change_ci"] = bs.percentile_interval(acc - bs.resample_ratio(cb, db, weights)).to_dict()
         out["word_sense"][pair] = res
     return out

@@ -20,6 +20,13 @@ from __future__ import annotations
 SMALL = 10.0
 
 
+def comparisons(S: dict) -> list[str]:
+    """The variants compared with a base (the base translated by another backend is the parity check, not one)."""
+    if "bases" in S:
+        return list(S["bases"])
+    return [v for v in S["variants"] if v != S["base"]]
+
+
 def _small_claim_applies(variant: str) -> bool:
     """The study claims a small average drop for 30 % pruning and int8 only."""
     return variant.startswith("prune-30") or "int8" in variant
@@ -47,7 +54,7 @@ def _ci(ci, nd=2):
 def findings(S: dict, small: float = SMALL) -> list[dict]:
     """The claims tested on a summary (``summary.json``'s dict); one record per claim and variant."""
     base = S["base"]
-    comps = [v for v in S["variants"] if v != base]
+    comps = comparisons(S)
     rows = {r["variant"]: r for r in S["variant_table"]}
     out = []
 

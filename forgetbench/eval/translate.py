@@ -10,7 +10,6 @@ from tqdm.auto import tqdm
 from forgetbench.eval.benchmarks import Benchmark
 from forgetbench.eval.metrics import sentence_chrf
 from forgetbench.eval.store import Store
-from forgetbench.models.generation import translate
 
 
 @dataclass(frozen=True)
@@ -41,9 +40,10 @@ def pending(store: Store, variant: str, jobs: list[Job]) -> list[tuple[Job, list
     return out
 
 
-def run_variant(store: Store, variant: str, model, tokenizer, jobs: list[Job], batch_size: int = 32,
+def run_variant(store: Store, variant: str, translator, jobs: list[Job], batch_size: int = 32,
                 num_beams: int = 1, max_new_tokens: int = 128, progress: bool = True) -> int:
-    """Translate every pending sentence of ``jobs`` with one variant; returns sentences translated."""
+    """Translate every pending sentence of ``jobs`` with one variant's ``translator`` (a backend of
+    ``eval.backends``: ``translate(texts, src, tgt, num_beams, max_new_tokens)``); returns sentences translated."""
     plan = pending(store, variant, jobs)
     total = sum(len(t) for _, t in plan)
     bar = tqdm(total=total, desc=f"translate {variant}", unit="sent", disable=None if progress else True)
@@ -52,7 +52,7 @@ def run_variant(store: Store, variant: str, model, tokenizer, jobs: list[Job], b
         srcs, refs = job.lines()
         for batch in length_batches(todo, srcs, batch_size):
             t0 = time.perf_counter()
-            hyps = translate(model, tokenizer, [srcs[i] for i in batch], job.src, job.tgt, num_beams, max_new_tokens)
+            hyps = translator.translate([srcs[i] for i in batch], job.src, job.tgt, num_beams, max_new_tokens)
             dt = (time.perf_counter() - t0) / len(batch)
             store.add_translations([(variant, job.benchmark.name, job.src, job.tgt, i, h, sentence_chrf(h, refs[i]), dt)
                                     for i, h in zip(batch, hyps, strict=True)])

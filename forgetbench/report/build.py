@@ -14,6 +14,7 @@ import json
 import math
 from pathlib import Path
 
+from forgetbench.eval.findings import comparisons
 from forgetbench.eval.languages import PAIR_GROUPS, TIERS, language
 from forgetbench.io import atomic_write_json, atomic_write_text
 
@@ -55,7 +56,7 @@ def figures(S: dict) -> dict[str, str]:
     import matplotlib.pyplot as plt
     import numpy as np
 
-    comps = [v for v in S["variants"] if v != S["base"]]
+    comps = comparisons(S)
     kept = [p for p in S["pairs"] if p["kept"]]
     out = {}
     # relative spBLEU difference vs bitext of the pair (thesis fig 5.3)
@@ -118,12 +119,14 @@ def _table(headers: list[str], rows: list[list], cls: str = "") -> str:
 def tables(S: dict) -> dict[str, tuple[list[str], list[list]]]:
     """Every table of the report as (headers, rows) — shared by HTML, Markdown and CSV."""
     base = S["base"]
-    comps = [v for v in S["variants"] if v != base]
+    comps = comparisons(S)
+    bases, backends = S.get("bases") or {}, S.get("backends") or {}
     T = {}
-    T["variants"] = (["variant", "nominal size", "disk (real artefact)", "avg spBLEU", "avg chrF",
-                      "rel. spBLEU % [95 % CI]", "rel. chrF % [95 % CI]", "pairs improved",
+    T["variants"] = (["variant", "backend", "compared with", "nominal size", "disk (real artefact)", "avg spBLEU",
+                      "avg chrF", "rel. spBLEU % [95 % CI]", "rel. chrF % [95 % CI]", "pairs improved",
                       "pairs sig. worse / better (spBLEU)"],
-                     [[r["variant"], _f(r["size"].get("nominal_ratio")),
+                     [[r["variant"], backends.get(r["variant"], "torch"),
+                       bases.get(r["variant"], "–" if r["variant"] == base else base), _f(r["size"].get("nominal_ratio")),
                        _disk(r["size"]), _f(r["spBLEU"]), _f(r["chrF"]), _fci(r.get("rel_spBLEU"), r.get("rel_spBLEU_ci")),
                        _fci(r.get("rel_chrF"), r.get("rel_chrF_ci")), r.get("improved_pairs", "–"),
                        (f"{r['significantly']['spBLEU']['worse']} / {r['significantly']['spBLEU']['better']}"
@@ -187,15 +190,22 @@ def tables(S: dict) -> dict[str, tuple[list[str], list[list]]]:
                              _f(d["wrong_rate"], 3), _f(d["miss_rate"], 3),
                              _f(d.get("relative_accuracy"))] for pair, res in bias["word_sense"].items() for v, d in res.items()])
     if S.get("speed"):
-        b1 = S["speed"].get(base, {}).get("sentences_per_s")
-        T["deploy"] = (["variant", "model", "disk MiB", "batch-1 sentences/s", "batch-1 tokens/s", "speed-up vs base",
-                        "measured on"],
-                       [[v, _model_name(S.get("variant_models", {}).get(v, S["model"])),
-                         _disk_mib(S, v),
+        sp0 = S["speed"].get(base, {})
+        b1, bb = sp0.get("sentences_per_s"), (sp0.get("batched") or {}).get("sentences_per_s")
+        env = (S.get("run") or {}).get("environment", {}).get("cpu", {})
+        T["deploy"] = (["variant", "model", "deployable form", "disk MiB", "batch-1 sentences/s", "batch-1 tokens/s",
+                        "batch-1 speed-up vs base", "batched sentences/s", "batched speed-up vs base", "measured on"],
+                       [[v, _model_name(S.get("variant_models", {}).get(v, S["model"])), sp.get("form", "torch fp32"),
+                         f"{sp['disk_bytes'] / 2**20:.1f}" if sp.get("disk_bytes") else _disk_mib(S, v),
                          _f(sp["sentences_per_s"]), _f(sp["tokens_per_s"], 1),
                          _f(sp["sentences_per_s"] / b1) + "×" if b1 and sp.get("sentences_per_s") else "–",
-                         f"{sp['sentences']} × {sp['benchmark']} {sp['pair']}, {sp['threads']} thread(s), load "
-                         f"{sp['loadavg'][0]}–{sp['loadavg'][1]}"]
+                         _f((sp.get("batched") or {}).get("sentences_per_s")),
+                         _f(sp["batched"]["sentences_per_s"] / bb) + "×" if bb and (sp.get("batched") or {}).get(
+                             "sentences_per_s") else "–",
+                         f"{sp['sentences']} × {sp['benchmark']} {sp['pair']} (batched: {(sp.get('batched') or {}).get('sentences', '–')} "
+                         f"in batches of {(sp.get('batched') or {}).get('batch_size', '–')}), {sp['threads']} thread(s), load "
+                         f"{sp['loadavg'][0]}–{sp['loadavg'][1]}, {env.get('model', '?')} "
+                         f"[{' '.join(env.get('flags', [])) or 'no AVX2'}]"]
                         for v, sp in S["speed"].items()])
     for view, groups in (S.get("pair_groups") or {}).items():
         if not any(c["contrasts"] for c in groups.values()) and len(S["variants"]) < 2:
@@ -221,19 +231,39 @@ def tables(S: dict) -> dict[str, tuple[list[str], list[list]]]:
                          + [f"{_f(s['first']['groups'].get(g, {}).get('ce'), 3)} → {_f(s['last']['groups'].get(g, {}).get('ce'), 3)}"
                             for s in sig.values()] for g in groups])
     T["lid"] = (["language", "code", "identifier"], [[c["name"], c["lang"], c["identifier"]] for c in S["lid_coverage"]])
+    for b2, par in (S.get("backend_parity") or {}).items():
+        scores = {(p["benchmark"], f"{p['src']}-{p['tgt']}"): p["scores"] for p in S["pairs"]}
+        T[f"parity_{b2}"] = (["pair", "benchmark", "sentences", "identical hypotheses", f"{par['of']} chrF", f"{b2} chrF",
+                              "chrF diff. [95 % CI]", f"{par['of']} spBLEU", f"{b2} spBLEU", "spBLEU diff. [95 % CI]"],
+                             [[r["pair"], r["benchmark"], r["sentences"], r["identical"]]
+                              + [x for m in ("chrF", "spBLEU") for x in (
+                                  _f(scores[(r["benchmark"], r["pair"])][par["of"]][m]),
+                                  _f(scores[(r["benchmark"], r["pair"])][b2][m]),
+                                  _fci(r[m]["delta"], r[m]["delta_ci"]))] for r in par["pairs"]]
+                             + [["mean over pairs", "", par["sentences"], par["identical"]]
+                                + [x for m in ("chrF", "spBLEU") for x in (
+                                    "", "", _fci(par["mean"][m]["difference"], par["mean"][m]["ci"]))]])
     for v in comps:
+        b = bases.get(v, base)
         ranked = sorted((p for p in S["pairs"] if p["kept"]), key=lambda p: p["rel"][v]["spBLEU"] or 0)
-        T[f"pairs_{v}"] = (["pair", "benchmark", "tier", "base spBLEU", f"{v} spBLEU", "rel. % [95 % CI]", "p", "sig. (BH)",
-                            "base chrF", f"{v} chrF", "rel. chrF % [95 % CI]"],
+        T[f"pairs_{v}"] = (["pair", "benchmark", "tier", f"{b} spBLEU", f"{v} spBLEU", "rel. % [95 % CI]", "p", "sig. (BH)",
+                            f"{b} chrF", f"{v} chrF", "rel. chrF % [95 % CI]"],
                            [[f"{p['src']}-{p['tgt']}", p["benchmark"], p["tier"]["thesis"],
-                             _f(p["scores"][base]["spBLEU"]), _f(p["scores"][v]["spBLEU"]),
+                             _f(p["scores"][b]["spBLEU"]), _f(p["scores"][v]["spBLEU"]),
                              _fci(p["rel"][v]["spBLEU"], p.get("intervals", {}).get(v, {}).get("spBLEU", {}).get("rel_ci")),
                              _f(p.get("intervals", {}).get(v, {}).get("spBLEU", {}).get("p"), 3),
                              f"{MARK.get(sig := p.get('significance', {}).get(v, {}).get('spBLEU', ''), '')} {sig}".strip() or "–",
-                             _f(p["scores"][base]["chrF"]), _f(p["scores"][v]["chrF"]),
+                             _f(p["scores"][b]["chrF"]), _f(p["scores"][v]["chrF"]),
                              _fci(p["rel"][v]["chrF"], p.get("intervals", {}).get(v, {}).get("chrF", {}).get("rel_ci"))]
                             for p in ranked])
     return T
+
+
+DEPLOY_NOTE = ("Deployable form: CTranslate2 int8 (per-row int8 weights, int8 GEMMs with dynamic activation scales) for "
+               "dense and pruned models; CTranslate2 stores a pruned model's zeros densely, so pruning saves no disk or "
+               "time in this form (the sparse artefact's size is in the variants table: no fast backend executes it). A "
+               "fake-quantised PTQ variant has no deployable form: it is timed as the torch emulation it is. int8 speed "
+               "depends on the CPU's AVX-512/VNNI/AMX (flags in the last column).")
 
 
 def _model_name(path: str) -> str:
@@ -265,7 +295,10 @@ def markdown(S: dict, T: dict) -> str:
              "## Size and score per variant", md(*T["variants"]), "",
              "## Findings: the study's claims tested at 95 %", md(*T["findings"]), ""]
     if "deploy" in T:
-        parts += ["## Deployment: size and batch-1 speed", md(*T["deploy"]), ""]
+        parts += ["## Deployment: size and speed of each variant's deployable form", DEPLOY_NOTE, "", md(*T["deploy"]), ""]
+    for k in [k for k in T if k.startswith("parity_")]:
+        parts += [f"## Backend parity: {k[7:]} vs {S['base']} (the same model; a difference is the backend's)",
+                  md(*T[k]), ""]
     for k in [k for k in T if k.startswith("groups_")]:
         parts += [f"## Per pair group ({k[7:]} tiers): scores and head-to-head contrasts", md(*T[k]), ""]
     if "signals" in T:
@@ -297,7 +330,7 @@ img{max-width:100%}.lang{display:inline-block;vertical-align:top;margin:0 1.2em 
 def html_report(S: dict, T: dict, figs: dict[str, str]) -> str:
     e = html.escape
     base = S["base"]
-    comps = [v for v in S["variants"] if v != base]
+    comps = comparisons(S)
     img = lambda k, alt: f'<img alt="{e(alt)}" src="data:image/png;base64,{figs[k]}">' if k in figs else ""  # noqa: E731
     out = [f"<!doctype html><html><head><meta charset='utf-8'><title>forgetbench: {e(S['name'])}</title>",
            f"<style>{CSS}</style></head><body>", f"<h1>Who pays for compression? — {e(S['name'])}</h1>",
@@ -310,7 +343,14 @@ def html_report(S: dict, T: dict, figs: dict[str, str]) -> str:
            f"{S['thresholds'].get('fdr', 0.05)}).</p>",
            "<h2>Size and score per variant</h2>", _table(*T["variants"]),
            "<h2>Findings: the study's claims tested at 95 %</h2>", _findings_table(T["findings"]),
-           *(["<h2>Deployment: size and batch-1 speed</h2>", _table(*T["deploy"])] if "deploy" in T else []),
+           *(["<h2>Deployment: size and speed of each variant's deployable form</h2>", f"<p>{e(DEPLOY_NOTE)}</p>",
+              _table(*T["deploy"])] if "deploy" in T else []),
+           *[x for k in T if k.startswith("parity_") for x in (
+               f"<h2>Backend parity: {e(k[7:])} vs {e(base)}</h2>",
+               "<p>The same base model translated by two backends, on the same sentences: a difference here is the "
+               "backend's (numerics, int8 compute), not forgetting. Every variant is compared with the base of its own "
+               "backend (column <i>compared with</i>). Intervals: paired bootstrap per pair; the mean, stratified.</p>",
+               _table(*T[k]))],
            *[x for k in T if k.startswith("groups_") for x in (
                f"<h2>Per pair group ({e(k[7:])} tiers): scores and head-to-head contrasts</h2>",
                "<p>Groups as the SMaLL-100 study's table (source tier 2 target tier); <i>low</i> = pairs whose tier is "
@@ -343,7 +383,7 @@ def html_report(S: dict, T: dict, figs: dict[str, str]) -> str:
             rows = [[x["pair"], _f(x["delta_chrF"]), x["source"], x["reference"], x["base"], x["compressed"]]
                     for x in S["examples"][v][subset]]
             out += [f"<h3>Example {subset} — {e(v)}</h3>",
-                    _table(["pair", "ΔchrF", "source", "reference", base, v], rows, "ex")]
+                    _table(["pair", "ΔchrF", "source", "reference", (S.get("bases") or {}).get(v, base), v], rows, "ex")]
     out.append("<h2>Per language</h2>")
     for L in S["languages"]:
         rows = []

@@ -7,6 +7,8 @@
     #   {student: {model: ../artifacts/student-kd}, student-p30: {model: ../artifacts/student-kd, recipe: prune-30}}
     contrasts: [[student, base]]           # head-to-head per pair group (VL2VL … H2H), paired bootstrap
     speed: {sentences: 20}                 # batch-1 decoding speed of every variant (omit: not measured)
+    backend: ctranslate2                   # torch (default) | ctranslate2 | {name, compute_type, device}
+    processes: 2                           # worker processes, each with `threads` threads (2 × 1 on 2 cores)
     benchmarks: [{name: flores101, kind: flores101, path: ../data/flores101}]
     languages: [de, fr, hi, sw]
     pairs: english-centric                 # english-centric | all | [en-de, de-en, ...]
@@ -32,6 +34,7 @@ from forgetbench.compress.recipe import Recipe, load_recipe
 from forgetbench.configs import dataclass_from, expect, is_type, load_yaml_mapping, mapping
 from forgetbench.errors import ForgetbenchError
 from forgetbench.eval.analysis import Thresholds, TierView
+from forgetbench.eval.backends import BackendConfig, parse_backend, series_name, variant_backend
 from forgetbench.eval.benchmarks import Benchmark, open_benchmark
 from forgetbench.eval.bias import BiasConfig, SourceSet, read_mt_gender
 from forgetbench.eval.gender_readers import COVERED
@@ -42,7 +45,7 @@ from forgetbench.io import sha256_file
 from forgetbench.outputs import confined_name
 
 TOP_KEYS = {"name", "model", "variants", "benchmarks", "languages", "pairs", "sentences", "generation", "metrics",
-            "analysis", "tiers", "threads", "base", "bias", "contrasts", "speed"}
+            "analysis", "tiers", "threads", "base", "bias", "contrasts", "speed", "backend", "processes"}
 
 
 @dataclass
@@ -64,9 +67,36 @@ class SweepConfig:
     variant_models: dict[str, Path] = field(default_factory=dict)  # variant -> the model folder it starts from
     contrasts: list[tuple[str, str]] = field(default_factory=list)
     speed_sentences: int = 0  # batch-1 speed on this many sentences per variant; 0 = not measured
+    backend: BackendConfig = field(default_factory=BackendConfig)
+    processes: int = 1  # worker processes (each with ``threads`` threads); the pairs are split between them
 
     def model_of(self, variant: str) -> Path:
         return self.variant_models.get(variant, self.model)
+
+    def backend_of(self, variant: str) -> str:
+        return variant_backend(self.variants[variant], self.backend)
+
+    def series(self, variant: str) -> list[tuple[str, str]]:
+        """(store name, backend) of every translation series of ``variant`` (``eval.backends`` rule 2)."""
+        if variant != self.base:
+            return [(variant, self.backend_of(variant))]
+        used = dict.fromkeys([self.backend_of(variant), *map(self.backend_of, self.variants), "torch"])
+        return [(series_name(variant, b, self.backend.name), b) for b in used]
+
+    @property
+    def series_names(self) -> list[str]:
+        return [s for v in self.variants for s, _ in self.series(v)]
+
+    @property
+    def parity_series(self) -> list[str]:
+        """The base translated by backends other than the setting's (torch always, for the parity check)."""
+        return [s for s, _ in self.series(self.base)[1:]]
+
+    def base_of(self, series: str) -> str:
+        """The base series a series is compared with: the base translated by the same backend."""
+        if series in self.variants:
+            return series_name(self.base, self.backend_of(series), self.backend.name)
+        return self.base  # the base under a second backend: compared with the base (backend parity)
 
 
 def _err(src, msg):
@@ -208,12 +238,23 @@ def load_sweep(path: str | Path) -> SweepConfig:
     threads = raw.get("threads", 1)
     if not is_type(threads, int) or threads < 1:
         _err(src, f"threads must be a positive integer, got {threads!r}")
+    processes = raw.get("processes", 1)
+    if not is_type(processes, int) or processes < 1:
+        _err(src, f"processes must be a positive integer, got {processes!r}")
     name = str(raw.get("name") or src.stem)
     confined_name(name, "name", str(src))  # it names the default run folder
     bias = load_bias(raw.get("bias"), base_dir, src)
+    backend = parse_backend(raw.get("backend"), f"{src}: backend")
+    if backend.name == "ctranslate2":
+        for v, r in variants.items():
+            m = variant_models.get(v, model)
+            mtype = json.loads((m / "config.json").read_text(encoding="utf-8")).get("model_type")
+            if variant_backend(r, backend) == "ctranslate2" and mtype != "m2m_100":
+                _err(src, f"backend: ctranslate2 converts M2M-100 / SMaLL-100 (model_type m2m_100), not {mtype!r} "
+                          f"(variant {v}, {m}); set backend: torch")
     return SweepConfig(name, model, variants, base, jobs, gen, spm,
                        bool(metrics.get("spm_official", False)), th, views, threads, src, raw, bias, variant_models,
-                       contrasts, speed_n)
+                       contrasts, speed_n, backend, processes)
 
 
 def load_bias(spec: dict | None, base_dir: Path, src: Path | str = "<config>") -> BiasConfig | None:

@@ -21,26 +21,30 @@ def summarise(cfg: SweepConfig, run_dir: str | Path, run_info: dict | None = Non
     if not (run_dir / "store.sqlite").is_file():
         raise ForgetbenchError(f"{run_dir}: no store.sqlite; run `forgetbench sweep` first")
     store = Store(run_dir / "store.sqlite")
-    missing = [v for v in cfg.variants if v not in store.variants()]
+    series = cfg.series_names
+    missing = [v for v in series if v not in store.variants()]
     if missing:
         raise ForgetbenchError(f"{run_dir}: variants {missing} have no results yet; rerun the sweep to finish them")
-    unfinished = sum(len(store.missing_stat("on_target", v, j.benchmark.name, j.src, j.tgt)) for v in cfg.variants
+    unfinished = sum(len(store.missing_stat("on_target", v, j.benchmark.name, j.src, j.tgt)) for v in series
                      for j in cfg.jobs)
     if unfinished:
         store.close()
         raise ForgetbenchError(f"{run_dir}: {unfinished} translations have no language identification yet (the run was "
                                "interrupted or made by an older version); rerun `forgetbench sweep` on it to finish")
     spb = SpBLEU(cfg.spm, official=cfg.spm_official)
-    A = analyse(store, cfg.jobs, cfg.base, list(cfg.variants), spb, cfg.thresholds, cfg.tier_views,
-                contrasts=cfg.contrasts)
-    speed, signals = ({v: x for v in cfg.variants if (x := store.meta(f"{kind}:{v}")) is not None}
+    bases = {s: cfg.base_of(s) for s in series}
+    A = analyse(store, cfg.jobs, cfg.base, series, spb, cfg.thresholds, cfg.tier_views, contrasts=cfg.contrasts,
+                bases=bases, parity=cfg.parity_series)
+    speed, signals = ({v: x for v in series if (x := store.meta(f"{kind}:{v}")) is not None}
                       for kind in ("speed", "signals"))
-    bias_summary = biasmod.analyse_bias(store, cfg.bias, cfg.base, list(cfg.variants), cfg.thresholds.resamples,
-                                        cfg.thresholds.seed)
+    bias_summary = biasmod.analyse_bias(store, cfg.bias, cfg.base, series, cfg.thresholds.resamples,
+                                        cfg.thresholds.seed, bases)
+    backends = {s: store.variants()[s].get("backend", "torch") for s in series}
     store.close()
     run = {"threads": cfg.threads, "generation": cfg.generation, "seconds": None, "processes": None,
            "environment": environment()} | (run_info or {})
     S = A.to_dict() | {"bias": bias_summary, "name": cfg.name, "model": str(cfg.model), "speed": speed, "distillation_signals": signals,
+                       "backend": cfg.backend.describe(), "backends": backends,
                        "variant_models": {v: str(cfg.model_of(v)) for v in cfg.variants},
                        "tier_views": {v.name: v.tiers for v in cfg.tier_views}, "run": run}
     S["findings"] = findings(S)

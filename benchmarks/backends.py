@@ -1,0 +1,136 @@
+"""Translation backends side by side, one process, interleaved repeats, the same sentences:
+
+    python -m benchmarks.backends [MODEL_DIR] [--pairs en-de,de-en,en-sw,sw-en] [--sentences 64] [--repeats 3]
+
+Paths (greedy, the same max_new_tokens; length-sorted batches of --batch-size where batched):
+
+- ``naive``: Hugging Face ``generate``, one sentence at a time;
+- ``hf_batched``: ``generate`` on the sweep's length-sorted batches;
+- ``sweep_torch``: the sweep's runner (``eval.translate.run_variant``: greedy loop, store writes, sentence chrF);
+- ``ct2_fp32`` / ``ct2_int8``: raw CTranslate2 ``translate_batch`` (tokenise, translate with ``max_batch_size``,
+  detokenise), the model converted by ``models.ct2``;
+- ``sweep_ct2_int8``: the sweep's runner with the ``ctranslate2`` backend (int8);
+- ``ptq_torch``: the sweep's runner on the model fake-quantised by ``configs/recipes/ptq-int8.yaml`` (compressed
+  once, untimed), for the PTQ decode ratio against ``sweep_torch``.
+
+Each repeat runs every path once, in a rotated order; sentences/s is total sentences over total seconds. Printed:
+per path seconds and sentences/s, the ratios the acceptance names, and the hypotheses identical to the sweep's
+torch loop. Threads and load average and the CPU (model, AVX-512/VNNI/AMX flags) come with them.
+"""
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from benchmarks.common import environment
+from forgetbench.compress.pipeline import compress_dir, load_compressed, load_model_dir
+from forgetbench.compress.recipe import load_recipe
+from forgetbench.eval.backends import TorchTranslator
+from forgetbench.eval.benchmarks import open_benchmark
+from forgetbench.eval.store import Store
+from forgetbench.eval.translate import Job, length_batches, run_variant
+from forgetbench.models import ct2
+from forgetbench.models.generation import translate
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("model", nargs="?", default="artifacts/teacher")
+    ap.add_argument("--flores", default="data/flores101")
+    ap.add_argument("--pairs", default="en-de,de-en,en-sw,sw-en")
+    ap.add_argument("--sentences", type=int, default=64)
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--max-new-tokens", type=int, default=128)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--skip", default="", help="comma-separated paths not to run (e.g. naive)")
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    model, tok = load_model_dir(a.model)
+    bench = open_benchmark("flores101", "flores101", a.flores)
+    jobs = [Job(bench, *p.split("-"), a.sentences) for p in a.pairs.split(",")]
+    lines = {(j.src, j.tgt): j.lines()[0] for j in jobs}
+    n = sum(len(s) for s in lines.values())
+    work = Path(tempfile.mkdtemp(prefix="fb-backends-"))
+    folders = {q: ct2.convert(model, tok, work / f"ct2-{q}", q) for q in ("float32", "int8")}
+    translators = {q: ct2.Ct2Translator(folders[q], tok, "cpu", q, a.threads) for q in folders}
+    compress_dir(a.model, load_recipe("ptq-int8"), work / "ptq", progress=False)
+    ptq, ptq_tok, _ = load_compressed(work / "ptq")
+    hyps: dict[str, dict] = {}
+
+    def naive():
+        return {(s, t, i): translate(model, tok, [x], s, t, 1, a.max_new_tokens, greedy_loop=False)[0]
+                for (s, t), srcs in lines.items() for i, x in enumerate(srcs)}
+
+    def hf_batched():
+        out = {}
+        for (s, t), srcs in lines.items():
+            for b in length_batches(list(range(len(srcs))), srcs, a.batch_size):
+                for i, h in zip(b, translate(model, tok, [srcs[i] for i in b], s, t, 1, a.max_new_tokens,
+                                             greedy_loop=False), strict=True):
+                    out[(s, t, i)] = h
+        return out
+
+    def raw(q):
+        tr = translators[q]
+
+        def go():
+            out = {}
+            for (s, t), srcs in lines.items():
+                res = tr.translator.translate_batch(tr.source_tokens(srcs, s, t), [[f"__{t}__"]] * len(srcs),
+                                                    max_batch_size=a.batch_size, beam_size=1, min_decoding_length=0,
+                                                    max_decoding_length=a.max_new_tokens, max_input_length=0)
+                for i, r in enumerate(res):
+                    out[(s, t, i)] = tok.decode(tok.convert_tokens_to_ids(r.hypotheses[0]), skip_special_tokens=True).strip()
+            return out
+        return go
+
+    def sweep(translator):
+        def go():
+            with tempfile.TemporaryDirectory() as d:
+                store = Store(f"{d}/s.sqlite")
+                run_variant(store, "v", translator, jobs, a.batch_size, 1, a.max_new_tokens, progress=False)
+                out = {(r["src"], r["tgt"], r["idx"]): r["hyp"] for r in store.translations("v")}
+                store.close()
+            return out
+        return go
+
+    paths = {"naive": naive, "hf_batched": hf_batched, "sweep_torch": sweep(TorchTranslator(model, tok)),
+             "ct2_fp32": raw("float32"), "ct2_int8": raw("int8"), "sweep_ct2_int8": sweep(translators["int8"]),
+             "ptq_torch": sweep(TorchTranslator(ptq, ptq_tok))}
+    for k in filter(None, a.skip.split(",")):
+        paths.pop(k)
+    names = list(paths)
+    secs = dict.fromkeys(names, 0.0)
+    load0 = environment()["loadavg"]
+    for r in range(a.repeats):
+        for k in names[r % len(names):] + names[: r % len(names)]:
+            t0 = time.perf_counter()
+            hyps[k] = paths[k]()
+            secs[k] += time.perf_counter() - t0
+    rate = {k: n * a.repeats / secs[k] for k in names}
+    ref = hyps["sweep_torch"]
+    ratio = lambda x, y: round(rate[x] / rate[y], 2) if x in rate and y in rate else None  # noqa: E731
+    print(json.dumps({
+        "sentences": n, "pairs": a.pairs, "repeats": a.repeats, "batch_size": a.batch_size,
+        "max_new_tokens": a.max_new_tokens,
+        "seconds": {k: round(v, 2) for k, v in secs.items()}, "sentences_per_s": {k: round(v, 2) for k, v in rate.items()},
+        "ratios": {"sweep_ct2_int8 / naive (>= 15)": ratio("sweep_ct2_int8", "naive"),
+                   "sweep_ct2_int8 / ct2_int8 raw (>= 0.95)": ratio("sweep_ct2_int8", "ct2_int8"),
+                   "sweep_torch / naive (>= 10)": ratio("sweep_torch", "naive"),
+                   "sweep_torch / hf_batched": ratio("sweep_torch", "hf_batched"),
+                   "ct2_fp32 / sweep_torch": ratio("ct2_fp32", "sweep_torch"),
+                   "ct2_int8 / sweep_torch": ratio("ct2_int8", "sweep_torch"),
+                   "ptq decode time / base (<= 1.3)": round(secs["ptq_torch"] / secs["sweep_torch"], 3)
+                   if "ptq_torch" in secs else None},
+        "identical_to_sweep_torch": {k: sum(hyps[k][x] == ref[x] for x in ref) for k in names},
+        "ctranslate2": __import__("ctranslate2").__version__, "disk_bytes": {q: ct2.disk_bytes(f) for q, f in folders.items()},
+        "loadavg_start": load0, "environment": environment()}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

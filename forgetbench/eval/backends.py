@@ -1,0 +1,90 @@
+"""Translation backends of a sweep: ``torch`` (the greedy loop of ``models.generation``) and ``ctranslate2``.
+
+    backend: ctranslate2                                   # or torch (the default)
+    backend: {name: ctranslate2, compute_type: int8, device: cpu}
+
+Rules:
+
+1. A variant whose recipe fake-quantises (a ``quantize`` step) is translated by ``torch`` whatever the setting:
+   its activation sites exist only in the torch model. Dense and pruned variants use the setting.
+2. A comparison never mixes backends: the base is translated once per backend its variants use. Its series
+   under the setting's backend keeps the base's name; under another backend it is stored as
+   ``<base>@<backend>`` (``series_name``), and every variant is compared with the base series of its own backend.
+   Under any setting other than ``torch`` the base is translated by torch too: the backend-parity check
+   (per pair, the base's scores by each backend, with paired intervals) shows drift that is not forgetting.
+3. ``ctranslate2`` converts each model once per source-weights hash and compute type (``models.ct2``); the
+   cross-attention and gender-alignment passes stay on the torch model (teacher-forced on the stored text).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from forgetbench.errors import ForgetbenchError
+
+BACKENDS = ("torch", "ctranslate2")
+DEVICES = ("cpu", "cuda")
+
+
+@dataclass(frozen=True)
+class BackendConfig:
+    name: str = "torch"
+    compute_type: str = "int8"  # ctranslate2 only: int8, int8_float16, bf16, fp32 (CTranslate2 names accepted too)
+    device: str = "cpu"
+
+    def describe(self) -> str:
+        return self.name if self.name == "torch" else f"{self.name} {self.compute_type} ({self.device})"
+
+
+def parse_backend(spec, where: str = "backend") -> BackendConfig:
+    """The ``backend`` setting, validated (CTranslate2 importable, compute type supported on the device)."""
+    if spec is None:
+        return BackendConfig()
+    if isinstance(spec, str):
+        spec = {"name": spec}
+    if not isinstance(spec, dict):
+        raise ForgetbenchError(f"{where}: give torch, ctranslate2 or {{name: ctranslate2, compute_type: int8, "
+                               f"device: cpu}}; got {spec!r}")
+    extra = set(spec) - {"name", "compute_type", "device"}
+    if extra:
+        raise ForgetbenchError(f"{where}: unknown key(s) {sorted(extra)}; allowed: compute_type, device, name")
+    b = BackendConfig(**{k: str(v) for k, v in spec.items()})
+    if b.name not in BACKENDS:
+        raise ForgetbenchError(f"{where}: unknown backend {b.name!r}; choose torch or ctranslate2")
+    if b.device not in DEVICES:
+        raise ForgetbenchError(f"{where}.device: {b.device!r}; choose cpu or cuda")
+    if b.name == "ctranslate2":
+        from forgetbench.models import ct2
+
+        ct2.require(f"{where}: ctranslate2")
+        b = BackendConfig(b.name, ct2.compute_type(b.compute_type, b.device, f"{where}.compute_type"), b.device)
+    return b
+
+
+def fake_quantised(recipe) -> bool:
+    return recipe is not None and any(s.kind == "quantize" for s in recipe.steps)
+
+
+def variant_backend(recipe, backend: BackendConfig) -> str:
+    """Rule 1: the backend that translates a variant with this recipe."""
+    return "torch" if fake_quantised(recipe) else backend.name
+
+
+def series_name(variant: str, backend: str, primary: str) -> str:
+    """Rule 2: the store name of a variant's translations by ``backend`` when the sweep's setting is ``primary``."""
+    return variant if backend == primary else f"{variant}@{backend}"
+
+
+class TorchTranslator:
+    """The torch greedy loop with the backend interface ``translate(texts, src, tgt, num_beams, max_new_tokens)``."""
+
+    name = "torch"
+
+    def __init__(self, model, tokenizer):
+        self.model, self.tokenizer = model, tokenizer
+
+    def translate(self, texts: list[str], src_lang: str, tgt_lang: str, num_beams: int = 1,
+                  max_new_tokens: int = 128) -> list[str]:
+        from forgetbench.models.generation import translate
+
+        return translate(self.model, self.tokenizer, texts, src_lang, tgt_lang, num_beams, max_new_tokens)

@@ -1,0 +1,72 @@
+"""Several worker processes for one sweep without a launcher (``processes: N`` or ``--processes N``).
+
+Rules:
+
+1. Rank 0 is the calling process; ranks 1 … N−1 are *spawned* (fresh interpreters: no forked torch thread
+   pools) and run ``run_sweep`` on the same config file and run folder, each with ``threads`` threads.
+2. They meet at a ``multiprocessing.Barrier``. A worker that exits with an error aborts the barrier (a
+   watchdog thread polls the workers every second), so no process waits forever; rank 0 then stops the others
+   and reports one line. Everything stored so far stays: rerunning the command resumes.
+3. Under ``accelerate launch --num_processes N`` the launcher's processes are used instead (``cli``).
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import threading
+from pathlib import Path
+
+from forgetbench.errors import ForgetbenchError
+
+
+def _worker(config: str, run_dir: str, rank: int, world: int, barrier) -> None:
+    from forgetbench.sweep.config import load_sweep
+    from forgetbench.sweep.run import run_sweep
+
+    run_sweep(load_sweep(config), run_dir, progress=False, rank=rank, world=world, barrier=barrier.wait)
+
+
+def run_parallel(cfg, run_dir: str | Path, world: int, progress: bool = True) -> dict:
+    """``run_sweep`` on ``world`` processes; returns rank 0's summary."""
+    from forgetbench.sweep.run import run_sweep
+
+    ctx = mp.get_context("spawn")
+    barrier = ctx.Barrier(world)
+    procs = [ctx.Process(target=_worker, args=(str(cfg.source), str(run_dir), r, world, barrier),
+                         name=f"forgetbench-sweep-{r}") for r in range(1, world)]
+    for p in procs:
+        p.start()
+    stop = threading.Event()
+
+    def watch():
+        while not stop.wait(1.0):
+            if any(p.exitcode not in (None, 0) for p in procs):
+                barrier.abort()
+                return
+
+    threading.Thread(target=watch, daemon=True).start()
+    try:
+        summary = run_sweep(cfg, run_dir, progress, rank=0, world=world, barrier=barrier.wait)
+    except threading.BrokenBarrierError:
+        for p in procs:
+            p.join(timeout=5)
+        bad = [(p.name, p.exitcode) for p in procs if p.exitcode not in (None, 0)]
+        for p in procs:
+            if p.is_alive():
+                p.terminate()
+        raise ForgetbenchError(f"sweep worker {bad[0][0] if bad else '?'} failed (exit code "
+                               f"{bad[0][1] if bad else '?'}; its error is printed above); rerun the same command "
+                               "to resume, or set processes: 1") from None
+    except BaseException:
+        barrier.abort()
+        for p in procs:
+            p.terminate()
+        raise
+    finally:
+        stop.set()
+    for p in procs:
+        p.join()
+    bad = [(p.name, p.exitcode) for p in procs if p.exitcode != 0]
+    if bad:
+        raise ForgetbenchError(f"sweep worker {bad[0][0]} failed (exit code {bad[0][1]}); rerun to resume")
+    return summary

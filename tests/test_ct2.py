@@ -1,0 +1,166 @@
+"""CTranslate2 backend: conversion by id (language codes at their ids), parity with the torch loop on tiny random
+M2M-100 and SMaLL-100-format models, the sweep's backend rules and parity section, and its one-line errors."""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+from tests.conftest import REPO, calib_rows
+
+ct2 = pytest.importorskip("ctranslate2")
+
+PAIRS = [("en", "de"), ("de", "en"), ("en", "fr"), ("fr", "de"), ("en", "sw"), ("hi", "en")]
+
+
+def _sources(n=12):
+    rows = [r for r in calib_rows() if r[0] == "en"]
+    return [r[2] for r in rows[:n]]
+
+
+def _parity(model, tok, folder, compute_type="float32"):
+    from forgetbench.eval.backends import TorchTranslator
+    from forgetbench.models.ct2 import Ct2Translator
+
+    a, b = TorchTranslator(model, tok), Ct2Translator(folder, tok, compute_type=compute_type)
+    same = total = 0
+    for s, t in PAIRS:
+        srcs = _sources()
+        x, y = a.translate(srcs, s, t, 1, 24), b.translate(srcs, s, t, 1, 24)
+        same += sum(p == q for p, q in zip(x, y, strict=True))
+        total += len(x)
+    return same, total
+
+
+@pytest.mark.parametrize("small100", [False, True])
+def test_conversion_keeps_codes_at_their_ids_and_gives_the_torch_loop_tokens(tiny_dir, tmp_path, small100):
+    from forgetbench.models import ct2 as conv
+    from forgetbench.models.load import load
+
+    model, tok, _ = load(tiny_dir, dtype="fp32", small100=small100, with_signature=False)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    out = conv.convert(model, tok, tmp_path / "ct2", "float32", "sha")
+    vocab = json.loads((out / "shared_vocabulary.json").read_text())
+    assert len(vocab) == model.config.vocab_size
+    codes = conv.language_codes(tok)
+    assert len(codes) == 100
+    assert all(vocab[i] == c for c, i in codes.items())  # every __xx__ at its id
+    assert vocab[tok.get_lang_id("de")] == "__de__" and vocab[3] == "<unk>"
+    same, total = _parity(model, tok, out)
+    assert same >= 0.99 * total, (same, total)
+    # int8 conversion must not touch the source model (CTranslate2 quantises the tensors it is given in place)
+    conv.convert(model, tok, tmp_path / "ct2-int8", "int8", "sha")
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+    assert json.loads((tmp_path / "ct2-int8" / conv.MARKER).read_text())["small100"] is small100
+
+
+def test_vocabulary_refuses_misplaced_codes_and_cached_conversion_reuses(tiny_dir, tmp_path):
+    from forgetbench.errors import ForgetbenchError
+    from forgetbench.models import ct2 as conv
+    from forgetbench.models.load import load
+
+    model, tok, _ = load(tiny_dir, dtype="fp32", with_signature=False)
+
+    class Shifted:  # a tokenizer whose language codes are not where its ids say (the madeupword trap)
+        lang_code_to_id = {"__de__": 5}
+
+        def __len__(self):
+            return len(tok)
+
+        def convert_ids_to_tokens(self, ids):
+            return tok.convert_ids_to_tokens(ids)
+
+    with pytest.raises(ForgetbenchError, match="__de__ has id 5"):
+        conv.vocabulary(Shifted(), model.config.vocab_size)
+    calls = []
+
+    def loader():
+        calls.append(1)
+        return model, tok
+
+    a = conv.cached_conversion(loader, tmp_path / "c", "int8", "h1")
+    conv.cached_conversion(loader, tmp_path / "c", "int8", "h1")
+    assert len(calls) == 1
+    conv.cached_conversion(loader, tmp_path / "c", "int8", "h2")  # other weights: converted again
+    assert len(calls) == 2 and a == tmp_path / "c"
+    assert conv.disk_bytes(a) > 0
+
+
+def _sweep_config(tmp_path, tiny_dir, backend="ctranslate2", extra=""):
+    cfg = tmp_path / "s.yaml"
+    cfg.write_text(textwrap.dedent(f"""\
+        name: t
+        model: {tiny_dir}
+        variants: {{base: null, p30: prune-30, ptq: {{model: {tiny_dir}, recipe: {tmp_path / "ptq.yaml"}}}}}
+        benchmarks: [{{name: flores101, kind: flores101, path: {REPO / "data" / "flores101"}}}]
+        pairs: [en-de, de-en]
+        sentences: 6
+        generation: {{num_beams: 1, max_new_tokens: 12, batch_size: 4}}
+        analysis: {{bleu_filter: 0, resamples: 50}}
+        backend: {backend}
+        """) + extra)
+    (tmp_path / "ptq.yaml").write_text(textwrap.dedent(f"""\
+        name: ptq
+        steps:
+          - quantize:
+              calibrator: max
+              calibration: {{data: {REPO / "data" / "calibration" / "ntrex128-calib.tsv"}, max_sentences: 8}}
+        """))
+    return cfg
+
+
+def test_sweep_with_ctranslate2_compares_each_variant_with_its_backend_base(tiny_dir, tmp_path):
+    from forgetbench.report.build import write_report
+    from forgetbench.sweep import load_sweep, run_sweep
+
+    cfg = load_sweep(_sweep_config(tmp_path, tiny_dir, extra="speed: {sentences: 2}\n"))
+    assert cfg.series_names == ["base", "base@torch", "p30", "ptq"]
+    S = run_sweep(cfg, tmp_path / "run", progress=False)
+    assert S["backends"] == {"base": "ctranslate2 int8 (cpu)", "base@torch": "torch",
+                             "p30": "ctranslate2 int8 (cpu)", "ptq": "torch"}
+    assert S["bases"] == {"p30": "base", "ptq": "base@torch"}  # fake-quantised: torch, against the torch base
+    par = S["backend_parity"]["base@torch"]
+    assert par["of"] == "base" and len(par["pairs"]) == 2 and par["sentences"] == 12
+    for r in par["pairs"]:
+        lo, hi = r["chrF"]["delta_ci"]
+        assert lo <= r["chrF"]["delta"] <= hi
+    # each variant's relative difference is against its own backend's base
+    for p in S["pairs"]:
+        for v, b in S["bases"].items():
+            sb, sv = p["scores"][b]["chrF"], p["scores"][v]["chrF"]
+            assert p["intervals"][v]["chrF"]["delta"] == pytest.approx(sv - sb)
+    assert S["speed"]["p30"]["form"] == "ctranslate2 int8" and S["speed"]["ptq"]["form"].startswith("torch, fake")
+    assert S["speed"]["base"]["batched"]["sentences"] == 4 and S["speed"]["base"]["disk_bytes"] > 0
+    md = (write_report(S, tmp_path / "report").parent / "report.md").read_text()
+    assert "## Backend parity: base@torch vs base" in md and "| ptq | torch | base@torch |" in md
+    assert "ctranslate2 int8" in md
+
+
+def _cli(args, env_code="pass"):
+    code = f"import sys; {env_code}; from forgetbench.cli import main; sys.exit(main({args!r}))"
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+
+
+def test_missing_ctranslate2_or_unsupported_model_is_one_line_and_exit_2(tiny_dir, tmp_path):
+    cfg = _sweep_config(tmp_path, tiny_dir)
+    r = _cli(["sweep", str(cfg), "--out", str(tmp_path / "run")], "sys.modules['ctranslate2'] = None")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert "backend: ctranslate2 needs the ctranslate2 package" in r.stderr and "set backend: torch" in r.stderr
+    assert not (tmp_path / "run").exists()
+    other = tmp_path / "marian"
+    other.mkdir()
+    (other / "config.json").write_text(json.dumps({"model_type": "marian"}))
+    (other / "sentencepiece.bpe.model").write_bytes((tiny_dir / "sentencepiece.bpe.model").read_bytes())
+    cfg2 = tmp_path / "s2.yaml"
+    cfg2.write_text(cfg.read_text().replace(f"model: {tiny_dir}\n", f"model: {other}\n", 1)
+                    .replace("p30: prune-30, ", ""))
+    r = _cli(["sweep", str(cfg2), "--out", str(tmp_path / "run2")])
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert "not 'marian'" in r.stderr and "set backend: torch" in r.stderr
+    cfg3 = tmp_path / "s3.yaml"
+    cfg3.write_text(cfg.read_text().replace("backend: ctranslate2", "backend: {name: ctranslate2, compute_type: int4}"))
+    r = _cli(["sweep", str(cfg3), "--out", str(tmp_path / "run3")])
+    assert r.returncode == 2 and "unknown compute type 'int4'" in r.stderr
