@@ -41,3 +41,10 @@ def test_the_no_kd_twin_differs_only_in_kd_source_and_name():
     assert kd.pop("name") == "student-kd" and nokd.pop("name") == "student-nokd"
     assert kd["kd"].pop("source") == "cache" and nokd["kd"].pop("source") == "none"
     assert kd == nokd
+
+
+def test_the_ctranslate2_demo_differs_only_in_backend_and_name():
+    a = yaml.safe_load((REPO / "configs" / "demo.yaml").read_text())
+    b = yaml.safe_load((REPO / "configs" / "demo-ctranslate2.yaml").read_text())
+    assert b.pop("backend") == "ctranslate2" and "backend" not in a
+    assert (a.pop("name"), b.pop("name")) == ("demo", "demo-ctranslate2") and a == b

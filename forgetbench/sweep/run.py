@@ -123,8 +123,8 @@ def deployment_pass(cfg: SweepConfig, run_dir: Path, store: Store) -> None:
                                            known[name]["model_sha256"])
             tr, form, size = ct2.Ct2Translator(folder, tok, "cpu", "int8", cfg.threads), "ctranslate2 int8", ct2.disk_bytes(folder)
         else:
-            folder = Path(known[name]["model_dir"])
-            tr, size = TorchTranslator(model, tok), sum(f.stat().st_size for f in folder.glob("*.safetensors"))
+            sizes = known[name].get("sizes", {})  # a fake-quantised variant: its real int8 artefact
+            tr, size = TorchTranslator(model, tok), sizes.get("int8_bytes") if fq else sizes.get("dense_bytes")
             form = "torch, fake-quantised (an emulation, not a deployment form)" if fq else "torch fp32"
         rec = {"form": form, "disk_bytes": size,
                **batch1_speed(tr, tok, cfg.jobs[0], cfg.speed_sentences, gen["max_new_tokens"]),
