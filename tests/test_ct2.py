@@ -113,6 +113,7 @@ def _sweep_config(tmp_path, tiny_dir, backend="ctranslate2", extra=""):
 
 
 def test_sweep_with_ctranslate2_compares_each_variant_with_its_backend_base(tiny_dir, tmp_path):
+    from forgetbench.errors import ForgetbenchError
     from forgetbench.report.build import write_report
     from forgetbench.sweep import load_sweep, run_sweep
 
@@ -137,6 +138,9 @@ def test_sweep_with_ctranslate2_compares_each_variant_with_its_backend_base(tiny
     md = (write_report(S, tmp_path / "report").parent / "report.md").read_text()
     assert "## Backend parity: base@torch vs base" in md and "| ptq | torch | base@torch |" in md
     assert "ctranslate2 int8" in md
+    torch_cfg = load_sweep(_sweep_config(tmp_path, tiny_dir, backend="torch"))
+    with pytest.raises(ForgetbenchError, match="base was translated with backend ctranslate2 int8"):
+        run_sweep(torch_cfg, tmp_path / "run", progress=False)  # resuming with another backend would mix them
 
 
 def _cli(args, env_code="pass"):

@@ -79,8 +79,12 @@ def register_series(cfg: SweepConfig, run_dir: Path, store: Store) -> None:
             info = {"recipe": recipe.name, "sizes": json.loads((folder / "compression.json").read_text())["sizes"]}
         sha = known[name]["model_sha256"] if name in known else weights_sha256(folder)
         for series, backend in cfg.series(name):
+            label = backend_label(cfg, backend)
             if series not in known:
-                store.add_variant(series, str(folder), sha, info | {"variant": name, "backend": backend_label(cfg, backend)})
+                store.add_variant(series, str(folder), sha, info | {"variant": name, "backend": label})
+            elif known[series].get("backend", "torch") != label:  # resuming with another backend would mix them
+                raise ForgetbenchError(f"{run_dir}: {series} was translated with backend {known[series].get('backend', 'torch')}"
+                                       f", the config now says {label}; use a new --out for another backend")
             if backend == "ctranslate2":
                 ct2.cached_conversion(lambda n=name: load_variant(cfg, run_dir, n), ct2_folder(cfg, run_dir, name),
                                       cfg.backend.compute_type, sha)

@@ -21,8 +21,8 @@ def summarise(cfg: SweepConfig, run_dir: str | Path, run_info: dict | None = Non
     if not (run_dir / "store.sqlite").is_file():
         raise ForgetbenchError(f"{run_dir}: no store.sqlite; run `forgetbench sweep` first")
     store = Store(run_dir / "store.sqlite")
-    series = cfg.series_names
-    missing = [v for v in series if v not in store.variants()]
+    series, known = cfg.series_names, store.variants()
+    missing = [v for v in series if v not in known]
     if missing:
         raise ForgetbenchError(f"{run_dir}: variants {missing} have no results yet; rerun the sweep to finish them")
     unfinished = sum(len(store.missing_stat("on_target", v, j.benchmark.name, j.src, j.tgt)) for v in series
@@ -39,7 +39,7 @@ def summarise(cfg: SweepConfig, run_dir: str | Path, run_info: dict | None = Non
                       for kind in ("speed", "signals"))
     bias_summary = biasmod.analyse_bias(store, cfg.bias, cfg.base, series, cfg.thresholds.resamples,
                                         cfg.thresholds.seed, bases)
-    backends = {s: store.variants()[s].get("backend", "torch") for s in series}
+    backends = {s: known[s].get("backend", "torch") for s in series}
     store.close()
     run = {"threads": cfg.threads, "generation": cfg.generation, "seconds": None, "processes": None,
            "environment": environment()} | (run_info or {})
