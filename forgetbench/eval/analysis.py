@@ -184,23 +184,28 @@ def pair_results(run: RunData, spbleu: SpBLEU) -> tuple[list[PairResult], list[S
         scores = {v: {m: metrics[m]._compute_score_from_stats(stats[v][m].sum(0)).score for m in metrics} for v in variants}
         run.weights[key] = bs.counts(len(common), th.resamples, [th.seed, k_job])
         run.columns[key] = {i: c for c, i in enumerate(common)}
+        resampled: dict = {}  # (series, metric) -> its corpus score in every resample: computed once per pair
+
+        def rs(v, m, _w=run.weights[key], _stats=stats, _memo=resampled):
+            if (v, m) not in _memo:
+                _memo[(v, m)] = bs.scores_from(metrics[m], _w @ _stats[v][m])
+            return _memo[(v, m)]
+
         intervals = {}
         for v in run.comps:
+            b = run.base_of(v)
             intervals[v] = {}
-            for m, metric in metrics.items():
-                intervals[v][m], samples[(key, v, m)] = bs.paired_corpus(metric, stats[run.base_of(v)][m], stats[v][m],
-                                                                         run.weights[key])
+            for m in metrics:
+                intervals[v][m], samples[(key, v, m)] = bs.paired_difference(scores[b][m], scores[v][m], rs(b, m),
+                                                                             rs(v, m))
         parity = {}
         for b2 in run.base_series[1:]:  # the same model by another backend: backend drift, never forgetting
             parity[b2] = {"identical": sum(rows[base][i][0] == rows[b2][i][0] for i in common)}
-            for m, metric in metrics.items():
-                parity[b2][m] = bs.paired_corpus(metric, stats[base][m], stats[b2][m], run.weights[key])[0]
-                r0, r2 = (bs.scores_from(metric, run.weights[key] @ stats[x][m]) for x in (base, b2))
-                run.contrast_samples[(key, f"{b2}|{base}", m)] = (scores[b2][m] - scores[base][m], r2 - r0)
-        for a, b in run.contrasts:
-            for m, metric in metrics.items():
-                ra, rb = bs.scores_from(metric, run.weights[key] @ stats[a][m]), bs.scores_from(metric, run.weights[key] @ stats[b][m])
-                run.contrast_samples[(key, f"{a}|{b}", m)] = (scores[a][m] - scores[b][m], ra - rb)
+            for m in metrics:
+                parity[b2][m] = bs.paired_difference(scores[base][m], scores[b2][m], rs(base, m), rs(b2, m))[0]
+        for a, b in [*run.contrasts, *((b2, base) for b2 in run.base_series[1:])]:  # parity's mean: a contrast too
+            for m in metrics:
+                run.contrast_samples[(key, f"{a}|{b}", m)] = (scores[a][m] - scores[b][m], rs(a, m) - rs(b, m))
         two_script = th.exclude_two_script and (job.src in TWO_SCRIPT or job.tgt in TWO_SCRIPT)
         p = PairResult(key[0], job.src, job.tgt, len(common),
                        {vw.name: pair_tier(job.src, job.tgt, vw.tiers) for vw in run.views},

@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from forgetbench.errors import ForgetbenchError
+from forgetbench.models import ct2
+from forgetbench.models.generation import translate
 
 BACKENDS = ("torch", "ctranslate2")
 DEVICES = ("cpu", "cuda")
@@ -54,8 +56,6 @@ def parse_backend(spec, where: str = "backend") -> BackendConfig:
     if b.device not in DEVICES:
         raise ForgetbenchError(f"{where}.device: {b.device!r}; choose cpu or cuda")
     if b.name == "ctranslate2":
-        from forgetbench.models import ct2
-
         ct2.require(f"{where}: ctranslate2")
         b = BackendConfig(b.name, ct2.compute_type(b.compute_type, b.device, f"{where}.compute_type"), b.device)
     return b
@@ -85,6 +85,4 @@ class TorchTranslator:
 
     def translate(self, texts: list[str], src_lang: str, tgt_lang: str, num_beams: int = 1,
                   max_new_tokens: int = 128) -> list[str]:
-        from forgetbench.models.generation import translate
-
         return translate(self.model, self.tokenizer, texts, src_lang, tgt_lang, num_beams, max_new_tokens)

@@ -95,7 +95,12 @@ def paired_corpus(metric, base_stats: np.ndarray, comp_stats: np.ndarray, weight
     """The difference of one metric between two systems on the same sentences; ``weights`` from ``counts``.
     Also returns the resampled relative differences (for group statistics)."""
     b, c = metric._compute_score_from_stats(base_stats.sum(0)).score, metric._compute_score_from_stats(comp_stats.sum(0)).score
-    rb, rc = scores_from(metric, weights @ base_stats), scores_from(metric, weights @ comp_stats)
+    return paired_difference(b, c, scores_from(metric, weights @ base_stats), scores_from(metric, weights @ comp_stats))
+
+
+def paired_difference(b: float, c: float, rb: np.ndarray, rc: np.ndarray) -> tuple[PairDifference, np.ndarray]:
+    """``paired_corpus`` from the corpus scores ``b``, ``c`` and their resampled scores ``rb``, ``rc`` (for callers
+    that resample each system once and compare it several times)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         rel_samples = np.where(rb != 0, (rc - rb) / np.abs(rb) * 100, np.nan)
     rel = (c - b) / abs(b) * 100 if b else None

@@ -27,12 +27,16 @@ as in the torch loop); hypotheses decoded with the same tokenizer call, special 
 
 from __future__ import annotations
 
+import copy
 import json
+from collections import Counter
 from pathlib import Path
+
+import torch
 
 from forgetbench.errors import ForgetbenchError
 from forgetbench.io import atomic_directory
-from forgetbench.models.generation import is_small100
+from forgetbench.models.generation import encode_sources, is_small100
 
 COMPUTE_TYPES = {"int8": "int8", "int8_float16": "int8_float16", "int8_float32": "int8_float32", "bf16": "bfloat16",
                  "bfloat16": "bfloat16", "fp16": "float16", "float16": "float16", "fp32": "float32",
@@ -49,6 +53,14 @@ def require(setting: str = "backend: ctranslate2"):
         raise ForgetbenchError(f"{setting} needs the ctranslate2 package, which is not installed: "
                                "pip install ctranslate2==4.8.5, or set backend: torch") from None
     return ctranslate2
+
+
+def available() -> bool:
+    try:
+        require()
+    except ForgetbenchError:
+        return False
+    return True
 
 
 def compute_type(name: str, device: str = "cpu", setting: str = "backend.compute_type") -> str:
@@ -99,13 +111,8 @@ def vocabulary(tokenizer, vocab_size: int) -> list[str]:
         c, i, got = wrong[0]
         raise ForgetbenchError(f"language code {c} has id {i} but the vocabulary holds {got!r} there "
                                f"({len(wrong)} codes misplaced); load the tokenizer with forgetbench.models.tokenizers")
-    if len(set(tokens)) != len(tokens):
-        seen, dup = set(), None
-        for t in tokens:
-            if t in seen:
-                dup = t
-                break
-            seen.add(t)
+    dup = next((t for t, n in Counter(tokens).items() if n > 1), None)
+    if dup is not None:
         raise ForgetbenchError(f"token {dup!r} appears twice in the vocabulary; CTranslate2 maps tokens by string")
     return tokens
 
@@ -121,10 +128,6 @@ def convert(model, tokenizer, out_dir: str | Path, quantization: str = "int8", s
     class _ById(M2M100Loader):  # rule 2: the vocabulary by id, not from get_vocab()
         def get_vocabulary(self, model, tokenizer):
             return tokens
-
-    import copy
-
-    import torch
 
     with torch.no_grad():  # a copy: CTranslate2's int8 optimize rounds the tensors it was given in place
         spec = _ById()(copy.deepcopy(model).float(), tokenizer)
@@ -172,10 +175,9 @@ class Ct2Translator:
                                          intra_threads=threads)
 
     def source_tokens(self, texts: list[str], src_lang: str, tgt_lang: str, max_length: int = 256) -> list[list[str]]:
-        tok = self.tokenizer
-        tok.src_lang = tgt_lang if is_small100(tok) else src_lang
-        ids = tok(texts, truncation=True, max_length=max_length)["input_ids"]
-        return [tok.convert_ids_to_tokens(x) for x in ids]
+        ids = encode_sources(self.tokenizer, texts, src_lang, tgt_lang, max_length, return_tensors=None,
+                             padding=False)["input_ids"]
+        return [self.tokenizer.convert_ids_to_tokens(x) for x in ids]
 
     def translate(self, texts: list[str], src_lang: str, tgt_lang: str, num_beams: int = 1,
                   max_new_tokens: int = 128, max_length: int = 256) -> list[str]:
@@ -185,5 +187,6 @@ class Ct2Translator:
         prefix = None if is_small100(self.tokenizer) else [[f"__{tgt_lang}__"]] * len(texts)
         res = self.translator.translate_batch(source, prefix, beam_size=num_beams, max_decoding_length=max_new_tokens,
                                               min_decoding_length=0, max_input_length=0)
-        tok = self.tokenizer
-        return [tok.decode(tok.convert_tokens_to_ids(r.hypotheses[0]), skip_special_tokens=True).strip() for r in res]
+        tok = self.tokenizer  # decoded as the torch path decodes
+        return [t.strip() for t in tok.batch_decode([tok.convert_tokens_to_ids(r.hypotheses[0]) for r in res],
+                                                    skip_special_tokens=True)]

@@ -15,9 +15,15 @@ def is_small100(tokenizer) -> bool:
     return bool(getattr(tokenizer, SMALL100_MARKER, False))
 
 
-def encode_sources(tokenizer, texts: list[str], src_lang: str, tgt_lang: str, max_length: int = 256):
+def set_source_language(tokenizer, src_lang: str, tgt_lang: str) -> None:
+    """The code the source starts with: ``src_lang`` (M2M-100) or ``tgt_lang`` (SMaLL-100)."""
     tokenizer.src_lang = tgt_lang if is_small100(tokenizer) else src_lang
-    return tokenizer(texts, return_tensors="pt", padding=True, truncation=True, max_length=max_length)
+
+
+def encode_sources(tokenizer, texts: list[str], src_lang: str, tgt_lang: str, max_length: int = 256, **kw):
+    """Source ids for ``texts`` (padded tensors; ``return_tensors=None, padding=False``: one list per text)."""
+    set_source_language(tokenizer, src_lang, tgt_lang)
+    return tokenizer(texts, **({"return_tensors": "pt", "padding": True} | kw), truncation=True, max_length=max_length)
 
 
 def generation_kwargs(tokenizer, tgt_lang: str) -> dict:

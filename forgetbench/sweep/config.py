@@ -92,6 +92,13 @@ class SweepConfig:
         """The base translated by backends other than the setting's (torch always, for the parity check)."""
         return [s for s, _ in self.series(self.base)[1:]]
 
+    @property
+    def compared_series(self) -> set[str]:
+        """The series a comparison reads (every variant but the base, and the base series each is compared with):
+        the ones the cross-attention λ pass needs. A base translated only for the parity check is not among them."""
+        comps = [v for v in self.variants if v != self.base]
+        return set(comps) | {self.base_of(v) for v in comps}
+
     def base_of(self, series: str) -> str:
         """The base series a series is compared with: the base translated by the same backend."""
         if series in self.variants:

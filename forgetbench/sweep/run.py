@@ -111,12 +111,7 @@ def deployment_pass(cfg: SweepConfig, run_dir: Path, store: Store) -> None:
     form: it is timed as the torch emulation it is) — its size on disk (CTranslate2 stores a pruned model's
     zeros densely; the sparse artefact's size is the variants table's) and its batch-1 and batched speed on
     the first pair's first sentences."""
-    try:
-        ct2.require()
-        have_ct2 = True
-    except ForgetbenchError:
-        have_ct2 = False
-    gen, known = cfg.generation, store.variants()
+    have_ct2, gen, known = ct2.available(), cfg.generation, store.variants()
     for name in cfg.variants:
         if store.meta(f"speed:{name}") is not None:
             continue
@@ -183,7 +178,7 @@ def run_sweep(cfg: SweepConfig, run_dir: str | Path, progress: bool = True, rank
     my_jobs = cfg.jobs[rank::world]
     bias_jobs = biasmod.jobs(cfg.bias)[rank::world]
     gen = cfg.generation
-    many = len(cfg.series_names) > 1  # λ compares a variant with the base; a base-only run (eval) needs no attention pass
+    compared = cfg.compared_series  # λ compares a variant with its base; a base-only run (eval) needs no attention pass
     timings = {}
     for name in cfg.variants:
         model, tok = load_variant(cfg, run_dir, name)
@@ -193,7 +188,7 @@ def run_sweep(cfg: SweepConfig, run_dir: str | Path, progress: bool = True, rank
             n = run_variant(store, series, translator, my_jobs, gen["batch_size"], gen["num_beams"],
                             gen["max_new_tokens"], progress)
             t2 = time.perf_counter()
-            if many:  # the attention of the torch model, teacher-forced on the series' own hypotheses
+            if series in compared:  # the attention of the torch model, teacher-forced on the series' own hypotheses
                 xattn_pass(store, series, model, tok, my_jobs, gen["batch_size"], progress)
             t3 = time.perf_counter()
             if bias_jobs:
