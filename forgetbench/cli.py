@@ -219,7 +219,7 @@ def cmd_compress_stream(args) -> int:
     _threads(args.threads)
     skeleton = None
     cfg = Path(args.model_dir) / "config.json"
-    if cfg.is_file() and json.loads(cfg.read_text()).get("model_type") == "forgetbench-biaffine":
+    if cfg.is_file() and json.loads(cfg.read_text()).get("model_type", "").startswith("forgetbench-"):
         from forgetbench.parsing.train import parser_skeleton
 
         skeleton = parser_skeleton(args.model_dir)
@@ -249,25 +249,22 @@ def cmd_parse(args) -> int:
         return 0
     if args.action == "train":
         new_output(args.out)
-        info = ptrain.train(args.train, args.dev, args.out, minutes=args.minutes, threads=_thread_count(args.threads),
+        graph_kw = {k: v for k, v in (("attention", args.attention), ("relation_norm", args.relation_norm),
+                                      ("value_relations", args.value_relations), ("graph", args.graph)) if v is not None}
+        minutes = args.minutes or ptrain.DEFAULT_MINUTES[args.arch]
+        info = ptrain.train(args.train, args.dev, args.out, minutes=minutes, threads=_thread_count(args.threads),
                             seed=args.seed, progress=not args.quiet, tags=args.tags, tagger_minutes=args.tagger_minutes,
-                            jackknife=args.jackknife)
-        tags = f", dev UPOS {info['tagger_dev_upos']:.2f}" if args.tags == "predicted" else ""
-        print(f"best dev LAS {info['dev']['las']:.2f} ({args.tags} tags{tags}; epoch {info['best_epoch']} of "
+                            jackknife=args.jackknife, arch=args.arch, tagger_from=args.tagger_from, initial=args.initial,
+                            iterations=args.iterations, train_iterations=args.train_iterations,
+                            warm_start=args.warm_start, **graph_kw)
+        tags = f", dev UPOS {info['tagger_dev_upos']:.2f}" if "tagger_dev_upos" in info else ""
+        print(f"{args.arch}: best dev LAS {info['dev']['las']:.2f} ({args.tags} tags{tags}; epoch {info['best_epoch']} of "
               f"{info['epochs']}, {info['train_seconds']:.0f}s); wrote {args.out}")
     elif args.action == "eval":
-        from forgetbench.parsing.conll import read_conllu
-        from forgetbench.parsing.tagger import load_tagger, tag, upos_accuracy, with_tags
+        from forgetbench.parsing.evaluate import evaluate_parser
 
         _threads(args.threads)
-        model, vocab = ptrain.load_parser(args.model)
-        tagger, sents = load_tagger(args.model), read_conllu(args.data)
-        pred_tags = tag(tagger, vocab, sents) if tagger is not None else None  # tagged once, for parsing and UPOS
-        s = ptrain.evaluate(model, vocab, with_tags(sents, pred_tags) if pred_tags else sents).to_dict()
-        s["tags"] = "gold" if tagger is None else "predicted"
-        if pred_tags is not None:
-            s["upos"] = upos_accuracy(sents, pred_tags)
-        print(json.dumps(s))
+        print(json.dumps(evaluate_parser(args.model, args.data, initial=args.initial, iterations=args.iterations)))
     else:
         new_output(args.out)
         _threads(args.threads)
@@ -412,19 +409,39 @@ def build_parser() -> argparse.ArgumentParser:
     cs.add_argument("--threads", type=_positive, help=THREADS_HELP)
     cs.set_defaults(func=cmd_compress_stream)
 
-    pa = sub.add_parser("parse", help="biaffine dependency parser: train | eval | predict | compress")
+    pa = sub.add_parser("parse", help="dependency parsers (biaffine, SynTr, RNGTr, G2GTr): train | eval | predict | compress")
     psub = pa.add_subparsers(dest="action", required=True, parser_class=_Parser)
     pt = psub.add_parser("train", help="train a parser on a UD treebank (gold tokenisation)")
     pt.add_argument("--train", required=True, help="training CoNLL-U")
     pt.add_argument("--dev", help="dev CoNLL-U for model selection; without it every 10th training sentence is "
                                   "held out as dev (documented in training.json)")
     pt.add_argument("--out", required=True, help="output folder (must not exist)")
-    pt.add_argument("--minutes", type=_minutes, default=15.0, help="time budget of the whole run, taggers included")
+    pt.add_argument("--minutes", type=_minutes, help="time budget of the whole run, taggers included (default: the "
+                                                      "README's measured setting, biaffine 15, syntr 6, rngtr 6, g2gtr 10)")
     pt.add_argument("--seed", type=int, default=1, help="seed")
     pt.add_argument("--tags", choices=["gold", "predicted"], default="predicted",
                     help="UPOS input: predicted by the parser's own tagger (trained on jackknifed tags), or gold")
     pt.add_argument("--tagger-minutes", type=_minutes, default=1.5, help="time budget of each tagger (predicted tags)")
     pt.add_argument("--jackknife", type=int, default=2, help="folds for the jackknifed training tags")
+    pt.add_argument("--arch", choices=["biaffine", "syntr", "rngtr", "g2gtr"], default="biaffine",
+                    help="biaffine (BiLSTM), syntr (Transformer + biaffine), rngtr (graph-to-graph refiner of an initial "
+                         "parse), g2gtr (transition-based graph-to-graph Transformer, arc-standard + SWAP)")
+    pt.add_argument("--tagger-from", help="reuse this parser's tagger and jackknifed training tags (same --train): "
+                                          "architectures compared on the same tags, no second jackknife")
+    pt.add_argument("--initial", help="rngtr: the parser (biaffine or syntr folder) whose output is the initial graph; "
+                                      "default: the empty graph")
+    pt.add_argument("--iterations", type=_positive, default=3, help="rngtr: at most T refinement iterations")
+    pt.add_argument("--train-iterations", type=_positive, default=2,
+                    help="rngtr: refinement iterations per training batch (the measured setting)")
+    pt.add_argument("--warm-start", help="rngtr: initialise the refiner from this syntr folder (relation embeddings new)")
+    pt.add_argument("--attention", choices=["g2g", "syng2g"], help="graph-input attention: relations on key and value "
+                                                                   "(g2g, default) or on query and key (syng2g)")
+    pt.add_argument("--graph", choices=["labelled", "unlabelled"], help="rngtr: relation ids of the input graph "
+                                                                       "(default labelled)")
+    pt.add_argument("--no-relation-norm", dest="relation_norm", action="store_false", default=None,
+                    help="no LayerNorm on the key-side relation embeddings (the ablation)")
+    pt.add_argument("--no-value-relations", dest="value_relations", action="store_false", default=None,
+                    help="no relation embeddings on the value side")
     pt.add_argument("--threads", type=_positive, help=THREADS_HELP)
     pt.add_argument("--quiet", action="store_true", help="no progress bars")
     pt.set_defaults(func=cmd_parse)
@@ -435,6 +452,8 @@ def build_parser() -> argparse.ArgumentParser:
         q.add_argument("data", help="CoNLL-U file (gold tokenisation)")
         q.add_argument("--threads", type=_positive, help=THREADS_HELP)
         q.set_defaults(func=cmd_parse)
+    pe.add_argument("--initial", help="rngtr: initial parser folder, or 'empty' (default: the one saved with it)")
+    pe.add_argument("--iterations", type=_positive, help="rngtr: at most T refinement iterations (default: as saved)")
     pp.add_argument("--out", required=True, help="output CoNLL-U file (must not exist)")
     pp.add_argument("--quiet", action="store_true", help="no progress bar")
     pc = psub.add_parser("compress", help="apply recipes to trained parsers; per-treebank report")

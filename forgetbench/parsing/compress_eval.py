@@ -20,6 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from forgetbench.compress import apply_recipe, check_recipe
@@ -29,24 +30,30 @@ from forgetbench.env import environment
 from forgetbench.errors import ForgetbenchError
 from forgetbench.eval import bootstrap as bs
 from forgetbench.io import sha256_file
+from forgetbench.parsing import parsers
 from forgetbench.parsing.batching import batches, batchify
 from forgetbench.parsing.conll import read_conllu
 from forgetbench.parsing.metrics import score, sentence_las, sentence_las_counts
 from forgetbench.parsing.saving import save_module_dir
-from forgetbench.parsing.tagger import load_tagger, tag, with_tags
-from forgetbench.parsing.train import load_parser, predict
+from forgetbench.parsing.tagger import tag, with_tags
 from forgetbench.stats import pct, rel
 
 DEV_CALIBRATION_SENTENCES = 200
 
 
+def _forward(model, bs, b) -> None:
+    model(b["words"], b["chars"], b["tags"])
+
+
 class ConlluCalibration:
     """The parsers' calibration source for ``compress.apply_recipe``: the first ``max_sentences``
-    sentences of a CoNLL-U file (tagged by the parser's own tagger in predicted-tag mode), parsed in
-    batches of at most 3000 tokens."""
+    sentences of a CoNLL-U file (tagged by the parser's own tagger in predicted-tag mode), run through
+    the network in batches of at most 3000 tokens by ``feed(model, sentences, batch)`` — a forward pass
+    by default; ``parsers.Parser.calibration_feed`` gives each network the inputs it sees when parsing
+    (an RNGTr refiner its initial graphs and iterations, G2GTr its greedy transition steps)."""
 
-    def __init__(self, vocab, tagger=None):
-        self.vocab, self.tagger = vocab, tagger
+    def __init__(self, vocab, tagger=None, feed=_forward):
+        self.vocab, self.tagger, self.feed = vocab, tagger, feed
 
     def check(self, spec: Calibration | None) -> str | None:
         if spec is None:
@@ -60,11 +67,12 @@ class ConlluCalibration:
         sents = read_conllu(spec.data)[: spec.max_sentences]
         if self.tagger is not None:
             sents = with_tags(sents, tag(self.tagger, self.vocab, sents))
-        data = [batchify(bs, self.vocab) for bs in batches(sents, 3000, shuffle=False)]
+        data = [(bs, batchify(bs, self.vocab)) for bs in batches(sents, 3000, shuffle=False)]
 
         def run(model):
-            for b in data:
-                model(b["words"], b["chars"], b["tags"])
+            with torch.no_grad():
+                for bs, b in data:
+                    self.feed(model, bs, b)
 
         return run, {"data": str(spec.data), "sha256": sha256_file(spec.data), "sentences": len(sents)}
 
@@ -76,18 +84,28 @@ def with_calibration(recipe: Recipe, data: Path, max_sentences: int = DEV_CALIBR
     return dataclasses.replace(recipe, steps=steps)
 
 
-def variant_sizes(model, recipe, qstate) -> dict:
-    """Real on-disk sizes of the compressed parser (dense fp32, int8, sparse), written to a scratch folder."""
+def variant_sizes(networks: dict, recipe, qstates: dict) -> dict:
+    """Real on-disk sizes of the compressed parser's networks (dense fp32, int8, sparse), written to a scratch
+    folder; bytes summed over the networks (an RNGTr is its refiner + its initial parser), per network kept."""
+    per = {}
     with tempfile.TemporaryDirectory() as d:
-        save_module_dir(model, "forgetbench-biaffine", model.cfg.to_dict(), Path(d))
-        return write_artefacts(model, recipe, qstate, Path(d))
+        for name, model in networks.items():
+            sub = Path(d) / name
+            save_module_dir(model, "forgetbench-network", model.cfg.to_dict(), sub)
+            per[name] = write_artefacts(model, recipe, qstates[name], sub)
+    if len(per) == 1:
+        return next(iter(per.values()))
+    out = {k: sum(v[k] for v in per.values()) for k in ("dense_bytes", "int8_bytes", "sparse_bytes")
+           if all(k in v for v in per.values())}
+    for k in ("int8", "sparse"):
+        if f"{k}_bytes" in out:
+            out[f"{k}_ratio"] = out[f"{k}_bytes"] / out["dense_bytes"]
+    return out | {"nominal_ratio": next(iter(per.values()))["nominal_ratio"], "networks": per}
 
 
 def las_difference(base_counts, comp_counts, weights) -> dict:
     """Paired bootstrap of LAS over sentences (the same resample for both parsers): interval and p-value of the
     relative LAS change, and the interval of the share of sentences losing LAS."""
-    import numpy as np
-
     bc, bn = (np.array(x, dtype=float) for x in zip(*base_counts, strict=True))
     cc, _ = (np.array(x, dtype=float) for x in zip(*comp_counts, strict=True))
     las_b, las_c = 100 * (weights @ bc) / (weights @ bn), 100 * (weights @ cc) / (weights @ bn)
@@ -98,10 +116,26 @@ def las_difference(base_counts, comp_counts, weights) -> dict:
             "losers_pct_ci": bs.percentile_interval(100 * bs.resample_mean(losing, weights)).to_dict()}
 
 
+def forgetting_contrast(ref: dict, other: dict, weights: np.ndarray) -> dict:
+    """(LAS change of ``other`` under a recipe) − (LAS change of ``ref`` under it), in points, on the same test
+    sentences and the same resamples: negative = ``other`` forgets more. Each dict: base / variant counts."""
+    def change(c):
+        (bc, n), (vc, _) = ((np.array(x, dtype=float) for x in zip(*c[k], strict=True)) for k in ("base", "variant"))
+        return 100 * (vc.sum() - bc.sum()) / n.sum(), 100 * (weights @ vc - weights @ bc) / (weights @ n)
+
+    (d_ref, r_ref), (d_oth, r_oth) = change(ref), change(other)
+    return {"delta": d_oth - d_ref, "delta_ci": bs.percentile_interval(r_oth - r_ref).to_dict(),
+            "las_change": {"reference": d_ref, "other": d_oth}}
+
+
 def run(models: list[str], tests: list[str], devs: list[str] | None, recipes: list[str], threads: int = 1,
         n_examples: int = 5, resamples: int = bs.RESAMPLES, seed: int = bs.SEED) -> dict:
     """The parser compression summary (``report.parsing.write_parse_report`` renders it); every LAS change with its
-    paired bootstrap 95 % interval (sentences resampled, ``resamples`` times, ``seed``)."""
+    paired bootstrap 95 % interval (sentences resampled, ``resamples`` times, ``seed``; the same resamples for
+    every model of one test file). Any architecture (``parsers.load``); a recipe applies to every network of the
+    parser (an RNGTr's refiner and its initial parser), each calibrated on the inputs it sees when parsing. When
+    several models share a test file, ``contrasts`` says which forgets more: each model's LAS change minus the
+    first model's, per recipe, with its paired interval."""
     if len(models) != len(tests) or (devs and len(devs) != len(models)):
         raise ForgetbenchError("give one --test (and, if any, one --dev) file per --models folder, in the same order")
     recs = [load_recipe(r) for r in recipes]
@@ -110,33 +144,38 @@ def run(models: list[str], tests: list[str], devs: list[str] | None, recipes: li
         for r in tb_recipes:
             check_recipe(r, ConlluCalibration(vocab=None))
     torch.set_num_threads(threads)
-    summary = {"recipes": recipes, "treebanks": [], "threads": threads, "environment": environment(),
+    summary = {"recipes": recipes, "treebanks": [], "contrasts": [], "threads": threads, "environment": environment(),
                "bootstrap": {"resamples": resamples, "seed": seed}}
-    for k_tb, (mdir, tfile, tb_recipes) in enumerate(zip(models, tests, per_tb, strict=True)):
-        base, vocab = load_parser(mdir)
-        tagger = load_tagger(mdir)  # predicted-tag parsers: the tagger stays uncompressed, tags computed once
+    test_index = {t: k for k, t in enumerate(dict.fromkeys(str(Path(t).resolve()) for t in tests))}
+    kept: dict[int, list[tuple[str, dict]]] = {}
+    for mdir, tfile, tb_recipes in zip(models, tests, per_tb, strict=True):
+        base = parsers.load(mdir)
+        tagger, vocab = base.tagger, base.vocab  # predicted-tag parsers: the tagger stays uncompressed, tags once
         sents = read_conllu(tfile)
         gold = [(s.heads, s.deprels) for s in sents]
         if tagger is not None:
             sents = with_tags(sents, tag(tagger, vocab, sents))
-        calibrate = ConlluCalibration(vocab, tagger)
         t0 = time.perf_counter()
-        pb = predict(base, vocab, sents)
+        pb = base.parse(sents)
         base_speed = len(sents) / (time.perf_counter() - t0)
         sb = score(gold, pb)
         las_b = sentence_las(gold, pb)
         counts_b = sentence_las_counts(gold, pb)
-        weights = bs.counts(len(sents), resamples, [seed, k_tb])
-        tb = {"model": str(mdir), "test": str(tfile), "sentences": len(sents), "tags": "gold" if tagger is None else "predicted",
-              "base": sb.to_dict() | {"sent_per_s": base_speed},
+        k_test = test_index[str(Path(tfile).resolve())]
+        weights = bs.counts(len(sents), resamples, [seed, k_test])
+        tb = {"model": str(mdir), "arch": base.arch, "test": str(tfile), "sentences": len(sents),
+              "tags": "gold" if tagger is None else "predicted", "base": sb.to_dict() | {"sent_per_s": base_speed},
               "variants": {}}
+        counts = {}
         for rec in tb_recipes:
             name = rec.name
-            m = copy.deepcopy(base)
-            _, qstate = apply_recipe(m, rec, calibrate)
-            sizes = variant_sizes(m, rec, qstate)
+            p = copy.deepcopy(base)
+            nets, qstates = p.networks(), {}
+            for net_name, net in nets.items():
+                _, qstates[net_name] = apply_recipe(net, rec, ConlluCalibration(vocab, tagger, base.calibration_feed(net_name)))
+            sizes = variant_sizes(nets, rec, qstates)
             t0 = time.perf_counter()
-            pv = predict(m, vocab, sents)
+            pv = p.parse(sents)
             speed = len(sents) / (time.perf_counter() - t0)
             sv = score(gold, pv)
             las_v = sentence_las(gold, pv)
@@ -147,6 +186,14 @@ def run(models: list[str], tests: list[str], devs: list[str] | None, recipes: li
                 "losers_pct": pct(sum(d < 0 for d in deltas), len(deltas)),
                 "winners_pct": pct(sum(d > 0 for d in deltas), len(deltas)),
                 "worst": [{"sentence": " ".join(sents[i].forms), "las_base": las_b[i], "las": las_v[i]} for i in worst]}
-            tb["variants"][name] |= las_difference(counts_b, sentence_las_counts(gold, pv), weights)
+            counts[name] = {"base": counts_b, "variant": sentence_las_counts(gold, pv)}
+            tb["variants"][name] |= las_difference(counts_b, counts[name]["variant"], weights)
         summary["treebanks"].append(tb)
+        kept.setdefault(k_test, []).append((str(mdir), counts))
+        if len(kept[k_test]) > 1:
+            ref_dir, ref = kept[k_test][0]
+            for rec in tb_recipes:
+                if rec.name in ref:
+                    summary["contrasts"].append({"test": str(tfile), "reference": ref_dir, "model": str(mdir),
+                                                 "recipe": rec.name} | forgetting_contrast(ref[rec.name], counts[rec.name], weights))
     return summary

@@ -34,11 +34,12 @@ def train_epochs(model, opt, sents: list[Sentence], vocab, rng: random.Random, m
                  batch_loss: Callable[[dict, torch.Tensor], torch.Tensor],
                  evaluate: Callable[[int], tuple[float, dict]], save: Callable[[int, list[dict]], None],
                  minutes: float, max_epochs: int, t0: float, t_first: float | None = None, desc: str = "epoch",
-                 progress: bool = True) -> tuple[int, list[dict]]:
+                 progress: bool = True, scheduler=None) -> tuple[int, list[dict]]:
     """Train epoch after epoch until ``max_epochs`` or the budget (``minutes`` from ``t0``; epoch length
     measured from ``t_first``). ``batch_loss(batch, words_with_dropout)`` gives the loss of a batch;
     ``evaluate(epoch)`` the dev score used for selection and the epoch's history record; ``save(epoch,
-    history)`` writes the model when the score improves. Returns (epochs run, history)."""
+    history)`` writes the model when the score improves; ``scheduler`` (optional) steps after every update.
+    Returns (epochs run, history)."""
     best, history = -1.0, []
     epoch = 0
     for epoch in range(1, max_epochs + 1):
@@ -51,6 +52,8 @@ def train_epochs(model, opt, sents: list[Sentence], vocab, rng: random.Random, m
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
             opt.step()
+            if scheduler is not None:
+                scheduler.step()
         score, record = evaluate(epoch)
         history.append(record)
         if score > best:

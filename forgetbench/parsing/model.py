@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-import torch
 from torch import nn
 
-from forgetbench.parsing.modules import MLP, Biaffine, char_features
+from forgetbench.parsing.modules import biaffine_heads, biaffine_scores, token_features
 
 
 @dataclass
@@ -57,9 +56,7 @@ class BiaffineParser(nn.Module):
         self.lstm = nn.LSTM(d_in, cfg.lstm_hidden, num_layers=cfg.lstm_layers, batch_first=True, bidirectional=True,
                             dropout=cfg.dropout)
         d = 2 * cfg.lstm_hidden
-        self.mlp = nn.ModuleDict({"arc_dep": MLP(d, cfg.arc_mlp, cfg.dropout), "arc_head": MLP(d, cfg.arc_mlp, cfg.dropout),
-                                  "rel_dep": MLP(d, cfg.rel_mlp, cfg.dropout), "rel_head": MLP(d, cfg.rel_mlp, cfg.dropout)})
-        self.scorer = nn.ModuleDict({"arc": Biaffine(cfg.arc_mlp, 1), "rel": Biaffine(cfg.rel_mlp, cfg.n_rels)})
+        self.mlp, self.scorer = biaffine_heads(d, cfg.arc_mlp, cfg.rel_mlp, cfg.n_rels, cfg.dropout)
         self.drop = nn.Dropout(cfg.dropout)
 
     def forward(self, words, chars, tags):
@@ -74,13 +71,8 @@ class BiaffineParser(nn.Module):
     def encode(self, words, chars, tags):
         """Arc scores [B, L(dep), L(head)] and the label MLPs' outputs (dependent, head views)."""
         L = words.shape[1]
-        char_vec = char_features(self.embed["char"], self.char_lstm, chars)
-        x = torch.cat([self.embed["word"](words), char_vec, self.embed["tag"](tags)], -1)
+        x = token_features(self.embed, self.char_lstm, words, chars, tags)
         lengths = (words != 0).sum(-1).cpu()
         out, _ = self.lstm(nn.utils.rnn.pack_padded_sequence(self.drop(x), lengths, batch_first=True, enforce_sorted=False))
         h, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=L)
-        h = self.drop(h)
-        arc = self.scorer["arc"](self.mlp["arc_dep"](h), self.mlp["arc_head"](h)).squeeze(1)
-        mask = words != 0
-        arc = arc.masked_fill(~mask.unsqueeze(1), -1e9)  # heads must be real positions
-        return arc, self.mlp["rel_dep"](h), self.mlp["rel_head"](h)
+        return biaffine_scores(self.mlp, self.scorer, self.drop(h), words != 0)

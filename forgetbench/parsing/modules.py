@@ -16,6 +16,11 @@ def char_features(embed: nn.Embedding, lstm: nn.LSTM, chars: torch.Tensor) -> to
     return torch.cat([h[0], h[1]], -1).view(B, L, -1)
 
 
+def token_features(embed: nn.ModuleDict, char_lstm: nn.LSTM, words, chars, tags) -> torch.Tensor:
+    """word ⊕ character-BiLSTM ⊕ UPOS embeddings per position, [B, L, word + char_hidden + tag dims]."""
+    return torch.cat([embed["word"](words), char_features(embed["char"], char_lstm, chars), embed["tag"](tags)], -1)
+
+
 class MLP(nn.Module):
     def __init__(self, d_in: int, d_out: int, dropout: float):
         super().__init__()
@@ -47,3 +52,18 @@ class Biaffine(nn.Module):
         head = torch.cat([head, torch.ones_like(head[..., :1])], -1)
         head_at = head.gather(1, heads.clamp(min=0).unsqueeze(-1).expand(-1, -1, head.shape[-1]))
         return torch.einsum("bdi,oij,bdj->bod", dep, self.weight, head_at)
+
+
+def biaffine_heads(d: int, arc_mlp: int, rel_mlp: int, n_rels: int, dropout: float) -> tuple[nn.ModuleDict, nn.ModuleDict]:
+    """The four MLPs (arc-dep, arc-head, rel-dep, rel-head) and the two biaffine scorers over encoder states of
+    size ``d``: the decoder the biaffine parser, SynTr and RNGTr share (module names ``mlp`` and ``scorer``)."""
+    mlp = nn.ModuleDict({"arc_dep": MLP(d, arc_mlp, dropout), "arc_head": MLP(d, arc_mlp, dropout),
+                         "rel_dep": MLP(d, rel_mlp, dropout), "rel_head": MLP(d, rel_mlp, dropout)})
+    return mlp, nn.ModuleDict({"arc": Biaffine(arc_mlp, 1), "rel": Biaffine(rel_mlp, n_rels)})
+
+
+def biaffine_scores(mlp: nn.ModuleDict, scorer: nn.ModuleDict, h: torch.Tensor, mask: torch.Tensor):
+    """Arc scores [B, L(dep), L(head)] (padding heads at -1e9) and the label MLPs' outputs (dependent, head views)."""
+    arc = scorer["arc"](mlp["arc_dep"](h), mlp["arc_head"](h)).squeeze(1)
+    arc = arc.masked_fill(~mask.unsqueeze(1), -1e9)  # heads must be real positions
+    return arc, mlp["rel_dep"](h), mlp["rel_head"](h)

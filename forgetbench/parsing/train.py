@@ -1,12 +1,13 @@
-"""Train, evaluate and run the biaffine parser; models are saved like HF models (config + safetensors).
+"""Train, evaluate and run the parsers (biaffine, SynTr, RNGTr, G2GTr); saved like HF models (config + safetensors).
 
 Gold tokenisation. Tags: ``gold`` (gold UPOS in training and at test time) or ``predicted`` (the
 parser's own small tagger, ``parsing.tagger``: the parser is trained on jackknifed tags, i.e. each
 fold of the training set tagged by a tagger that did not see it, so it learns the tagger's real
-errors; dev and test are tagged by a tagger trained on all of train). Threads are set deliberately
-(default 1). Model selection on dev LAS (MST decoding); the best model is written atomically
-whenever dev LAS improves, so an interrupted run keeps its best model. The time budget covers the
-taggers too.
+errors; dev and test are tagged by a tagger trained on all of train; ``tagger_from`` reuses another
+parser's tagger and training tags). Threads are set deliberately (default 1). One epoch loop for
+every architecture (``epochs.train_epochs``); model selection on dev LAS (each architecture's own
+decoding: MST, refinement, transitions); the best model is written atomically whenever dev LAS
+improves, so an interrupted run keeps its best model. The time budget covers the taggers too.
 """
 
 from __future__ import annotations
@@ -18,18 +19,20 @@ import time
 from pathlib import Path
 
 import torch
-from tqdm.auto import tqdm
 
 from forgetbench.env import environment
 from forgetbench.errors import ForgetbenchError
-from forgetbench.io import atomic_directory, atomic_write_json
-from forgetbench.parsing.batching import Vocab, batches, batchify
+from forgetbench.io import atomic_directory, atomic_write_json, sha256_file
+from forgetbench.parsing import parsers
+from forgetbench.parsing.batching import Vocab
 from forgetbench.parsing.conll import Sentence, read_conllu, with_predictions, write_conllu
-from forgetbench.parsing.decode import mst
 from forgetbench.parsing.epochs import train_epochs
+from forgetbench.parsing.g2gtr import transition_loss
 from forgetbench.parsing.metrics import ParseScores, score
 from forgetbench.parsing.model import BiaffineParser, ParserConfig
-from forgetbench.parsing.saving import load_module_dir, save_module_dir
+from forgetbench.parsing.parsers import ARCHS
+from forgetbench.parsing.refine import DEFAULT_ITERATIONS, refinement_loss
+from forgetbench.parsing.saving import load_module_dir
 from forgetbench.parsing.tagger import (
     load_tagger,
     load_tagger_dir,
@@ -49,28 +52,14 @@ def loss_fn(arc, rel_at_gold, b):
     return arc_loss + rel_loss
 
 
-@torch.no_grad()
-def predict(model: BiaffineParser, vocab: Vocab, sents: list[Sentence], max_tokens: int = 4000,
-            progress: bool = False, tagger=None) -> list[tuple[list[int], list[str]]]:
-    """Heads and labels per sentence; with ``tagger`` the UPOS inputs are its predictions, not the file's."""
-    model.eval()
+def predict(model, vocab: Vocab, sents: list[Sentence], max_tokens: int = 4000, progress: bool = False,
+            tagger=None) -> list[tuple[list[int], list[str]]]:
+    """Heads and labels per sentence for a biaffine or SynTr network; with ``tagger`` the UPOS inputs are its
+    predictions, not the file's. (Any architecture: ``parsers.Parser.parse``.)"""
     if tagger is not None:
         sents = with_tags(sents, tag(tagger, vocab, sents, max_tokens))
-    preds: dict[int, tuple[list[int], list[str]]] = {}
-    index = {id(s): k for k, s in enumerate(sents)}
-    for bs in tqdm(batches(sents, max_tokens, shuffle=False), disable=None if progress else True, desc="parse"):
-        b = batchify(bs, vocab)
-        arc, rel_dep, rel_head = model.encode(b["words"], b["chars"], b["tags"])
-        arc_np = arc.double().numpy()
-        heads = torch.zeros(b["words"].shape, dtype=torch.long)
-        for k, s in enumerate(bs):
-            n = len(s.words)
-            heads[k, 1 : n + 1] = torch.tensor(mst(arc_np[k, : n + 1, : n + 1].T))  # S[h, d]
-        labels = model.label_scores(rel_dep, rel_head, heads).argmax(1)  # labels at the decoded heads only
-        for k, s in enumerate(bs):
-            n = len(s.words)
-            preds[index[id(s)]] = (heads[k, 1 : n + 1].tolist(), [vocab.rels[r] for r in labels[k, 1 : n + 1].tolist()])
-    return [preds[k] for k in range(len(sents))]
+    arch = "biaffine" if isinstance(model, BiaffineParser) else "syntr"
+    return parsers.Parser(arch, model, vocab).parse(sents, max_tokens, progress)
 
 
 def evaluate(model, vocab, sents: list[Sentence], tagger=None) -> ParseScores:
@@ -91,18 +80,25 @@ def jackknife_tags(tr: list[Sentence], dv: list[Sentence], vocab: Vocab, work: P
     return tags  # type: ignore[return-value]
 
 
-def save_parser(model: BiaffineParser, vocab: Vocab, out_dir: Path, info: dict) -> None:
-    save_module_dir(model, "forgetbench-biaffine", model.cfg.to_dict(), out_dir)
-    atomic_write_json(out_dir / "vocab.json", vocab.to_dict())
-    atomic_write_json(out_dir / "training.json", info)
+TRAINING_TAGS = "training_tags.json"
 
 
-def parser_skeleton(model_dir: str | Path) -> BiaffineParser:
-    """The parser of ``model_dir`` on the meta device, no weights loaded (for streamed compression)."""
+def save_training_tags(tagger_dir: Path, train_file, dev_file, tags: list[list[str]], folds: int) -> None:
+    """The jackknifed UPOS of the training sentences, kept beside the tagger so that another parser trained on the
+    same file can reuse tagger and training tags (``--tagger-from``): same tags, fair comparison, no second
+    jackknife."""
+    atomic_write_json(tagger_dir / TRAINING_TAGS, {"train_sha256": sha256_file(train_file), "held_out_dev": dev_file is None,
+                                                   "jackknife_folds": folds, "tags": tags})
+
+
+def parser_skeleton(model_dir: str | Path):
+    """The network of a parser folder (any architecture; an RNGTr's refiner, not its ``initial/``) on the meta
+    device, no weights loaded (for streamed compression)."""
+    arch = parsers.arch_of(model_dir)
     cfg = json.loads((Path(model_dir) / "config.json").read_text())
     cfg.pop("model_type", None)
     with torch.device("meta"):
-        return BiaffineParser(ParserConfig(**cfg))
+        return parsers.build(arch, cfg)
 
 
 def load_parser(model_dir: str | Path) -> tuple[BiaffineParser, Vocab]:
@@ -120,16 +116,67 @@ def held_out_split(sents: list[Sentence]) -> tuple[list[Sentence], list[Sentence
     return [s for i, s in enumerate(sents) if i % HELD_OUT_EVERY != HELD_OUT_EVERY - 1], dev
 
 
-def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Path, minutes: float = 15.0, max_epochs: int = 200,
-          seed: int = 1, threads: int = 1, max_tokens: int = 3000, lr: float = 2e-3, progress: bool = True,
-          tags: str = "gold", tagger_minutes: float = 1.0, jackknife: int = 4, **model_kw) -> dict:
-    """Train on ``train_file``, select on ``dev_file`` (None: ``held_out_split`` of the training file); ``minutes``
-    bounds the whole run (taggers included)."""
+DEFAULT_MINUTES = {"biaffine": 15.0, "syntr": 6.0, "rngtr": 6.0, "g2gtr": 10.0}  # the README's measured budgets
+ARCH_SETTINGS = {
+    # the measured settings (README, "Graph-to-graph parsers"): Adam rate, betas, linear warm-up steps, token budget
+    "biaffine": {"lr": 2e-3, "betas": (0.9, 0.9), "warmup": 0, "max_tokens": 3000},
+    "syntr": {"lr": 1e-3, "betas": (0.9, 0.98), "warmup": 100, "max_tokens": 1000},
+    "rngtr": {"lr": 1e-3, "betas": (0.9, 0.98), "warmup": 100, "max_tokens": 1000},
+    "g2gtr": {"lr": 1e-3, "betas": (0.9, 0.98), "warmup": 200, "max_tokens": 150},
+}
+
+
+def _reused_tags(tagger_from: Path, train_file, dev_file) -> dict:
+    """The jackknifed training tags saved beside another parser's tagger; refused unless made on this training file
+    with the same dev setting."""
+    f = tagger_from / "tagger" / TRAINING_TAGS
+    if not f.is_file():
+        raise ForgetbenchError(f"{tagger_from}: no tagger/{TRAINING_TAGS} (train that parser with --tags predicted "
+                               "first; parsers trained before this option cannot share their tags)")
+    saved = json.loads(f.read_text())
+    if saved["train_sha256"] != sha256_file(train_file) or saved["held_out_dev"] != (dev_file is None):
+        raise ForgetbenchError(f"{tagger_from}: its tagger's training tags were made on another training file or dev "
+                               f"setting than {train_file}; --tagger-from needs the same --train (and --dev or not)")
+    return saved
+
+
+def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Path, minutes: float = 15.0,
+          max_epochs: int = 200, seed: int = 1, threads: int = 1, max_tokens: int | None = None, lr: float | None = None,
+          progress: bool = True, tags: str = "gold", tagger_minutes: float = 1.0, jackknife: int = 4,
+          arch: str = "biaffine", tagger_from: str | Path | None = None, initial: str | Path | None = None,
+          iterations: int = DEFAULT_ITERATIONS, train_iterations: int | None = None, warm_start: str | Path | None = None,
+          **model_kw) -> dict:
+    """Train a parser of ``arch`` on ``train_file``, select on ``dev_file`` (None: ``held_out_split`` of the
+    training file); ``minutes`` bounds the whole run (taggers included).
+
+    ``tagger_from``: reuse another parser's tagger and jackknifed training tags (same training file), so that
+    architectures are compared on the same tags. RNGTr: ``initial`` is the parser giving G^0 at evaluation (a
+    biaffine or SynTr folder, copied into the model; None = the empty graph); the refiner is trained from **empty
+    graphs**, each of its ``train_iterations`` (default ``iterations``) on the previous iteration's output;
+    ``warm_start``: a SynTr folder (same vocabulary) whose weights initialise the refiner — every weight but the
+    relation embeddings, so the refiner starts as that SynTr (whose training time is then part of the refiner's)."""
+    if arch not in ARCHS:
+        raise ForgetbenchError(f"unknown parser architecture {arch!r}; use one of {', '.join(ARCHS)}")
     if tags not in ("gold", "predicted"):
         raise ForgetbenchError(f"tags must be 'gold' or 'predicted', got {tags!r}")
-    if tags == "predicted" and (jackknife < 2 or (jackknife + 1) * tagger_minutes >= minutes):
+    if tags == "predicted" and tagger_from is None and (jackknife < 2 or (jackknife + 1) * tagger_minutes >= minutes):
         raise ForgetbenchError(f"predicted tags need jackknife >= 2 folds and (folds + 1) x tagger_minutes < minutes; "
                                f"got {jackknife} folds x {tagger_minutes} min of {minutes} min")
+    if tagger_from is not None and tags != "predicted":
+        raise ForgetbenchError("--tagger-from reuses a tagger: it needs --tags predicted")
+    if initial is not None and arch != "rngtr":
+        raise ForgetbenchError(f"--initial is the initial parser of an RNGTr refiner; --arch is {arch}")
+    if iterations < 1 or (train_iterations is not None and train_iterations < 1):
+        raise ForgetbenchError("refinement iterations must be at least 1")
+    if warm_start is not None and arch != "rngtr":
+        raise ForgetbenchError(f"--warm-start initialises an RNGTr refiner from a SynTr; --arch is {arch}")
+    warm = parsers.load(warm_start) if warm_start is not None else None
+    if warm is not None and warm.arch != "syntr":
+        raise ForgetbenchError(f"{warm_start}: a refiner is warm-started from a syntr folder, not {warm.arch}")
+    init_parser = parsers.load(initial) if initial is not None else None
+    if init_parser is not None and init_parser.arch not in ("biaffine", "syntr"):
+        raise ForgetbenchError(f"{initial}: an RNGTr initial parser must be biaffine or syntr, not {init_parser.arch}")
+    settings = ARCH_SETTINGS[arch] | {k: v for k, v in (("lr", lr), ("max_tokens", max_tokens)) if v is not None}
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
     rng = random.Random(seed)
@@ -141,50 +188,95 @@ def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Pa
                                    f"(every {HELD_OUT_EVERY}th); give --dev")
     else:
         dv = read_conllu(dev_file)
-    vocab = Vocab.build(tr)
-    model = BiaffineParser(ParserConfig(len(vocab.words), len(vocab.chars), len(vocab.tags), len(vocab.rels), **model_kw))
-    opt = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.9))
+    reused = _reused_tags(Path(tagger_from), train_file, dev_file) if tagger_from is not None else None
+    vocab = (Vocab(**json.loads((Path(tagger_from) / "vocab.json").read_text())) if reused is not None
+             else Vocab.build(tr))
+    if warm is not None and warm.vocab.to_dict() != vocab.to_dict():
+        raise ForgetbenchError(f"{warm_start}: its vocabulary differs from this run's; warm-start from a SynTr trained on "
+                               "the same file (and the same --tagger-from)")
+    dims = {"n_words": len(vocab.words), "n_chars": len(vocab.chars), "n_tags": len(vocab.tags), "n_rels": len(vocab.rels)}
+    if arch == "rngtr":
+        model_kw = {"graph": "labelled"} | model_kw
+        if warm is not None:  # the SynTr's sizes; only the graph settings may be given
+            model_kw = {k: v for k, v in warm.model.cfg.to_dict().items() if k not in dims and k != "graph"} | model_kw
+    if arch == "syntr" and model_kw.get("graph", "none") != "none":
+        raise ForgetbenchError("SynTr has no input graph; for graph input use --arch rngtr")
+    try:
+        model = parsers.build(arch, dims | model_kw)
+    except (TypeError, ValueError) as e:
+        raise ForgetbenchError(f"bad {arch} model setting: {e}") from None
+    if warm is not None:
+        missing, unexpected = model.load_state_dict(warm.model.state_dict(), strict=False)
+        if unexpected or any(".rel_" not in k for k in missing):
+            raise ForgetbenchError(f"{warm_start}: its SynTr does not match the refiner's layout "
+                                   f"(missing {missing[:3]}, unexpected {unexpected[:3]}); give the same model sizes")
+    opt = torch.optim.Adam(model.parameters(), lr=settings["lr"], betas=settings["betas"])
+    steps_up = settings["warmup"]
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda k: min(1.0, (k + 1) / steps_up)) if steps_up else None
+    parser = parsers.Parser(arch, model, vocab, initial=init_parser, iterations=iterations)
+    t_iter = train_iterations or iterations
     out = Path(out_dir)
     t0 = time.perf_counter()
     tag_info: dict = {"tags": tags}
     with atomic_directory(out) as tmp:
-        if tags == "predicted":
+        if reused is not None:
+            shutil.copytree(Path(tagger_from) / "tagger", tmp / "tagger")
+            tagger = load_tagger(tmp)
+            tr = with_tags(tr, reused["tags"])
+            dv = with_tags(dv, tag(tagger, vocab, dv))
+            tag_info |= {"tagger_from": str(tagger_from), "jackknife_folds": reused["jackknife_folds"]}
+        elif tags == "predicted":
             work = tmp / "_jackknife"
             tr_tags = jackknife_tags(tr, dv, vocab, work, jackknife, tagger_minutes, seed, progress)
             shutil.rmtree(work)
             jk_acc = upos_accuracy(tr, tr_tags)
             tinfo = train_tagger(tr, dv, vocab, tmp / "tagger", tagger_minutes, seed=seed, progress=progress)
             tagger = load_tagger(tmp)
+            save_training_tags(tmp / "tagger", train_file, dev_file, tr_tags, jackknife)
             tr = with_tags(tr, tr_tags)
             dv = with_tags(dv, tag(tagger, vocab, dv))  # tagged once, not at every epoch's evaluation
             tag_info |= {"jackknife_folds": jackknife, "train_upos_jackknifed": round(jk_acc, 2),
                          "tagger_dev_upos": round(tinfo["dev_upos"], 2), "tagger_seconds": round(time.perf_counter() - t0, 1)}
+        if init_parser is not None:
+            shutil.copytree(initial, tmp / "initial", ignore=shutil.ignore_patterns("tagger"))
+        dv_initial = init_parser.parse(dv) if init_parser is not None else None  # G^0 of dev, computed once
         t_parser = time.perf_counter()
         tokens = 0
 
         def batch_loss(b, words):
             nonlocal tokens
-            arc, rel_dep, rel_head = model.encode(words, b["chars"], b["tags"])
             tokens += int((b["heads"] != -100).sum())
+            if arch == "g2gtr":
+                return transition_loss(model, b, words)
+            if arch == "rngtr":
+                empty = torch.full_like(b["heads"], -1)
+                return refinement_loss(model, words, b["chars"], b["tags"], empty, empty, b["heads"], b["rels"], loss_fn,
+                                       t_iter)
+            arc, rel_dep, rel_head = model.encode(words, b["chars"], b["tags"])
             return loss_fn(arc, model.label_scores(rel_dep, rel_head, b["heads"]), b)
 
         def dev_las(epoch):
             nonlocal dev
-            dev = evaluate(model, vocab, dv)
+            dev = score([(s.heads, s.deprels) for s in dv], parser.parse(dv, initial_preds=dv_initial))
             return dev.las, {"epoch": epoch, "dev_las": dev.las, "dev_uas": dev.uas,
                              "elapsed_s": round(time.perf_counter() - t0, 1),  # dev eval included
                              "parser_tokens_per_s": round(tokens / (time.perf_counter() - t_parser), 1)}
 
         def save(epoch, history):
-            save_parser(model, vocab, tmp, {"best_epoch": epoch, "dev": dev.to_dict(), "history": history,
-                                            "threads": threads, "seed": seed, "train": str(train_file),
-                                            "dev_data": str(dev_file) if dev_file else f"held out: every {HELD_OUT_EVERY}th "
-                                                                                 "training sentence",
-                                            "environment": environment()} | tag_info)
+            parsers.save(parser, tmp, {
+                "arch": arch, "best_epoch": epoch, "dev": dev.to_dict(), "history": history, "threads": threads,
+                "seed": seed, "train": str(train_file), "minutes": minutes, "optimiser": settings,
+                "dev_data": str(dev_file) if dev_file else f"held out: every {HELD_OUT_EVERY}th training sentence",
+                "environment": environment()} | tag_info | ({
+                    "initial": str(initial) if initial is not None else "empty", "iterations": iterations,
+                    "train_iterations": t_iter, "refiner_training_graphs": "empty (then each iteration's own output)",
+                    "warm_start": str(warm_start) if warm_start is not None else None}
+                    if arch == "rngtr" else {}))
 
         dev = None
-        epoch, history = train_epochs(model, opt, tr, vocab, rng, max_tokens, batch_loss, dev_las, save, minutes,
-                                      max_epochs, t0, t_first=t_parser, desc="epoch", progress=progress)
+        epoch, history = train_epochs(model, opt, tr, vocab, rng, settings["max_tokens"], batch_loss, dev_las, save,
+                                      minutes, max_epochs, t0, t_first=t_parser, desc="epoch", progress=progress,
+                                      scheduler=sched)
         info = json.loads((tmp / "training.json").read_text()) | {"history": history, "epochs": epoch,
                                                                     "train_seconds": round(time.perf_counter() - t0, 1)}
         atomic_write_json(tmp / "training.json", info)
@@ -195,10 +287,9 @@ def predict_file(model_dir, in_file, out_file, progress: bool = True) -> None:
     """Write ``in_file`` with what the model predicted: heads and deprels, UPOS from a predicted-tag parser's
     tagger; LEMMA, XPOS and FEATS are not predicted and written as ``_`` (a gold-tag parser reads UPOS from the
     input and predicts none, so UPOS is ``_`` too): a scorer never credits the model with the input's gold."""
-    model, vocab = load_parser(model_dir)
-    tagger = load_tagger(model_dir)
+    parser = parsers.load(model_dir)
     sents = read_conllu(in_file)
-    tags = tag(tagger, vocab, sents) if tagger is not None else None
-    preds = predict(model, vocab, with_tags(sents, tags) if tags else sents, progress=progress)
+    tags = tag(parser.tagger, parser.vocab, sents) if parser.tagger is not None else None
+    preds = parser.parse(with_tags(sents, tags) if tags else sents, progress=progress)
     write_conllu(out_file, [with_predictions(s, h, r, tags[k] if tags else None)
                             for k, (s, (h, r)) in enumerate(zip(sents, preds, strict=True))])
