@@ -19,13 +19,13 @@ cross-entropy on the transition plus on the label for arc transitions. Decoding:
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-from forgetbench.parsing.graph_attention import GraphEncoder
-from forgetbench.parsing.modules import MLP, token_features
+from forgetbench.parsing.graph_attention import ENCODER_LAYER_UNIT, GraphEncoder
+from forgetbench.parsing.modules import MLP, TOKEN_UNITS, TokenFeatureConfig, token_embeddings, token_features
 from forgetbench.parsing.relations import n_relation_ids, relation_ids
 from forgetbench.parsing.transition import LEFT, RIGHT, SWAP, Configuration, oracle
 
@@ -34,15 +34,7 @@ N_ROLES = 7
 
 
 @dataclass
-class G2GConfig:
-    n_words: int
-    n_chars: int
-    n_tags: int
-    n_rels: int
-    word_dim: int = 100
-    char_dim: int = 50
-    char_hidden: int = 100
-    tag_dim: int = 50
+class G2GConfig(TokenFeatureConfig):
     d_model: int = 128
     layers: int = 2
     heads: int = 4
@@ -56,17 +48,11 @@ class G2GConfig:
     lazy_oracle: bool = True
     sampled_configurations: int = 8  # per sentence and batch in training (0: all); every encoder run costs O(L²)
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
 
 class G2GTransitionParser(nn.Module):
-    forgetbench_units = [
-        {"unit": "embeddings", "module": "embed"},
+    forgetbench_units = TOKEN_UNITS + [
         {"unit": "input_projection", "module": "proj"},
-        {"unit": "char_encoder", "module": "char_lstm"},
-        {"unit": "encoder.layers.{0}", "module": "encoder.layers.*",
-         "groups": {"attention": ["self_attn.*", "attn_norm.*"], "ffn": ["fc1.*", "fc2.*", "ffn_norm.*"]}},
+        ENCODER_LAYER_UNIT,
         {"unit": "classifiers", "module": "classifier"},
     ]
     forgetbench_residual_blocks = ["encoder.layers.*"]
@@ -74,12 +60,8 @@ class G2GTransitionParser(nn.Module):
     def __init__(self, cfg: G2GConfig):
         super().__init__()
         self.cfg = cfg
-        self.embed = nn.ModuleDict({"word": nn.Embedding(cfg.n_words, cfg.word_dim, padding_idx=0),
-                                    "char": nn.Embedding(cfg.n_chars, cfg.char_dim, padding_idx=0),
-                                    "tag": nn.Embedding(cfg.n_tags, cfg.tag_dim, padding_idx=0),
-                                    "role": nn.Embedding(N_ROLES, cfg.d_model, padding_idx=PAD_ROLE)})
-        self.char_lstm = nn.LSTM(cfg.char_dim, cfg.char_hidden // 2, batch_first=True, bidirectional=True)
-        self.proj = nn.Linear(cfg.word_dim + cfg.char_hidden + cfg.tag_dim, cfg.d_model)
+        self.embed, self.char_lstm = token_embeddings(cfg, role=nn.Embedding(N_ROLES, cfg.d_model, padding_idx=PAD_ROLE))
+        self.proj = nn.Linear(cfg.feature_dim, cfg.d_model)
         self.encoder = GraphEncoder(cfg.d_model, cfg.layers, cfg.heads, cfg.ffn, n_relation_ids(True, cfg.n_rels),
                                     cfg.attention, cfg.value_relations, cfg.relation_norm, cfg.attention_dropout)
         self.absent = nn.Parameter(torch.zeros(cfg.d_model))

@@ -27,6 +27,8 @@ import torch
 from torch import nn
 
 ATTENTION_KINDS = ("g2g", "syng2g")
+ENCODER_LAYER_UNIT = {"unit": "encoder.layers.{0}", "module": "encoder.layers.*",  # for ``forgetbench_units``
+                      "groups": {"attention": ["self_attn.*", "attn_norm.*"], "ffn": ["fc1.*", "fc2.*", "ffn_norm.*"]}}
 
 
 class GraphSelfAttention(nn.Module):

@@ -15,31 +15,30 @@ layer (attention / ffn groups; the relation embeddings are in the attention grou
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from torch import nn
 
-from forgetbench.parsing.graph_attention import ATTENTION_KINDS, GraphEncoder
-from forgetbench.parsing.modules import biaffine_heads, biaffine_scores, token_features
+from forgetbench.parsing.graph_attention import ATTENTION_KINDS, ENCODER_LAYER_UNIT, GraphEncoder
+from forgetbench.parsing.modules import (
+    TOKEN_UNITS,
+    TokenFeatureConfig,
+    biaffine_heads,
+    biaffine_scores,
+    token_embeddings,
+    token_features,
+)
 from forgetbench.parsing.relations import n_relation_ids
 
 GRAPHS = ("none", "labelled", "unlabelled")
 
 
 @dataclass
-class GraphParserConfig:
-    n_words: int
-    n_chars: int
-    n_tags: int
-    n_rels: int
+class GraphParserConfig(TokenFeatureConfig):
     graph: str = "none"  # none: SynTr; labelled / unlabelled: RNGTr refiner
     attention: str = "g2g"  # g2g | syng2g
     value_relations: bool = True
     relation_norm: bool = True
-    word_dim: int = 100
-    char_dim: int = 50
-    char_hidden: int = 100
-    tag_dim: int = 50
     d_model: int = 256
     layers: int = 4
     heads: int = 8
@@ -59,17 +58,11 @@ class GraphParserConfig:
     def n_relations(self) -> int:
         return 0 if self.graph == "none" else n_relation_ids(self.graph == "labelled", self.n_rels)
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
 
 class GraphParser(nn.Module):
-    forgetbench_units = [
-        {"unit": "embeddings", "module": "embed"},
+    forgetbench_units = TOKEN_UNITS + [
         {"unit": "input_projection", "module": "proj"},
-        {"unit": "char_encoder", "module": "char_lstm"},
-        {"unit": "encoder.layers.{0}", "module": "encoder.layers.*",
-         "groups": {"attention": ["self_attn.*", "attn_norm.*"], "ffn": ["fc1.*", "fc2.*", "ffn_norm.*"]}},
+        ENCODER_LAYER_UNIT,
         {"unit": "mlp", "module": "mlp", "groups": {"arc": ["arc_*"], "rel": ["rel_*"]}},
         {"unit": "biaffine", "module": "scorer"},
     ]
@@ -78,11 +71,8 @@ class GraphParser(nn.Module):
     def __init__(self, cfg: GraphParserConfig):
         super().__init__()
         self.cfg = cfg
-        self.embed = nn.ModuleDict({"word": nn.Embedding(cfg.n_words, cfg.word_dim, padding_idx=0),
-                                    "char": nn.Embedding(cfg.n_chars, cfg.char_dim, padding_idx=0),
-                                    "tag": nn.Embedding(cfg.n_tags, cfg.tag_dim, padding_idx=0)})
-        self.char_lstm = nn.LSTM(cfg.char_dim, cfg.char_hidden // 2, batch_first=True, bidirectional=True)
-        self.proj = nn.Linear(cfg.word_dim + cfg.char_hidden + cfg.tag_dim, cfg.d_model)
+        self.embed, self.char_lstm = token_embeddings(cfg)
+        self.proj = nn.Linear(cfg.feature_dim, cfg.d_model)
         self.encoder = GraphEncoder(cfg.d_model, cfg.layers, cfg.heads, cfg.ffn, cfg.n_relations, cfg.attention,
                                     cfg.value_relations, cfg.relation_norm, cfg.attention_dropout)
         self.mlp, self.scorer = biaffine_heads(cfg.d_model, cfg.arc_mlp, cfg.rel_mlp, cfg.n_rels, cfg.dropout)

@@ -8,37 +8,31 @@ given the gold head. Units for the compression hooks are declared (``forgetbench
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from torch import nn
 
-from forgetbench.parsing.modules import biaffine_heads, biaffine_scores, token_features
+from forgetbench.parsing.modules import (
+    TOKEN_UNITS,
+    TokenFeatureConfig,
+    biaffine_heads,
+    biaffine_scores,
+    token_embeddings,
+    token_features,
+)
 
 
 @dataclass
-class ParserConfig:
-    n_words: int
-    n_chars: int
-    n_tags: int
-    n_rels: int
-    word_dim: int = 100
-    char_dim: int = 50
-    char_hidden: int = 100
-    tag_dim: int = 50
+class ParserConfig(TokenFeatureConfig):
     lstm_hidden: int = 200
     lstm_layers: int = 2
     arc_mlp: int = 300
     rel_mlp: int = 100
     dropout: float = 0.33
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
 
 class BiaffineParser(nn.Module):
-    forgetbench_units = [
-        {"unit": "embeddings", "module": "embed"},
-        {"unit": "char_encoder", "module": "char_lstm"},
+    forgetbench_units = TOKEN_UNITS + [
         {"unit": "encoder.lstm", "module": "lstm"},
         {"unit": "mlp", "module": "mlp", "groups": {"arc": ["arc_*"], "rel": ["rel_*"]}},
         {"unit": "biaffine", "module": "scorer"},
@@ -48,12 +42,8 @@ class BiaffineParser(nn.Module):
     def __init__(self, cfg: ParserConfig):
         super().__init__()
         self.cfg = cfg
-        self.embed = nn.ModuleDict({"word": nn.Embedding(cfg.n_words, cfg.word_dim, padding_idx=0),
-                                    "char": nn.Embedding(cfg.n_chars, cfg.char_dim, padding_idx=0),
-                                    "tag": nn.Embedding(cfg.n_tags, cfg.tag_dim, padding_idx=0)})
-        self.char_lstm = nn.LSTM(cfg.char_dim, cfg.char_hidden // 2, batch_first=True, bidirectional=True)
-        d_in = cfg.word_dim + cfg.char_hidden + cfg.tag_dim
-        self.lstm = nn.LSTM(d_in, cfg.lstm_hidden, num_layers=cfg.lstm_layers, batch_first=True, bidirectional=True,
+        self.embed, self.char_lstm = token_embeddings(cfg)
+        self.lstm = nn.LSTM(cfg.feature_dim, cfg.lstm_hidden, num_layers=cfg.lstm_layers, batch_first=True, bidirectional=True,
                             dropout=cfg.dropout)
         d = 2 * cfg.lstm_hidden
         self.mlp, self.scorer = biaffine_heads(d, cfg.arc_mlp, cfg.rel_mlp, cfg.n_rels, cfg.dropout)

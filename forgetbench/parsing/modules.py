@@ -2,8 +2,41 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
+
 import torch
 from torch import nn
+
+TOKEN_UNITS = [{"unit": "embeddings", "module": "embed"}, {"unit": "char_encoder", "module": "char_lstm"}]
+
+
+@dataclass
+class TokenFeatureConfig:
+    """Vocabulary sizes and the token-feature sizes every parser shares (word, character BiLSTM, UPOS)."""
+
+    n_words: int
+    n_chars: int
+    n_tags: int
+    n_rels: int
+    word_dim: int = 100
+    char_dim: int = 50
+    char_hidden: int = 100
+    tag_dim: int = 50
+
+    @property
+    def feature_dim(self) -> int:
+        return self.word_dim + self.char_hidden + self.tag_dim
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def token_embeddings(cfg: TokenFeatureConfig, **extra: nn.Module) -> tuple[nn.ModuleDict, nn.LSTM]:
+    """``embed`` (word, char, tag [+ extra]) and ``char_lstm``: the modules ``token_features`` reads."""
+    embed = nn.ModuleDict({"word": nn.Embedding(cfg.n_words, cfg.word_dim, padding_idx=0),
+                           "char": nn.Embedding(cfg.n_chars, cfg.char_dim, padding_idx=0),
+                           "tag": nn.Embedding(cfg.n_tags, cfg.tag_dim, padding_idx=0), **extra})
+    return embed, nn.LSTM(cfg.char_dim, cfg.char_hidden // 2, batch_first=True, bidirectional=True)
 
 
 def char_features(embed: nn.Embedding, lstm: nn.LSTM, chars: torch.Tensor) -> torch.Tensor:
