@@ -4,6 +4,7 @@
 #   SynTr     6 min, the biaffine parser's tagger and training tags (--tagger-from)
 #   RNGTr     6 min, warm-started from that SynTr, initial parser = the biaffine one, 2 iterations per batch
 #   RNGTr     the same without the relation LayerNorm (the ablation)
+#   RNGTr     6 min after 2 fold biaffine parsers of 6 min each: trained on their held-out predictions (k-fold)
 #   G2GTr     10 min, Wolof-WTB only
 # then: python scripts/parser_study.py OUT_DIR --out OUT_DIR/study.json
 # Usage: scripts/train_g2g_parsers.sh OUT_DIR   (models already there are kept; run two in parallel on 2 cores)
@@ -23,6 +24,9 @@ for tb in UD_Wolof-WTB:wo_wtb UD_English-LinES:en_lines UD_Turkish-IMST:tr_imst;
     [ -d "$out/$name" ] || forgetbench parse train --arch rngtr "${common[@]}" --minutes 6 --initial "$out/$code-biaffine" \
         --warm-start "$out/$code-syntr" --train-iterations 2 "${flag[@]}" --out "$out/$name"
   done
+  [ -d "$out/$code-rngtr-kfold" ] || forgetbench parse train --arch rngtr "${common[@]}" --minutes 6 \
+      --initial "$out/$code-biaffine" --warm-start "$out/$code-syntr" --train-iterations 2 \
+      --refiner-graphs kfold --folds 2 --fold-minutes 6 --out "$out/$code-rngtr-kfold"
   if [ $code = wo_wtb ] && [ ! -d "$out/$code-g2gtr" ]; then
     forgetbench parse train --arch g2gtr "${common[@]}" --minutes 10 --out "$out/$code-g2gtr"
   fi

@@ -268,3 +268,23 @@ def test_las_gain_is_the_corpus_las_difference_with_a_paired_interval():
     assert g["delta_ci"][0] >= 0 and g["delta_ci"][0] <= g["delta"] <= g["delta_ci"][1]
     same = las_gain(gold, a, a, resamples=200)
     assert same["delta"] == 0 and same["delta_ci"] == [0.0, 0.0]
+
+
+def test_refiner_trained_on_kfold_predictions_of_its_initial_parser(toy, tmp_path):
+    d, tr, dv = toy
+    info = train(tr, dv, tmp_path / "kf", arch="rngtr", minutes=0.3, max_epochs=2, max_tokens=100, progress=False,
+                 tags="predicted", tagger_from=d / "biaffine", initial=d / "biaffine", warm_start=d / "syntr",
+                 refiner_graphs="kfold", folds=2, fold_minutes=0.1, train_iterations=2)
+    k = info["kfold"]
+    assert info["refiner_training_graphs"].startswith("2-fold predictions") and len(k["fold_dev_las"]) == 2
+    assert 0 < k["train_graph_las"] <= 100 and k["seconds"] > 0 and not (tmp_path / "kf" / "_kfold").exists()
+    # the training graphs reach the refiner: batchify carries them
+    from forgetbench.parsing.batching import Vocab, batchify, with_initial_graphs
+
+    sents = read_conllu(dv)[:2]
+    vocab = Vocab.build(sents)
+    b = batchify(with_initial_graphs(sents, [(s.heads, s.deprels) for s in sents]), vocab)
+    assert b["g0_heads"][0, 1 : len(sents[0].words) + 1].tolist() == sents[0].heads
+    assert b["g0_rels"][0, 1 : len(sents[0].words) + 1].tolist() == [vocab.r2i[r] for r in sents[0].deprels]
+    with pytest.raises(Exception, match="kfold"):
+        train(tr, dv, tmp_path / "bad", arch="rngtr", refiner_graphs="kfold", progress=False)

@@ -57,7 +57,23 @@ def batchify(sents: list[Sentence], vocab: Vocab, max_chars: int = 20) -> dict[s
                 chars[b, i, k] = vocab.c2i.get(c, 1)
             heads[b, i] = s.heads[i - 1]
             rels[b, i] = vocab.r2i.get(s.deprels[i - 1], -100)
-    return {"words": words, "chars": chars, "tags": tags, "heads": heads, "rels": rels}
+    out = {"words": words, "chars": chars, "tags": tags, "heads": heads, "rels": rels}
+    if all(s.words and INITIAL_HEAD in s.words[0] for s in sents):  # an RNGTr refiner's training graphs G⁰
+        g0_heads, g0_rels = torch.full((B, L), -1, dtype=torch.long), torch.full((B, L), -1, dtype=torch.long)
+        for b, s in enumerate(sents):
+            for i, w in enumerate(s.words, 1):
+                g0_heads[b, i], g0_rels[b, i] = w[INITIAL_HEAD], vocab.r2i.get(w[INITIAL_DEPREL], 0)
+        out |= {"g0_heads": g0_heads, "g0_rels": g0_rels}
+    return out
+
+
+INITIAL_HEAD, INITIAL_DEPREL = "forgetbench_g0_head", "forgetbench_g0_deprel"
+
+
+def with_initial_graphs(sents: list[Sentence], preds: list[tuple[list[int], list[str]]]) -> list[Sentence]:
+    """Copies of ``sents`` carrying an initial graph per word (``batchify`` then gives ``g0_heads``/``g0_rels``)."""
+    return [Sentence(s.tokens, [dict(w) | {INITIAL_HEAD: h, INITIAL_DEPREL: r} for w, h, r in zip(s.words, hs, rs, strict=True)])
+            for s, (hs, rs) in zip(sents, preds, strict=True)]
 
 
 def batches(sents: list[Sentence], max_tokens: int, shuffle: bool, rng: random.Random | None = None) -> list[list[Sentence]]:

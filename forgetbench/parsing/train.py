@@ -24,7 +24,7 @@ from forgetbench.env import environment
 from forgetbench.errors import ForgetbenchError
 from forgetbench.io import atomic_directory, atomic_write_json, sha256_file
 from forgetbench.parsing import parsers
-from forgetbench.parsing.batching import Vocab
+from forgetbench.parsing.batching import Vocab, with_initial_graphs
 from forgetbench.parsing.conll import Sentence, read_conllu, with_predictions, write_conllu
 from forgetbench.parsing.epochs import train_epochs
 from forgetbench.parsing.g2gtr import transition_loss
@@ -64,6 +64,30 @@ def predict(model, vocab: Vocab, sents: list[Sentence], max_tokens: int = 4000, 
 
 def evaluate(model, vocab, sents: list[Sentence], tagger=None) -> ParseScores:
     return score([(s.heads, s.deprels) for s in sents], predict(model, vocab, sents, tagger=tagger))
+
+
+def kfold_graphs(tr: list[Sentence], dv: list[Sentence], initial: parsers.Parser, work: Path, folds: int, minutes: float,
+                 seed: int, threads: int, progress: bool) -> tuple[list, dict]:
+    """k-fold predictions of the initial parser's architecture on the training sentences (folds by position mod k):
+    parser k is trained (same sizes, the sentences' own UPOS, dev ``dv``) on the other folds and parses fold k."""
+    work.mkdir()
+    dev_file = work / "dev.conllu"
+    write_conllu(dev_file, [with_predictions(s, s.heads, s.deprels, s.upos) for s in dv])
+    sizes = {k: v for k, v in initial.model.cfg.to_dict().items() if not k.startswith("n_")}
+    preds: list = [None] * len(tr)
+    fold_dev = []
+    for k in range(folds):
+        held = [i for i in range(len(tr)) if i % folds == k]
+        f = work / f"train{k}.conllu"
+        write_conllu(f, [with_predictions(s, s.heads, s.deprels, s.upos) for i, s in enumerate(tr) if i % folds != k])
+        info = train(f, dev_file, work / f"fold{k}", minutes=minutes, seed=seed + k, threads=threads, progress=progress,
+                     tags="gold", arch=initial.arch, **sizes)
+        fold_dev.append(round(info["dev"]["las"], 2))
+        for i, p in zip(held, parsers.load(work / f"fold{k}").parse([tr[i] for i in held]), strict=True):
+            preds[i] = p
+    g0 = score([(s.heads, s.deprels) for s in tr], preds)
+    return preds, {"kfold": {"folds": folds, "fold_minutes": minutes, "fold_dev_las": fold_dev,
+                             "train_graph_las": round(g0.las, 2), "train_graph_uas": round(g0.uas, 2)}}
 
 
 def jackknife_tags(tr: list[Sentence], dv: list[Sentence], vocab: Vocab, work: Path, folds: int, minutes: float,
@@ -145,14 +169,17 @@ def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Pa
           progress: bool = True, tags: str = "gold", tagger_minutes: float = 1.0, jackknife: int = 4,
           arch: str = "biaffine", tagger_from: str | Path | None = None, initial: str | Path | None = None,
           iterations: int = DEFAULT_ITERATIONS, train_iterations: int | None = None, warm_start: str | Path | None = None,
-          **model_kw) -> dict:
+          refiner_graphs: str = "empty", folds: int = 2, fold_minutes: float = 6.0, **model_kw) -> dict:
     """Train a parser of ``arch`` on ``train_file``, select on ``dev_file`` (None: ``held_out_split`` of the
     training file); ``minutes`` bounds the whole run (taggers included).
 
     ``tagger_from``: reuse another parser's tagger and jackknifed training tags (same training file), so that
     architectures are compared on the same tags. RNGTr: ``initial`` is the parser giving G^0 at evaluation (a
-    biaffine or SynTr folder, copied into the model; None = the empty graph); the refiner is trained from **empty
-    graphs**, each of its ``train_iterations`` (default ``iterations``) on the previous iteration's output;
+    biaffine or SynTr folder, copied into the model; None = the empty graph); the refiner's first training
+    iteration starts from ``refiner_graphs``: ``empty`` graphs, or ``kfold`` predictions of the initial parser's
+    architecture and sizes (``folds`` parsers, each trained ``fold_minutes`` on the other folds with the same
+    training tags, parsing its held-out fold; their time is not part of ``minutes``); each of its
+    ``train_iterations`` (default ``iterations``) is trained on the previous iteration's output;
     ``warm_start``: a SynTr folder (same vocabulary) whose weights initialise the refiner — every weight but the
     relation embeddings, so the refiner starts as that SynTr (whose training time is then part of the refiner's)."""
     if arch not in ARCHS:
@@ -166,6 +193,11 @@ def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Pa
         raise ForgetbenchError("--tagger-from reuses a tagger: it needs --tags predicted")
     if initial is not None and arch != "rngtr":
         raise ForgetbenchError(f"--initial is the initial parser of an RNGTr refiner; --arch is {arch}")
+    if refiner_graphs not in ("empty", "kfold"):
+        raise ForgetbenchError(f"refiner training graphs {refiner_graphs!r}: use empty or kfold")
+    if refiner_graphs == "kfold" and (arch != "rngtr" or initial is None or folds < 2):
+        raise ForgetbenchError("kfold training graphs are k-fold predictions of an RNGTr's initial parser: give --arch "
+                               "rngtr, --initial PARSER and --folds >= 2")
     if iterations < 1 or (train_iterations is not None and train_iterations < 1):
         raise ForgetbenchError("refinement iterations must be at least 1")
     if warm_start is not None and arch != "rngtr":
@@ -240,6 +272,15 @@ def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Pa
         if init_parser is not None:
             shutil.copytree(initial, tmp / "initial", ignore=shutil.ignore_patterns("tagger"))
         dv_initial = init_parser.parse(dv) if init_parser is not None else None  # G^0 of dev, computed once
+        kfold_info: dict = {}
+        if refiner_graphs == "kfold":
+            t_k = time.perf_counter()
+            preds, kfold_info = kfold_graphs(tr, dv, init_parser, tmp / "_kfold", folds, fold_minutes, seed, threads,
+                                             progress)
+            shutil.rmtree(tmp / "_kfold")
+            tr = with_initial_graphs(tr, preds)
+            kfold_info["kfold"]["seconds"] = round(time.perf_counter() - t_k, 1)
+            t0 += time.perf_counter() - t_k  # the refiner's own budget starts now
         t_parser = time.perf_counter()
         tokens = 0
 
@@ -250,8 +291,8 @@ def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Pa
                 return transition_loss(model, b, words)
             if arch == "rngtr":
                 empty = torch.full_like(b["heads"], -1)
-                return refinement_loss(model, words, b["chars"], b["tags"], empty, empty, b["heads"], b["rels"], loss_fn,
-                                       t_iter)
+                return refinement_loss(model, words, b["chars"], b["tags"], b.get("g0_heads", empty),
+                                       b.get("g0_rels", empty), b["heads"], b["rels"], loss_fn, t_iter)
             arc, rel_dep, rel_head = model.encode(words, b["chars"], b["tags"])
             return loss_fn(arc, model.label_scores(rel_dep, rel_head, b["heads"]), b)
 
@@ -269,8 +310,10 @@ def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Pa
                 "dev_data": str(dev_file) if dev_file else f"held out: every {HELD_OUT_EVERY}th training sentence",
                 "environment": environment()} | tag_info | ({
                     "initial": str(initial) if initial is not None else "empty", "iterations": iterations,
-                    "train_iterations": t_iter, "refiner_training_graphs": "empty (then each iteration's own output)",
-                    "warm_start": str(warm_start) if warm_start is not None else None}
+                    "train_iterations": t_iter, "warm_start": str(warm_start) if warm_start is not None else None,
+                    "refiner_training_graphs": (f"{folds}-fold predictions of the initial parser's architecture"
+                                                if refiner_graphs == "kfold" else "empty") +
+                                               " (then each iteration's own output)"} | kfold_info
                     if arch == "rngtr" else {}))
 
         dev = None
