@@ -216,7 +216,7 @@ CASES = [
     ("parse-head-out-of-range", lambda w, t, p: ["parse", "train", "--train", str(_treebank(w, lambda ls: _set_col(ls, 0, 6, "40"))), "--out", str(w / "o")], "HEAD 40 is out of range"),
     ("parse-train-out-exists", lambda w, t, p: ["parse", "train", "--train", str(_treebank(w)), "--out", str(_write(w / "o" / "k", "x").parent)], "exists and is never overwritten"),
     ("parse-eval-empty", lambda w, t, p: ["parse", "eval", str(p), str(_write(w / "e.conllu", "# just a comment\n\n"))], "no sentence found"),
-    ("parse-eval-no-model", lambda w, t, p: ["parse", "eval", str(w / "nope"), str(_treebank(w))], "not a biaffine parser folder"),
+    ("parse-eval-no-model", lambda w, t, p: ["parse", "eval", str(w / "nope"), str(_treebank(w))], "not a parser folder"),
     ("parse-predict-out-exists", lambda w, t, p: ["parse", "predict", str(p), str(_treebank(w)), "--out", str(_write(w / "pred.conllu", "mine\n"))], "exists and is never overwritten"),
     ("parse-compress-out-exists", lambda w, t, p: ["parse", "compress", "--models", str(p), "--test", str(_treebank(w)), "--dev", str(_treebank(w, name="d.conllu")), "--out", str(_write(w / "rep" / "report.md", "mine").parent)], "exists and is never overwritten"),
     ("parse-compress-mt-calibration", lambda w, t, p: ["parse", "compress", "--models", str(p), "--test", str(_treebank(w)), "--recipes", "ptq-int8", "--out", str(w / "rep")], "parsers calibrate on CoNLL-U"),

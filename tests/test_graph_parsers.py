@@ -272,9 +272,9 @@ def test_las_gain_is_the_corpus_las_difference_with_a_paired_interval():
 
 def test_refiner_trained_on_kfold_predictions_of_its_initial_parser(toy, tmp_path):
     d, tr, dv = toy
-    info = train(tr, dv, tmp_path / "kf", arch="rngtr", minutes=0.3, max_epochs=2, max_tokens=100, progress=False,
+    info = train(tr, dv, tmp_path / "kf", arch="rngtr", minutes=0.2, max_epochs=1, max_tokens=100, progress=False,
                  tags="predicted", tagger_from=d / "biaffine", initial=d / "biaffine", warm_start=d / "syntr",
-                 refiner_graphs="kfold", folds=2, fold_minutes=0.1, train_iterations=2)
+                 refiner_graphs="kfold", folds=2, fold_minutes=0.05, train_iterations=2)
     k = info["kfold"]
     assert info["refiner_training_graphs"].startswith("2-fold predictions") and len(k["fold_dev_las"]) == 2
     assert 0 < k["train_graph_las"] <= 100 and k["seconds"] > 0 and not (tmp_path / "kf" / "_kfold").exists()
