@@ -256,7 +256,7 @@ def cmd_parse(args) -> int:
                             seed=args.seed, progress=not args.quiet, tags=args.tags, tagger_minutes=args.tagger_minutes,
                             jackknife=args.jackknife, arch=args.arch, tagger_from=args.tagger_from, initial=args.initial,
                             iterations=args.iterations, train_iterations=args.train_iterations,
-                            warm_start=args.warm_start, refiner_graphs=args.refiner_graphs, folds=args.folds,
+                            warm_start=args.warm_start, refiner_graphs=args.refiner_graphs or ("kfold" if args.initial else "empty"), folds=args.folds,
                             fold_minutes=args.fold_minutes, **graph_kw)
         tags = f", dev UPOS {info['tagger_dev_upos']:.2f}" if "tagger_dev_upos" in info else ""
         print(f"{args.arch}: best dev LAS {info['dev']['las']:.2f} ({args.tags} tags{tags}; epoch {info['best_epoch']} of "
@@ -434,9 +434,10 @@ def build_parser() -> argparse.ArgumentParser:
     pt.add_argument("--iterations", type=_positive, default=3, help="rngtr: at most T refinement iterations")
     pt.add_argument("--train-iterations", type=_positive, default=2,
                     help="rngtr: refinement iterations per training batch (the measured setting)")
-    pt.add_argument("--refiner-graphs", choices=["empty", "kfold"], default="empty",
+    pt.add_argument("--refiner-graphs", choices=["empty", "kfold"],
                     help="rngtr: the first training iteration's input graphs: empty, or k-fold predictions of the "
-                         "initial parser's architecture (--folds parsers of --fold-minutes each, trained first)")
+                         "initial parser's architecture (--folds parsers of --fold-minutes each, trained first); "
+                         "default kfold with --initial (the measured setting), else empty")
     pt.add_argument("--folds", type=_positive, default=2, help="rngtr with --refiner-graphs kfold: folds")
     pt.add_argument("--fold-minutes", type=_minutes, default=6.0, help="rngtr with --refiner-graphs kfold: budget per fold parser")
     pt.add_argument("--warm-start", help="rngtr: initialise the refiner from this syntr folder (relation embeddings new)")

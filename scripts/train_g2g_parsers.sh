@@ -22,7 +22,7 @@ for tb in UD_Wolof-WTB:wo_wtb UD_English-LinES:en_lines UD_Turkish-IMST:tr_imst;
     name=$code-rngtr; flag=()
     [ $ln = off ] && { name=$code-rngtr-noln; flag=(--no-relation-norm); }
     [ -d "$out/$name" ] || forgetbench parse train --arch rngtr "${common[@]}" --minutes 6 --initial "$out/$code-biaffine" \
-        --warm-start "$out/$code-syntr" --train-iterations 2 "${flag[@]}" --out "$out/$name"
+        --warm-start "$out/$code-syntr" --train-iterations 2 --refiner-graphs empty "${flag[@]}" --out "$out/$name"
   done
   [ -d "$out/$code-rngtr-kfold" ] || forgetbench parse train --arch rngtr "${common[@]}" --minutes 6 \
       --initial "$out/$code-biaffine" --warm-start "$out/$code-syntr" --train-iterations 2 \

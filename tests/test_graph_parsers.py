@@ -255,6 +255,11 @@ def test_parse_compress_covers_the_refiner_and_its_initial_parser_and_says_which
     base_ref, base_other = S["treebanks"][0]["base"]["las"], S["treebanks"][1]["base"]["las"]
     assert c["delta"] == pytest.approx((other["las"] - base_other) - (ref["las"] - base_ref))
     assert c["delta_ci"][0] <= c["delta"] + 1e-9 <= c["delta_ci"][1] + 2e-9
+    from forgetbench.report.parsing import write_parse_report
+
+    write_parse_report(S, tmp_path / "rep")
+    assert "Which forgets more" in (tmp_path / "rep" / "report.md").read_text()
+    assert len((tmp_path / "rep" / "parse_contrasts.csv").read_text().splitlines()) == 1 + 4
 
 
 def test_las_gain_is_the_corpus_las_difference_with_a_paired_interval():

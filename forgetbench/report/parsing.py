@@ -21,7 +21,8 @@ def _p(p) -> str:
 
 
 def write_parse_report(S: dict, out: Path) -> None:
-    """summary.json, parse_compression.csv, report.md and report.html of ``forgetbench parse compress``."""
+    """summary.json, parse_compression.csv, report.md and report.html of ``forgetbench parse compress`` (+
+    parse_contrasts.csv and a "which forgets more" table when models share a test file)."""
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_json(out / "summary.json", S)
     head = ["treebank", "tags", "variant", "LAS", "UAS", "CLAS", "rel. LAS % [95 % CI]", "p", "sentences losing LAS % [95 % CI]",
@@ -43,12 +44,29 @@ def write_parse_report(S: dict, out: Path) -> None:
     buf = io.StringIO()
     csv.writer(buf).writerows([head, *rows])
     atomic_write_text(out / "parse_compression.csv", buf.getvalue())
+    c_head = ["test", "reference", "model", "recipe", "LAS change (reference)", "LAS change (model)",
+              "model − reference, points [95 % CI]"]
+    c_rows = [[Path(c["test"]).name, Path(c["reference"]).name, Path(c["model"]).name, c["recipe"],
+               f"{c['las_change']['reference']:+.2f}", f"{c['las_change']['other']:+.2f}",
+               f"{c['delta']:+.2f} {_ci(c['delta_ci'])}"] for c in S.get("contrasts", [])]
+    if c_rows:
+        buf = io.StringIO()
+        csv.writer(buf).writerows([c_head, *c_rows])
+        atomic_write_text(out / "parse_contrasts.csv", buf.getvalue())
     md = ["# Parser compression report", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     md += ["| " + " | ".join(r) + " |" for r in rows]
+    if c_rows:
+        md += ["", "## Which forgets more (same test sentences, same resamples; negative: the model loses more)", "",
+               "| " + " | ".join(c_head) + " |", "|" + "---|" * len(c_head)]
+        md += ["| " + " | ".join(r) + " |" for r in c_rows]
     atomic_write_text(out / "report.md", "\n".join(md) + "\n")
     e = html.escape
-    table = ("<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr>"
-             + "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in rows) + "</table>")
+
+    def _table(h, rs):
+        return ("<table><tr>" + "".join(f"<th>{e(x)}</th>" for x in h) + "</tr>"
+                + "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in rs) + "</table>")
+
+    table = _table(head, rows) + (f"<h2>Which forgets more</h2>{_table(c_head, c_rows)}" if c_rows else "")
     worst = "".join(f"<h3>{e(Path(tb['model']).name)} — {e(v)}: most-losing sentences</h3><ul>"
                     + "".join(f"<li>{e(w['sentence'])} (LAS {w['las_base']:.0f} → {w['las']:.0f})</li>" for w in d["worst"])
                     + "</ul>" for tb in S["treebanks"] for v, d in tb["variants"].items())
