@@ -40,6 +40,7 @@ def systems(runs: Path, code: str) -> dict[str, tuple[Path, str | None]]:
 
 
 CONTRASTS = [("biaffine", "biaffine+RNGTr (k-fold)"), ("biaffine", "biaffine+RNGTr (empty)"),
+             ("biaffine+RNGTr (empty)", "biaffine+RNGTr (k-fold)"),
              ("SynTr", "SynTr+RNGTr (empty)"), ("SynTr", "empty+RNGTr (empty)"), ("biaffine", "SynTr"),
              ("biaffine+RNGTr (empty), no relation LN", "biaffine+RNGTr (empty)"), ("biaffine", "G2GTr")]
 
