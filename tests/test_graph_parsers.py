@@ -293,3 +293,19 @@ def test_refiner_trained_on_kfold_predictions_of_its_initial_parser(toy, tmp_pat
     assert b["g0_rels"][0, 1 : len(sents[0].words) + 1].tolist() == [vocab.r2i[r] for r in sents[0].deprels]
     with pytest.raises(Exception, match="kfold"):
         train(tr, dv, tmp_path / "bad", arch="rngtr", refiner_graphs="kfold", progress=False)
+
+
+def test_a_graph_parser_streams_through_compress_stream_and_loads_back(toy, tmp_path, capsys):
+    from forgetbench.cli import main
+    from forgetbench.parsing.evaluate import evaluate_parser
+
+    d, tr, dv = toy
+    recipe = tmp_path / "p30.yaml"
+    recipe.write_text("name: p30\nsteps:\n  - prune: {sparsity: 0.3, scope: layer}\n")
+    assert main(["compress-stream", str(d / "rngtr"), "--recipe", str(recipe), "--out", str(tmp_path / "s")]) == 0
+    # the refiner is pruned; its tagger and its initial parser come along, so it parses as before
+    assert (tmp_path / "s" / "tagger" / "model.safetensors").is_file() and (tmp_path / "s" / "initial").is_dir()
+    rep = json.loads((tmp_path / "s" / "compression.json").read_text())
+    assert "encoder.layers.0" in {u["name"] for u in rep["steps"][0]["prune"]["units"]}
+    s = evaluate_parser(tmp_path / "s", dv)
+    assert s["arch"] == "rngtr" and s["tags"] == "predicted" and s["initial"] == "biaffine"

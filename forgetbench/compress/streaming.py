@@ -185,9 +185,11 @@ def stream_compress(model_dir: str | Path, recipe: Recipe, out_dir: str | Path, 
         for name in weight_map:
             if name not in opened.done:
                 io.copy(name)
-        for f in src.iterdir():
-            if f.is_file() and not f.name.endswith(".safetensors"):
+        for f in src.iterdir():  # everything but the streamed weights: configs, vocabularies, a parser's tagger/
+            if f.is_file() and not f.name.endswith(".safetensors"):  # and an RNGTr's initial/ (not compressed here)
                 shutil.copyfile(f, tmp / f.name)
+            elif f.is_dir() and not f.name.startswith("."):
+                shutil.copytree(f, tmp / f.name)
         seconds = time.perf_counter() - t0
         report = {"format": FORMAT, "mode": "streamed"} | report | {
             "seconds": round(seconds, 3), "bytes_read": io.bytes_read, "bytes_written": io.bytes_written,
