@@ -256,8 +256,8 @@ def cmd_parse(args) -> int:
                             seed=args.seed, progress=not args.quiet, tags=args.tags, tagger_minutes=args.tagger_minutes,
                             jackknife=args.jackknife, arch=args.arch, tagger_from=args.tagger_from, initial=args.initial,
                             iterations=args.iterations, train_iterations=args.train_iterations,
-                            warm_start=args.warm_start, refiner_graphs=args.refiner_graphs or ("kfold" if args.initial else "empty"), folds=args.folds,
-                            fold_minutes=args.fold_minutes, **graph_kw)
+                            warm_start=args.warm_start, folds=args.folds, fold_minutes=args.fold_minutes,
+                            refiner_graphs=args.refiner_graphs or ("kfold" if args.initial else "empty"), **graph_kw)
         tags = f", dev UPOS {info['tagger_dev_upos']:.2f}" if "tagger_dev_upos" in info else ""
         print(f"{args.arch}: best dev LAS {info['dev']['las']:.2f} ({args.tags} tags{tags}; epoch {info['best_epoch']} of "
               f"{info['epochs']}, {info['train_seconds']:.0f}s); wrote {args.out}")

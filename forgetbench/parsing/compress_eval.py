@@ -33,6 +33,7 @@ from forgetbench.io import sha256_file
 from forgetbench.parsing import parsers
 from forgetbench.parsing.batching import batches, batchify
 from forgetbench.parsing.conll import read_conllu
+from forgetbench.parsing.evaluate import corpus_las
 from forgetbench.parsing.metrics import score, sentence_las, sentence_las_counts
 from forgetbench.parsing.saving import save_module_dir
 from forgetbench.parsing.tagger import tag, with_tags
@@ -106,13 +107,10 @@ def variant_sizes(networks: dict, recipe, qstates: dict) -> dict:
 def las_difference(base_counts, comp_counts, weights) -> dict:
     """Paired bootstrap of LAS over sentences (the same resample for both parsers): interval and p-value of the
     relative LAS change, and the interval of the share of sentences losing LAS."""
-    bc, bn = (np.array(x, dtype=float) for x in zip(*base_counts, strict=True))
-    cc, _ = (np.array(x, dtype=float) for x in zip(*comp_counts, strict=True))
-    las_b, las_c = 100 * (weights @ bc) / (weights @ bn), 100 * (weights @ cc) / (weights @ bn)
-    observed = 100 * (cc.sum() - bc.sum()) / bn.sum()
-    losing = (cc / bn < bc / bn).astype(float)
+    (b, las_b), (c, las_c) = corpus_las(base_counts, weights), corpus_las(comp_counts, weights)
+    losing = np.array([cc < bc for (bc, _), (cc, _) in zip(base_counts, comp_counts, strict=True)], dtype=float)
     return {"rel_las_ci": bs.percentile_interval((las_c - las_b) / las_b * 100).to_dict(),
-            "las_p": bs.paired_p(las_b, las_c, observed),
+            "las_p": bs.paired_p(las_b, las_c, c - b),
             "losers_pct_ci": bs.percentile_interval(100 * bs.resample_mean(losing, weights)).to_dict()}
 
 
@@ -120,8 +118,8 @@ def forgetting_contrast(ref: dict, other: dict, weights: np.ndarray) -> dict:
     """(LAS change of ``other`` under a recipe) − (LAS change of ``ref`` under it), in points, on the same test
     sentences and the same resamples: negative = ``other`` forgets more. Each dict: base / variant counts."""
     def change(c):
-        (bc, n), (vc, _) = ((np.array(x, dtype=float) for x in zip(*c[k], strict=True)) for k in ("base", "variant"))
-        return 100 * (vc.sum() - bc.sum()) / n.sum(), 100 * (weights @ vc - weights @ bc) / (weights @ n)
+        (b, rb), (v, rv) = corpus_las(c["base"], weights), corpus_las(c["variant"], weights)
+        return v - b, rv - rb
 
     (d_ref, r_ref), (d_oth, r_oth) = change(ref), change(other)
     return {"delta": d_oth - d_ref, "delta_ci": bs.percentile_interval(r_oth - r_ref).to_dict(),

@@ -58,12 +58,16 @@ def evaluate_parser(model_dir: str | Path, data: str | Path, initial: str | None
     return s
 
 
+def corpus_las(counts: list[tuple[int, int]], weights: np.ndarray) -> tuple[float, np.ndarray]:
+    """LAS from per-sentence (correct, words) counts and its value in each resample (rows of ``bs.counts``):
+    a resample's LAS is a corpus LAS, words per sentence as weights."""
+    c, n = (np.array(x, dtype=float) for x in zip(*counts, strict=True))
+    return 100 * c.sum() / n.sum(), 100 * (weights @ c) / (weights @ n)
+
+
 def las_gain(gold: list[Pred], a: list[Pred], b: list[Pred], resamples: int = bs.RESAMPLES, seed: int = bs.SEED) -> dict:
     """LAS(b) − LAS(a) in points on the same sentences, with the paired bootstrap 95 % interval and p-value."""
-    ca, n = (np.array(x, dtype=float) for x in zip(*sentence_las_counts(gold, a), strict=True))
-    cb, _ = (np.array(x, dtype=float) for x in zip(*sentence_las_counts(gold, b), strict=True))
     w = bs.counts(len(gold), resamples, seed)
-    ra, rb = 100 * (w @ ca) / (w @ n), 100 * (w @ cb) / (w @ n)
-    observed = 100 * (cb.sum() - ca.sum()) / n.sum()
-    return {"delta": observed, "delta_ci": bs.percentile_interval(rb - ra).to_dict(), "p": bs.paired_p(ra, rb, observed),
+    (la, ra), (lb, rb) = corpus_las(sentence_las_counts(gold, a), w), corpus_las(sentence_las_counts(gold, b), w)
+    return {"delta": lb - la, "delta_ci": bs.percentile_interval(rb - ra).to_dict(), "p": bs.paired_p(ra, rb, lb - la),
             "resamples": resamples, "seed": seed}

@@ -28,11 +28,10 @@ from forgetbench.errors import ForgetbenchError
 from forgetbench.io import atomic_write_json
 from forgetbench.parsing.batching import Vocab, batches, batchify
 from forgetbench.parsing.conll import Sentence
-from forgetbench.parsing.decode import mst
 from forgetbench.parsing.g2gtr import G2GConfig, G2GTransitionParser, parse_batch
 from forgetbench.parsing.graph_parser import GraphParser, GraphParserConfig
 from forgetbench.parsing.model import BiaffineParser, ParserConfig
-from forgetbench.parsing.refine import DEFAULT_ITERATIONS, refine
+from forgetbench.parsing.refine import DEFAULT_ITERATIONS, mst_graph, refine
 from forgetbench.parsing.saving import load_module_dir, save_module_dir
 from forgetbench.parsing.tagger import UposTagger, load_tagger
 
@@ -132,12 +131,7 @@ class Parser:
                     if record:
                         per_it[k] = [self._pred(h[j], r[j], n) for h, r in res["per_iteration"]]
                 continue
-            arc, rel_dep, rel_head = self.model.encode(b["words"], b["chars"], b["tags"])
-            arc_np = arc.double().numpy()
-            heads = torch.zeros(b["words"].shape, dtype=torch.long)
-            for j, n in enumerate(lens):
-                heads[j, 1 : n + 1] = torch.tensor(mst(arc_np[j, : n + 1, : n + 1].T))  # S[h, d]
-            labels = self.model.label_scores(rel_dep, rel_head, heads).argmax(1)  # labels at the decoded heads only
+            heads, labels = mst_graph(self.model, *self.model.encode(b["words"], b["chars"], b["tags"]), lens)
             for j, (k, n) in enumerate(zip(ks, lens, strict=True)):
                 out[k] = self._pred(heads[j], labels[j], n)
         preds = [out[k] for k in range(len(sents))]
