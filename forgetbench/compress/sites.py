@@ -82,11 +82,18 @@ class _OpMode(TorchFunctionMode):
 
 
 class OpScope:
-    """Intercepts ``funcs`` executed by ``module``'s own forward code and passes operands to sites."""
+    """Intercepts ``funcs`` executed by ``module``'s own forward code and passes operands to sites.
+
+    The module carries its scope as ``forgetbench_op_scope``: code that runs the block's computation itself (the
+    direct decoder step of ``models.decoder_step``) calls ``site(j, operand, x)`` at the same operands instead;
+    the pre/post hooks a scope puts on the block's children (``op_scope_hook`` set) only keep its depth."""
+
+    op_scope_hook = True
 
     def __init__(self, module: nn.Module, funcs: set, site: Callable[[int, int, torch.Tensor], torch.Tensor],
                  accept: Callable[[tuple], bool]):
         self.module, self.funcs, self.site, self.accept = module, funcs, site, accept
+        module.forgetbench_op_scope = self
         self.depth = 0
         self.calls = 0
         self.handles = []
@@ -132,6 +139,8 @@ class OpScope:
             h.remove()
         if "forward" in self.module.__dict__:
             del self.module.forward
+        if self.module.__dict__.get("forgetbench_op_scope") is self:
+            del self.module.__dict__["forgetbench_op_scope"]
 
 
 def _is_residual_add(args: tuple) -> bool:

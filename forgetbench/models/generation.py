@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import torch
 
+from forgetbench.models.decoder_step import DirectStep, HFStep, direct_supported
 from forgetbench.models.tokenizers import SMALL100_MARKER
 
 
@@ -42,44 +43,75 @@ def greedy_supported(model) -> bool:
             and all(getattr(gc, k, None) in (None, v) for k, v in _NEUTRAL.items()))  # transformers 5: unset is None
 
 
+ENCODER_ROWS = 16  # rows per encoder call in encode_by_length
+COMPACT_FRACTION = 8  # ended rows leave the batch once they are 1/COMPACT_FRACTION of it
+
+
+def encode_by_length(encoder, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                     rows: int = ENCODER_ROWS) -> torch.Tensor:
+    """The encoder's states for a right-padded batch, computed in groups of ``rows`` sources of similar length,
+    each cut to its own longest source: a batch padded to its longest sentence spends most encoder work on
+    padding (a 64-sentence FLORES batch: 2.5× less encoder time here). The states of real tokens equal those of
+    one call over the whole batch (padding is masked out of every attention: tested bit for bit); what padding
+    positions hold (a group's padded states, zeros past its longest source) the decoder's cross-attention masks
+    out, as before. A left-padded batch or one
+    that fits in a group takes a single call."""
+    lengths = attention_mask.sum(1)
+    positions = torch.arange(attention_mask.shape[1], device=attention_mask.device)
+    right_padded = bool((attention_mask.bool() == (positions < lengths[:, None])).all())
+    if input_ids.shape[0] <= rows or not right_padded:
+        return encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+    order = torch.argsort(lengths.cpu(), stable=True).to(input_ids.device)
+    hidden = None
+    for k in range(0, len(order), rows):
+        idx = order[k : k + rows]
+        n = int(lengths[idx].max())
+        h = encoder(input_ids=input_ids[idx, :n], attention_mask=attention_mask[idx, :n]).last_hidden_state
+        if hidden is None:
+            hidden = h.new_zeros(input_ids.shape[0], input_ids.shape[1], h.shape[-1])
+        hidden[idx, :n] = h
+    return hidden
+
+
 @torch.no_grad()
 def greedy_generate(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, forced_bos_token_id: int | None,
-                    max_new_tokens: int) -> list[list[int]]:
+                    max_new_tokens: int, direct: bool | None = None) -> list[list[int]]:
     """Greedy decoding that drops finished rows from the batch (and the KV cache) at every step.
 
     Gives the tokens of ``model.generate(num_beams=1, do_sample=False)`` (one list per row, ending at EOS
     or at ``max_new_tokens``), without spending compute on rows that already ended: in a batch sorted by
     source length the longest (often looping) hypothesis otherwise holds every row until it stops.
+    Each step is ``decoder_step.DirectStep`` where ``direct_supported(model)`` (the same logits, bit for bit,
+    with less per-step work), else the model's own ``forward`` (``HFStep``); ``direct=False`` forces the latter.
     """
-    from transformers.cache_utils import DynamicCache, EncoderDecoderCache
-
     eos = model.generation_config.eos_token_id
     eos = set(eos if isinstance(eos, list) else [eos])
-    hidden = model.get_encoder()(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-    mask = attention_mask
-    alive = torch.arange(input_ids.shape[0])
-    out: list[list[int]] = [[] for _ in range(input_ids.shape[0])]
-    cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
-    step_in = torch.full((input_ids.shape[0], 1), model.config.decoder_start_token_id, device=input_ids.device)
-    for step in range(max_new_tokens):
-        o = model(encoder_outputs=(hidden,), attention_mask=mask, decoder_input_ids=step_in, past_key_values=cache,
-                  use_cache=True)
-        cache = o.past_key_values
-        if step == 0 and forced_bos_token_id is not None:
-            nxt = torch.full((len(alive),), forced_bos_token_id, device=input_ids.device)
+    hidden = encode_by_length(model.get_encoder(), input_ids, attention_mask)
+    use_direct = direct_supported(model) if direct is None else direct
+    step = DirectStep(model, hidden, attention_mask, max_new_tokens) if use_direct else HFStep(model, hidden, attention_mask)
+    rows = list(range(input_ids.shape[0]))  # the input row of each row still in the batch
+    done = [False] * len(rows)  # rows that ended but are still in the batch (they leave it in groups)
+    out: list[list[int]] = [[] for _ in rows]
+    tokens = torch.full((len(rows),), model.config.decoder_start_token_id, device=input_ids.device)
+    for t in range(max_new_tokens):
+        logits = step(tokens)
+        if t == 0 and forced_bos_token_id is not None:
+            tokens = torch.full((len(rows),), forced_bos_token_id, device=input_ids.device)
         else:
-            nxt = o.logits[:, -1].argmax(-1)
-        toks = nxt.tolist()
-        for r, t in zip(alive.tolist(), toks, strict=True):
-            out[r].append(t)
-        keep = [k for k, t in enumerate(toks) if t not in eos]
-        if not keep:
+            tokens = logits.argmax(-1)
+        for k, tok in enumerate(tokens.tolist()):
+            if not done[k]:
+                out[rows[k]].append(tok)
+                done[k] = tok in eos
+        n_done = sum(done)
+        if n_done == len(rows):
             break
-        if len(keep) < len(toks):
+        if n_done * COMPACT_FRACTION >= len(rows):  # copying the caches at every ended row costs more than it saves
+            keep = [k for k, d in enumerate(done) if not d]
+            rows, done = [rows[k] for k in keep], [False] * len(keep)
             idx = torch.tensor(keep, device=input_ids.device)
-            alive, hidden, mask, nxt = alive[idx.cpu()], hidden[idx], mask[idx], nxt[idx]
-            cache.batch_select_indices(idx)
-        step_in = nxt[:, None]
+            tokens = tokens[idx]
+            step.select(idx)
     return out
 
 

@@ -1,0 +1,176 @@
+"""The direct decoder step and the greedy loop's batching: the same logits as the model's own forward, bit for bit
+(teacher, tiny M2M-100 and SMaLL-100-format models, with rows leaving the batch), the cases that must take the
+model's forward, and the encoder run by length groups."""
+
+import pytest
+import torch
+
+from tests.conftest import REPO, calib_rows
+
+
+def _steps(model, enc, n_steps, drop_at=3, keep=None):
+    """Logits of HFStep and DirectStep fed the same tokens (the HF step's argmax), rows dropped at one step."""
+    from forgetbench.models.decoder_step import DirectStep, HFStep
+    from forgetbench.models.generation import encode_by_length
+
+    with torch.no_grad():
+        hidden = encode_by_length(model.get_encoder(), enc["input_ids"], enc["attention_mask"])
+        a = HFStep(model, hidden, enc["attention_mask"])
+        b = DirectStep(model, hidden, enc["attention_mask"], n_steps)
+        tokens = torch.full((hidden.shape[0],), model.config.decoder_start_token_id)
+        pairs = []
+        for t in range(n_steps):
+            la, lb = a(tokens), b(tokens)
+            pairs.append((la, lb))
+            tokens = la.argmax(-1)
+            if t == drop_at:
+                rows = torch.tensor(keep if keep is not None else list(range(0, hidden.shape[0], 2)))
+                a.select(rows)
+                b.select(rows)
+                tokens = tokens[rows]
+    return pairs
+
+
+def test_direct_step_gives_the_forward_logits_bit_for_bit_on_the_teacher():
+    """16 and 64 padded FLORES sources (the blocked output projection from 16 rows), rows leaving the batch."""
+    from forgetbench.compress.pipeline import load_model_dir
+    from forgetbench.eval.benchmarks import open_benchmark
+    from forgetbench.models.decoder_step import direct_supported
+    from forgetbench.models.generation import encode_sources
+
+    model, tok = load_model_dir(REPO / "artifacts" / "teacher")
+    assert direct_supported(model)
+    srcs, _ = open_benchmark("flores101", "flores101", REPO / "data" / "flores101").pair("sw", "en")
+    for n, keep in ((20, None), (64, list(range(40)))):  # 64 → 40 rows: the blocked head on both sides of the drop
+        enc = encode_sources(tok, srcs[:n], "sw", "en")
+        assert enc["attention_mask"].float().mean() < 0.8  # really padded
+        for la, lb in _steps(model, enc, 8, keep=keep):
+            assert torch.equal(la, lb)
+
+
+@pytest.mark.parametrize("small100", [False, True])
+def test_direct_step_equals_the_forward_on_tiny_models_and_greedy_tokens_match_generate(tiny_dir, small100):
+    from forgetbench.models.decoder_step import direct_supported
+    from forgetbench.models.generation import encode_sources, generation_kwargs, greedy_generate
+    from forgetbench.models.load import load
+
+    model, tok, _ = load(tiny_dir, dtype="fp32", small100=small100, with_signature=False)
+    assert direct_supported(model)
+    srcs = [r[2] for r in calib_rows() if r[0] == "en"][:24]
+    enc = encode_sources(tok, srcs, "en", "de")
+    for la, lb in _steps(model, enc, 10):
+        assert torch.equal(la, lb)
+    bos = generation_kwargs(tok, "de").get("forced_bos_token_id")
+    direct = greedy_generate(model, enc["input_ids"], enc["attention_mask"], bos, 20, direct=True)
+    forward = greedy_generate(model, enc["input_ids"], enc["attention_mask"], bos, 20, direct=False)
+    with torch.no_grad():
+        ref = model.generate(**enc, num_beams=1, do_sample=False, max_new_tokens=20,
+                             **({"forced_bos_token_id": bos} if bos is not None else {}))
+    assert direct == forward
+    assert tok.batch_decode(ref, skip_special_tokens=True) == tok.batch_decode(direct, skip_special_tokens=True)
+
+
+def test_hooks_the_step_runs_are_kept_and_the_others_send_the_model_to_its_forward(tiny):
+    """Hooks on the modules the direct step calls run; a hook or a replaced forward on a block it does not call,
+    training mode or SDPA: the model's forward."""
+    from forgetbench.models.decoder_step import direct_supported
+    from forgetbench.models.generation import encode_sources, greedy_generate
+
+    model, tok = tiny
+    assert direct_supported(model)
+    calls = []
+    h = model.model.decoder.layers[0].fc1.register_forward_hook(lambda *_: calls.append(1))
+    assert direct_supported(model)
+    enc = encode_sources(tok, [r[2] for r in calib_rows()[:3]], "en", "de")
+    out = greedy_generate(model, enc["input_ids"], enc["attention_mask"], tok.get_lang_id("de"), 6)
+    assert len(calls) == max(len(o) for o in out)  # once per step: the hook ran
+    h.remove()
+    for block in (model.model.decoder.layers[1], model.model.decoder.layers[0].encoder_attn, model.model.decoder):
+        h = block.register_forward_pre_hook(lambda *_: None)
+        assert not direct_supported(model)
+        h.remove()
+    layer = model.model.decoder.layers[0]
+    layer.forward = layer.forward  # a replaced forward that is not an op scope
+    assert not direct_supported(model)
+    del layer.forward
+    assert direct_supported(model)
+    model.train()
+    assert not direct_supported(model)
+    model.eval()
+    model.set_attn_implementation("sdpa")
+    assert not direct_supported(model)
+    model.set_attn_implementation("eager")
+    assert direct_supported(model)
+
+
+def test_fake_quantised_model_takes_the_direct_step_with_every_site_and_the_same_logits(tiny):
+    """PTQ with every site kind (linear input/weight, Q·Kᵀ and softmax·V operands, residual operands): the direct
+    step passes the operands to the op scopes' sites and gives the forward's logits bit for bit; every site runs
+    as often as through the forward."""
+    from forgetbench.compress.calibration import seq2seq_calibration
+    from forgetbench.compress.ptq import QuantConfig, quantize
+    from forgetbench.models.decoder_step import direct_supported
+    from forgetbench.models.generation import encode_sources
+
+    model, tok = tiny
+    state = quantize(model, QuantConfig(calibrator="max"), seq2seq_calibration(tok, calib_rows()[:16], batch_size=8))
+    assert direct_supported(model)
+    kinds = {q.kind for q in state.registry.quantizers.values()}
+    assert kinds == {"linear_input", "attn_qk", "attn_pv", "residual"}
+    enc = encode_sources(tok, [r[2] for r in calib_rows() if r[0] == "en"][:20], "en", "de")
+    before = {n: q.calls for n, q in state.registry.quantizers.items()}
+    pairs = _steps(model, enc, 6, drop_at=99)
+    for la, lb in pairs:
+        assert torch.equal(la, lb)
+    # each decoder site ran equally often through both steps: twice the calls of one step's worth per step
+    ran = {n: q.calls - before[n] for n, q in state.registry.quantizers.items() if q.calls > before[n]}
+    assert any(".decoder.layers.0.residual.2.1" in n for n in ran) and any("encoder_attn.pv.0" in n for n in ran)
+    assert all(c % 2 == 0 for n, c in ran.items() if ".decoder." in n and "encoder_attn.k_proj" not in n)
+
+
+def test_encoder_by_length_groups_gives_the_batch_states_of_real_tokens():
+    from forgetbench.compress.pipeline import load_model_dir
+    from forgetbench.eval.benchmarks import open_benchmark
+    from forgetbench.models.generation import encode_by_length, encode_sources
+
+    model, tok = load_model_dir(REPO / "artifacts" / "teacher")
+    srcs, _ = open_benchmark("flores101", "flores101", REPO / "data" / "flores101").pair("de", "en")
+    enc = encode_sources(tok, srcs[:40], "de", "en")
+    calls = []
+    h = model.get_encoder().register_forward_pre_hook(lambda _m, _a, kw: calls.append(kw["input_ids"].shape), with_kwargs=True)
+    with torch.no_grad():
+        whole = model.get_encoder()(**enc).last_hidden_state
+        calls.clear()
+        grouped = encode_by_length(model.get_encoder(), enc["input_ids"], enc["attention_mask"], rows=16)
+    real = enc["attention_mask"].bool()
+    assert torch.equal(whole[real], grouped[real])
+    assert [c[0] for c in calls] == [16, 16, 8] and max(c[1] for c in calls) == enc["input_ids"].shape[1]
+    assert sum(c[0] * c[1] for c in calls) < 0.75 * enc["input_ids"].numel()  # less padding encoded
+    left = {k: v.flip(1) for k, v in enc.items()}  # a left-padded batch: one call over the whole batch
+    calls.clear()
+    with torch.no_grad():
+        encode_by_length(model.get_encoder(), left["input_ids"], left["attention_mask"], rows=16)
+    h.remove()
+    assert len(calls) == 1
+
+
+def test_attention_pass_batches_by_joint_length_give_each_sentence_the_same_variance():
+    """λ's teacher-forced pass in batches sorted by source + hypothesis length: the variance of every sentence equals
+    the one computed in a source-sorted batch of all of them (padding masked), and the batches are less padded."""
+    from forgetbench.compress.pipeline import load_model_dir
+    from forgetbench.eval.benchmarks import open_benchmark
+    from forgetbench.eval.hallucination import cross_attention_variance
+    from forgetbench.eval.translate import length_batches, pair_batches
+
+    model, tok = load_model_dir(REPO / "artifacts" / "teacher")
+    srcs, _ = open_benchmark("flores101", "flores101", REPO / "data" / "flores101").pair("en", "sw")
+    srcs = srcs[:24]
+    hyps = {i: (" ".join(s.split()[: 3 + i % 5]) * (1 + 4 * (i % 7 == 0))) for i, s in enumerate(srcs)}  # some long
+    whole = length_batches(list(range(24)), srcs, 64)[0]
+    ref = dict(zip(whole, cross_attention_variance(model, tok, [srcs[i] for i in whole], [hyps[i] for i in whole],
+                                                   "en", "sw"), strict=True))
+    batches = pair_batches(list(range(24)), srcs, hyps, 8)
+    assert sorted(i for b in batches for i in b) == list(range(24)) and [len(b) for b in batches] == [8, 8, 8]
+    for b in batches:
+        got = cross_attention_variance(model, tok, [srcs[i] for i in b], [hyps[i] for i in b], "en", "sw")
+        assert got == [ref[i] for i in b]
