@@ -5,7 +5,8 @@
 
 Sources: the first N FLORES-101 devtest sentences of en→de, en→sw, de→en, sw→en (a quarter each); every
 model translates sentence i before any model translates sentence i+1, so a change of load hits all alike.
-Prints sentences/s, generated tokens/s and the speed-up over the first model, with the environment, as JSON.
+Prints sentences/s, generated tokens/s and the speed-up over the first model with its paired bootstrap 95 %
+interval (1,000 resamples of the sentences, ratio of summed times), with the environment, as JSON.
 ``--backend ctranslate2``: each model's deployable form (``models.ct2`` conversion at ``--compute-type``, in a
 temporary folder), timed the same way; disk size is then the converted model's.
 """
@@ -17,6 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from benchmarks.common import environment
@@ -55,17 +57,25 @@ def main():
     for tr, _ in models.values():
         tr.translate([work[0][2]], work[0][0], work[0][1], 1, a.max_new_tokens)  # warm-up
     secs, toks = dict.fromkeys(models, 0.0), dict.fromkeys(models, 0)
+    per = {name: [] for name in models}  # seconds per sentence, for the speed-up's interval
     load0 = environment()["loadavg"]
     for s, t, src in work:
         for name, (tr, tok) in models.items():
             t0 = time.perf_counter()
             hyp = tr.translate([src], s, t, 1, a.max_new_tokens)[0]
-            secs[name] += time.perf_counter() - t0
+            per[name].append(time.perf_counter() - t0)
+            secs[name] += per[name][-1]
             toks[name] += len(tok(hyp, add_special_tokens=False)["input_ids"]) + 1
     first = a.models[0]
+    # speed-up over the first model with a paired bootstrap 95 % interval: sentences resampled, ratio of summed times
+    rng = np.random.default_rng(0)
+    draws = rng.integers(0, len(work), size=(1000, len(work)))
+    t_first = np.asarray(per[first])
+    ci = {name: [round(float(q), 3) for q in np.percentile(t_first[draws].sum(1) / np.asarray(per[name])[draws].sum(1),
+                                                            [2.5, 97.5])] for name in models}
     out = {name: {"sentences_per_s": round(len(work) / secs[name], 3), "tokens_per_s": round(toks[name] / secs[name], 1),
                   "tokens_per_sentence": round(toks[name] / len(work), 1),
-                  "speedup_vs_first": round(secs[first] / secs[name], 3),
+                  "speedup_vs_first": round(secs[first] / secs[name], 3), "speedup_ci95": ci[name],
                   "ms_per_token": round(secs[name] / toks[name] * 1000, 2),
                   "disk_mib": round(disk[name] / 2**20, 2)}
            for name in models}

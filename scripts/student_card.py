@@ -1,6 +1,6 @@
 """Write a shipped student's model card (README.md) from its run records and the distillation eval sweep(s).
 
-    python -m benchmarks.batch1_speed artifacts/teacher artifacts/student-kd artifacts/student-nokd > speed.json
+    python -m benchmarks.batch1_speed artifacts/teacher artifacts/student-kd artifacts/student-nokd --sentences 240 > speed.json
     python scripts/student_card.py artifacts/student-kd student-kd student-nokd WALL_S speed.json runs/distill-eval [runs/distill-eval-tico19]
 
 WALL_S: the measured wall time of the whole `forgetbench distill` command (data, cache, training, export);
@@ -53,7 +53,8 @@ def main(model_dir: str, me: str, twin: str, wall_s: str, speed_json: str, *eval
     sp_t = next(v for k, v in B["models"].items() if Path(k).name == "teacher")
     sp_me = next(v for k, v in B["models"].items() if Path(k).name == me)
     timings = S["run"].get("timings_rank0", {})
-    batched = {v: timings[v]["translated"] / timings[v]["translate_s"] for v in (me, S["base"]) if v in timings}
+    batched = {v: timings[v]["translated"] / timings[v]["translate_s"] for v in (me, S["base"])
+               if timings.get(v, {}).get("translated")}  # a series resumed from the store translated nothing here
     size = (m / "model.safetensors").stat().st_size
     tsize = Path(S["variant_models"][S["base"]], "model.safetensors").stat().st_size
     kd = cfg["kd"]
@@ -76,7 +77,7 @@ def main(model_dir: str, me: str, twin: str, wall_s: str, speed_json: str, *eval
         f"python scripts/ship_student.py runs/{me} artifacts/{me}",
         "forgetbench sweep configs/distill-eval.yaml --out runs/distill-eval",
         "forgetbench sweep configs/distill-eval-tico19.yaml --out runs/distill-eval-tico19",
-        "python -m benchmarks.batch1_speed artifacts/teacher artifacts/student-kd artifacts/student-nokd > speed.json",
+        "python -m benchmarks.batch1_speed artifacts/teacher artifacts/student-kd artifacts/student-nokd --sentences 240 > speed.json",
         f"python scripts/student_card.py artifacts/{me} {me} {twin} WALL_S speed.json runs/distill-eval runs/distill-eval-tico19",
         "```", "",
         f"Wall time of the `distill` command: **{float(wall_s) / 60:.1f} min** (data preparation"
@@ -97,7 +98,9 @@ def main(model_dir: str, me: str, twin: str, wall_s: str, speed_json: str, *eval
         f"- speed, batch 1 (greedy, {B['sentences']} FLORES-101 sentences of {', '.join(B['directions'])}, models "
         f"interleaved sentence by sentence, {B['threads']} thread, load average {B['loadavg_start']:.2f} → "
         f"{B['environment']['loadavg']:.2f}; `benchmarks/batch1_speed.py`): {_f(sp_me['sentences_per_s'])} sentences/s vs "
-        f"the teacher's {_f(sp_t['sentences_per_s'])} (**{_f(sp_me['speedup_vs_first'])}×**); per generated token "
+        f"the teacher's {_f(sp_t['sentences_per_s'])} (**{_f(sp_me['speedup_vs_first'])}×**"
+        f"{' ' + _ci(sp_me['speedup_ci95']) + ', paired bootstrap 95 % over sentences' if 'speedup_ci95' in sp_me else ''}); "
+        f"per generated token "
         f"{_f(sp_me['ms_per_token'])} vs {_f(sp_t['ms_per_token'])} ms ({_f(sp_t['ms_per_token'] / sp_me['ms_per_token'])}×), "
         f"{_f(sp_me['tokens_per_sentence'], 1)} vs {_f(sp_t['tokens_per_sentence'], 1)} tokens per sentence",
         f"- speed, batched (batch 64, the sweep's translation pass): {_f(batched.get(me))} vs {_f(batched.get(S['base']))} "
