@@ -54,8 +54,7 @@ def encode_by_length(encoder, input_ids: torch.Tensor, attention_mask: torch.Ten
     padding (a 64-sentence FLORES batch: 2.5× less encoder time here). The states of real tokens equal those of
     one call over the whole batch (padding is masked out of every attention: tested bit for bit); what padding
     positions hold (a group's padded states, zeros past its longest source) the decoder's cross-attention masks
-    out, as before. A left-padded batch or one
-    that fits in a group takes a single call."""
+    out, as before. A left-padded batch, or one that fits in a group, takes a single call."""
     lengths = attention_mask.sum(1)
     positions = torch.arange(attention_mask.shape[1], device=attention_mask.device)
     right_padded = bool((attention_mask.bool() == (positions < lengths[:, None])).all())
@@ -76,11 +75,12 @@ def encode_by_length(encoder, input_ids: torch.Tensor, attention_mask: torch.Ten
 @torch.no_grad()
 def greedy_generate(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, forced_bos_token_id: int | None,
                     max_new_tokens: int, direct: bool | None = None) -> list[list[int]]:
-    """Greedy decoding that drops finished rows from the batch (and the KV cache) at every step.
+    """Greedy decoding in which ended rows leave the batch (and the caches), in groups of an eighth of it.
 
     Gives the tokens of ``model.generate(num_beams=1, do_sample=False)`` (one list per row, ending at EOS
     or at ``max_new_tokens``), without spending compute on rows that already ended: in a batch sorted by
-    source length the longest (often looping) hypothesis otherwise holds every row until it stops.
+    source length the longest (often looping) hypothesis otherwise holds every row until it stops. Rows leave
+    in groups because re-indexing every cache at each ended row cost more than a few extra rows for a few steps.
     Each step is ``decoder_step.DirectStep`` where ``direct_supported(model)`` (the same logits, bit for bit,
     with less per-step work), else the model's own ``forward`` (``HFStep``); ``direct=False`` forces the latter.
     """
