@@ -23,7 +23,7 @@ from forgetbench.eval.alignment import align_words, fastalign_align
 from forgetbench.eval.gender_metrics import GenderItem, gender_scores
 from forgetbench.eval.gender_readers import read_gender
 from forgetbench.eval.store import Store
-from forgetbench.eval.translate import ATTENTION_ROWS, Job, pair_batches
+from forgetbench.eval.translate import Job, pair_batches
 from forgetbench.eval.word_sense import mucow_scores
 from forgetbench.stats import mean, rel
 
@@ -98,7 +98,7 @@ def gender_pass(store: Store, variant: str, model, tokenizer, bias: BiasConfig, 
         hyps = store.missing_stat("gender_pred", variant, *key)
         todo = list(hyps)
         srcs = [r.sentence for r in bias.gender_rows]
-        for batch in tqdm(pair_batches(todo, srcs, hyps, min(batch_size, ATTENTION_ROWS)), desc=f"gender {variant} en-{job.tgt}",
+        for batch in tqdm(pair_batches(todo, srcs, hyps, batch_size), desc=f"gender {variant} en-{job.tgt}",
                           disable=None if progress else True):
             tgt_idx = align_words(model, tokenizer, [srcs[i] for i in batch], [hyps[i] for i in batch], "en", job.tgt,
                                   [bias.gender_rows[i].index for i in batch])

@@ -7,7 +7,7 @@ from tqdm.auto import tqdm
 from forgetbench.eval import lid
 from forgetbench.eval.hallucination import cross_attention_variance
 from forgetbench.eval.store import Store
-from forgetbench.eval.translate import ATTENTION_ROWS, Job, pair_batches
+from forgetbench.eval.translate import Job, pair_batches
 
 REF = "__ref__"  # pseudo-variant holding statistics of the references
 
@@ -47,7 +47,7 @@ def xattn_pass(store: Store, variant: str, model, tokenizer, jobs: list[Job], ba
                disable=None if progress else True)
     for job, key, rows, todo in plan:
         srcs, _ = job.lines()
-        for batch in pair_batches(todo, srcs, rows, min(batch_size, ATTENTION_ROWS)):
+        for batch in pair_batches(todo, srcs, rows, batch_size):
             var = cross_attention_variance(model, tokenizer, [srcs[i] for i in batch], [rows[i] for i in batch],
                                            job.src, job.tgt)
             store.add_stats([(variant, *key, i, "xattn_var", v) for i, v in zip(batch, var, strict=True)])

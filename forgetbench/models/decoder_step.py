@@ -32,6 +32,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 from torch.nn import functional as F
+from torch.nn.modules import module as nn_module
 
 HEAD_BLOCK, HEAD_BLOCK_ROWS = 1024, 16  # rule 3
 
@@ -46,8 +47,6 @@ def _hooks(m: nn.Module) -> list:
 
 def direct_supported(model) -> bool:
     """Rule 1: whether ``DirectStep`` computes exactly what the model's ``forward`` computes."""
-    from torch.nn.modules import module as nn_module
-
     if type(model).__name__ != "M2M100ForConditionalGeneration" or model.training:
         return False
     if getattr(model.config, "_attn_implementation", "eager") != "eager":
