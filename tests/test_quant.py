@@ -1,4 +1,5 @@
 import copy
+import math
 from collections import Counter
 
 import numpy as np
@@ -7,7 +8,7 @@ import torch
 
 from forgetbench.compress import QuantConfig, attach, quantize
 from forgetbench.compress.calibration import seq2seq_calibration
-from forgetbench.compress.calibrators import HistogramCalibrator, MaxCalibrator
+from forgetbench.compress.calibrators import HistogramCalibrator, MaxCalibrator, mse_amax
 from forgetbench.compress.ptq import QuantState
 from forgetbench.compress.quantizer import fake_quant, per_channel_amax
 from forgetbench.compress.sites import SITE_KINDS
@@ -53,6 +54,30 @@ def test_mse_calibrator_minimises_mse_on_known_distribution():
     assert amax < 0.9 * float(x.abs().max())  # clips the tail, unlike max (8-bit optimum for Laplace(1) ~ 9.9)
     assert _sample_mse(x, amax) <= 1.01 * min(errs)
     assert abs(amax - best) / best < 0.1
+
+
+def test_mse_amax_chunked_equals_the_one_candidate_loop():
+    """The chunked search returns the loop's amax exactly (same values per candidate, first of equal minima),
+    on histograms with long zero runs, equal counts (ties) and every start bin."""
+
+    def loop(hist, edges, start_bin):
+        centres = (edges[:-1] + edges[1:]) / 2
+        best, best_amax = math.inf, float(edges[-1])
+        for i in range(min(start_bin, len(hist)), len(edges)):
+            s = edges[i] / 127
+            err = float((hist * (centres - np.clip(np.round(centres / s), -127, 127) * s) ** 2).sum() / hist.sum())
+            if err < best:
+                best, best_amax = err, float(edges[i])
+        return best_amax
+
+    rng = np.random.default_rng(0)
+    for _ in range(60):
+        n = int(rng.integers(130, 2600))
+        hist = rng.integers(0, 3, n).astype(np.float64)
+        hist[: int(rng.integers(1, n))] += rng.integers(0, 500)
+        edges = np.arange(n + 1) * rng.uniform(1e-4, 1e-2)
+        start = int(rng.integers(1, 200))
+        assert mse_amax(hist, edges, start, chunk=int(rng.integers(1, 300))) == loop(hist, edges, start)
 
 
 def test_percentile_and_max_and_entropy_calibrators():
