@@ -100,7 +100,8 @@ def test_lid_coverage_and_off_target_fixture(tmp_path, tiny_dir):
     d = A.to_dict()
     assert d["off_target"]["comp"]["losers"]["compressed"] == {"n": 2, "off_target_pct": 100.0}
     assert set(d["hallucination"]["comp"]["losers"]) == {"n", "var_base", "var_compressed", "lambda", "per_sentence",
-                                                         "lambda_ci"}
+                                                         "lambda_ci", "missing"}
+    assert d["hallucination"]["comp"]["all"]["missing"] == 3  # this store has no λ at all (the sweep refuses that)
     assert set(d["variant_table"][0]) == {"variant", "size", "chrF", "spBLEU", "pairs"}
     assert set(d["variant_table"][1]) >= {"rel_chrF", "rel_spBLEU", "improved_pairs", "rel_spBLEU_ci", "significantly"}
     # the off-target change on the losers: both losers go off-target in every resample of them

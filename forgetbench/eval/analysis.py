@@ -163,6 +163,22 @@ class PairResult:
 RelSamples = dict[tuple[Key, str, str], np.ndarray]  # (pair, variant, metric) -> resampled relative differences
 
 
+def is_two_script_excluded(job, th: Thresholds) -> bool:
+    return th.exclude_two_script and (job.src in TWO_SCRIPT or job.tgt in TWO_SCRIPT)
+
+
+def sentences_analysed(job, base_hyps: dict[int, str], spbleu: SpBLEU, th: Thresholds) -> bool:
+    """Whether a pair's sentences enter the per-sentence analyses (ΔchrF groups, λ): the base's corpus spBLEU on
+    them, computed as ``pair_results`` computes it (summed sentence statistics, index order), passes the filter
+    and the pair is not excluded as two-script. ``base_hyps``: idx -> the base's hypothesis, every sentence."""
+    if is_two_script_excluded(job, th):
+        return False
+    refs, order = job.lines()[1], sorted(base_hyps)
+    stats = bs.sentence_stats(spbleu.bleu, spbleu.segment([base_hyps[i] for i in order]),
+                              spbleu.segment([refs[i] for i in order]))
+    return spbleu.bleu._compute_score_from_stats(stats.sum(0)).score >= th.bleu_filter
+
+
 def pair_results(run: RunData, spbleu: SpBLEU) -> tuple[list[PairResult], list[SentenceDelta], RelSamples]:
     th, base, variants = run.thresholds, run.base, run.variants
     pairs, sentences, samples = [], [], {}
@@ -206,7 +222,7 @@ def pair_results(run: RunData, spbleu: SpBLEU) -> tuple[list[PairResult], list[S
         for a, b in [*run.contrasts, *((b2, base) for b2 in run.base_series[1:])]:  # parity's mean: a contrast too
             for m in metrics:
                 run.contrast_samples[(key, f"{a}|{b}", m)] = (scores[a][m] - scores[b][m], rs(a, m) - rs(b, m))
-        two_script = th.exclude_two_script and (job.src in TWO_SCRIPT or job.tgt in TWO_SCRIPT)
+        two_script = is_two_script_excluded(job, th)
         p = PairResult(key[0], job.src, job.tgt, len(common),
                        {vw.name: pair_tier(job.src, job.tgt, vw.tiers) for vw in run.views},
                        {vw.name: (vw.tiers or {}).get(job.src) or language(job.src).tier for vw in run.views},
@@ -458,6 +474,7 @@ class LambdaResult:
     lambda_: float | None = field(metadata={"key": "lambda"})  # var_compressed / var_base (ratio of subset means)
     per_sentence: dict[str, float | None] = field(default_factory=dict)  # median, p25, p75 of per-sentence ratios
     lambda_ci: bs.Interval | None = None
+    missing: int = 0  # sentences of the subset without a variance (base or variant): the sweep stores λ only where read
 
 
 def hallucination(run: RunData, groups: dict[str, DeltaGroups]) -> dict[str, dict[str, LambdaResult]]:
@@ -480,7 +497,8 @@ def hallucination(run: RunData, groups: dict[str, DeltaGroups]) -> dict[str, dic
             res[subset] = LambdaResult(len(both), mb, mc, (mc / mb) if mb else None,
                                        {"median": statistics.median(ratios) if ratios else None,
                                         "p25": ratios[len(ratios) // 4] if ratios else None,
-                                        "p75": ratios[(3 * len(ratios)) // 4] if ratios else None}, ci)
+                                        "p75": ratios[(3 * len(ratios)) // 4] if ratios else None}, ci,
+                                       len(items) - len(both))
         out[v] = res
     return out
 

@@ -3,6 +3,10 @@
 One row per (variant, benchmark, pair, sentence) with the hypothesis and per-sentence scores.
 Rows are written one batch per transaction, so a killed run (even SIGKILL) loses at most the
 batch in flight and a rerun never duplicates rows (primary key + ``INSERT OR IGNORE``).
+
+Processes sharing one run claim its units of work here (``claim``: one ``INSERT OR IGNORE``, so exactly one
+process wins each unit; ``finish`` marks it done). Claims belong to one attempt: the process that starts a run
+clears them (``reset_claims``), and a unit whose work is stored already finishes at once when claimed again.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ CREATE TABLE IF NOT EXISTS sentence_stats (
   variant TEXT NOT NULL, benchmark TEXT NOT NULL, src TEXT NOT NULL, tgt TEXT NOT NULL, idx INTEGER NOT NULL,
   name TEXT NOT NULL, value REAL,
   PRIMARY KEY (variant, benchmark, src, tgt, idx, name));
+CREATE TABLE IF NOT EXISTS claims (unit TEXT PRIMARY KEY, owner INTEGER NOT NULL, done INTEGER NOT NULL DEFAULT 0);
 """
 
 
@@ -112,6 +117,23 @@ class Store:
         """rows: (variant, benchmark, src, tgt, idx, name, value)."""
         with self.db:
             self.db.executemany("INSERT OR REPLACE INTO sentence_stats VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+
+    def reset_claims(self) -> None:
+        with self.db:
+            self.db.execute("DELETE FROM claims")
+
+    def claim(self, unit: str, owner: int) -> bool:
+        """True when this call took ``unit`` (nobody had); one transaction."""
+        with self.db:
+            return self.db.execute("INSERT OR IGNORE INTO claims (unit, owner) VALUES (?, ?)", (unit, owner)).rowcount == 1
+
+    def finish(self, unit: str) -> None:
+        with self.db:
+            self.db.execute("UPDATE claims SET done=1 WHERE unit=?", (unit,))
+
+    def claims(self) -> dict[str, tuple[int, bool]]:
+        """unit -> (owner, done) of every unit claimed in this attempt."""
+        return {u: (o, bool(d)) for u, o, d in self.db.execute("SELECT unit, owner, done FROM claims")}
 
     def stats(self, name: str) -> dict[tuple, float | None]:
         cur = self.db.execute("SELECT variant, benchmark, src, tgt, idx, value FROM sentence_stats WHERE name=?", (name,))

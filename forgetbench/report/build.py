@@ -66,7 +66,8 @@ def figures(S: dict) -> dict[str, str]:
         ys = [p["rel"][v]["spBLEU"] for p in kept]
         ax.scatter(xs, ys, s=14, alpha=0.7, label=v)
     ax.axhline(0, color="grey", lw=0.8)
-    ax.set_xscale("log")
+    if kept:  # no pair passed the filter: an empty linear axis (a log axis of no data fails)
+        ax.set_xscale("log")
     ax.set_xlabel("bitext with English of the pair's poorer language (M pairs, thesis table)")
     ax.set_ylabel("relative spBLEU difference (%)")
     if comps and kept:
@@ -105,7 +106,8 @@ def figures(S: dict) -> dict[str, str]:
             ax.set_ylabel("density")
             ax.set_title(v, fontsize=9)
             ax.set_xlabel("ΔchrF per sentence")
-            ax.legend(fontsize=7)
+            if every:
+                ax.legend(fontsize=7)
         out["delta_hist"] = _png(fig)
     return out
 

@@ -2,11 +2,13 @@
 
 Rules:
 
-1. Rank 0 is the calling process; ranks 1 … N−1 are *spawned* (fresh interpreters: no forked torch thread
-   pools) and run ``run_sweep`` on the same config file and run folder, each with ``threads`` threads.
-2. They meet at a ``multiprocessing.Barrier``. A worker that exits with an error aborts the barrier (a
-   watchdog thread polls the workers every second), so no process waits forever; rank 0 then stops the others
-   and reports one line. Everything stored so far stays: rerunning the command resumes.
+1. Rank 0 is the calling process. It prepares the run (``run.prepare_run``) before ranks 1 … N−1 are *spawned*
+   (fresh interpreters: no forked torch thread pools), so it starts on the first unit of work while they
+   import; they run ``run_sweep`` on the same config file and run folder, each with ``threads`` threads.
+2. They meet at a ``multiprocessing.Barrier`` once no unit is left. A worker that exits with an error aborts
+   the barrier (a watchdog thread polls the workers every second), so no process waits forever — neither at
+   the barrier nor polling for a unit (``aborted``); rank 0 then stops the others and reports one line.
+   Everything stored so far stays: rerunning the command resumes.
 3. Under ``accelerate launch --num_processes N`` the launcher's processes are used instead (``cli``).
 """
 
@@ -23,13 +25,16 @@ def _worker(config: str, run_dir: str, rank: int, world: int, barrier) -> None:
     from forgetbench.sweep.config import load_sweep
     from forgetbench.sweep.run import run_sweep
 
-    run_sweep(load_sweep(config), run_dir, progress=False, rank=rank, world=world, barrier=barrier.wait)
+    run_sweep(load_sweep(config), run_dir, progress=False, rank=rank, world=world, barrier=barrier.wait, prepared=True,
+              aborted=lambda: barrier.broken)
 
 
 def run_parallel(cfg, run_dir: str | Path, world: int, progress: bool = True) -> dict:
     """``run_sweep`` on ``world`` processes; returns rank 0's summary."""
-    from forgetbench.sweep.run import run_sweep
+    from forgetbench.sweep.run import prepare_run, run_sweep
+    from forgetbench.sweep.schedule import SweepAborted
 
+    prepare_run(cfg, Path(run_dir))
     ctx = mp.get_context("spawn")
     barrier = ctx.Barrier(world)
     procs = [ctx.Process(target=_worker, args=(str(cfg.source), str(run_dir), r, world, barrier),
@@ -46,8 +51,9 @@ def run_parallel(cfg, run_dir: str | Path, world: int, progress: bool = True) ->
 
     threading.Thread(target=watch, daemon=True).start()
     try:
-        summary = run_sweep(cfg, run_dir, progress, rank=0, world=world, barrier=barrier.wait)
-    except threading.BrokenBarrierError:
+        summary = run_sweep(cfg, run_dir, progress, rank=0, world=world, barrier=barrier.wait, prepared=True,
+                            aborted=lambda: barrier.broken)
+    except (threading.BrokenBarrierError, SweepAborted):
         for p in procs:
             p.join(timeout=5)
         bad = [(p.name, p.exitcode) for p in procs if p.exitcode not in (None, 0)]

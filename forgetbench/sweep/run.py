@@ -6,11 +6,11 @@ models, backend ``ctranslate2`` and deployment speed) and ``config.yaml``. A rer
 compressed or converted are reused, rows and statistics already stored are skipped. After ``run_sweep`` the
 store holds everything ``summarise`` reads.
 
-Stages, with ``world`` processes (``sweep.parallel`` or ``accelerate launch``): (1) every process compresses
-its share of the variants (``compress_share``: the costliest first, each to the least-loaded process);
-(2) rank 0 registers every translation series and converts the CTranslate2 ones; (3) every process runs the
-model passes on its share of the pairs; (4) rank 0 alone, on a quiet machine, measures each variant's
-deployable form (``deployment_pass``), then the store passes and the summary.
+With ``world`` processes (``sweep.parallel`` or ``accelerate launch``): (1) rank 0 prepares the run
+(``prepare_run``: the store, its config, the claims of a new attempt); (2) every process takes the next ready
+unit of work (``sweep.schedule``: compress and register a variant, or one job of one series) until none is left;
+(3) rank 0 alone, on a quiet machine, measures each variant's deployable form (``deployment_pass``), then the
+store passes and the summary.
 """
 
 from __future__ import annotations
@@ -22,11 +22,14 @@ from pathlib import Path
 
 import torch
 import yaml
+from tqdm.auto import tqdm
 
 from forgetbench.compress.pipeline import compress_dir, load_compressed, load_model_dir
 from forgetbench.errors import ForgetbenchError
 from forgetbench.eval import bias as biasmod
+from forgetbench.eval.analysis import sentences_analysed
 from forgetbench.eval.backends import TorchTranslator, fake_quantised
+from forgetbench.eval.metrics import SpBLEU
 from forgetbench.eval.sentence_stats import lid_pass, xattn_pass
 from forgetbench.eval.speed import batch1_speed, batched_speed
 from forgetbench.eval.store import Store
@@ -35,59 +38,33 @@ from forgetbench.io import atomic_write_text
 from forgetbench.models import ct2
 from forgetbench.models.load import weights_sha256
 from forgetbench.sweep.config import SweepConfig
+from forgetbench.sweep.schedule import Unit, done_count, next_unit, units
 from forgetbench.sweep.summarise import summarise
 
 
-def compress_share(cfg: SweepConfig, run_dir: Path, rank: int, world: int) -> list[str]:
-    """The variants this process compresses and that are not compressed yet. The split depends on the config
-    alone, so every process computes the same one: costliest first (a quantize step calibrates: cost 5; pruning:
-    1), each to the least-loaded process. Under ``accelerate launch`` rank 0 compresses them all."""
-    todo = [n for n, r in cfg.variants.items() if r is not None]
-    if torch.distributed.is_available() and torch.distributed.is_initialized():
-        world = 1  # under a launcher, transformers' save_pretrained writes on rank 0 only: it compresses all
-        if rank != 0:
-            return []
-    cost = {n: 5 if fake_quantised(cfg.variants[n]) else 1 for n in todo}
-    load, mine = [0] * world, []
-    for n in sorted(todo, key=lambda n: -cost[n]):
-        r = load.index(min(load))
-        load[r] += cost[n]
-        if r == rank and not (run_dir / "variants" / n / "compression.json").is_file():
-            mine.append(n)
-    return mine
-
-
-def compress_variants(cfg: SweepConfig, run_dir: Path, names: list[str], progress: bool = True) -> None:
-    for name in names:
-        out = run_dir / "variants" / name
-        if out.exists():
-            shutil.rmtree(out)
-        compress_dir(cfg.model_of(name), cfg.variants[name], out, progress=progress)
-
-
-def register_series(cfg: SweepConfig, run_dir: Path, store: Store) -> None:
-    """Every translation series in the store (with its backend, recipe and sizes); CTranslate2 conversions."""
+def prepare_variant(cfg: SweepConfig, run_dir: Path, store: Store, name: str) -> None:
+    """A ``prepare`` unit: compress ``name`` (unless done), register its translation series (backend, recipe,
+    sizes), convert it for the CTranslate2 series."""
+    model, recipe = cfg.model_of(name), cfg.variants[name]
+    record_signals(store, name, model)
+    if recipe is None:
+        folder, info = model, {"recipe": None, "sizes": {
+            "dense_bytes": sum(f.stat().st_size for f in model.glob("*.safetensors")), "nominal_ratio": 1.0}}
+    else:
+        folder = run_dir / "variants" / name
+        if not (folder / "compression.json").is_file():
+            if folder.exists():
+                shutil.rmtree(folder)
+            compress_dir(model, recipe, folder, progress=False)
+        info = {"recipe": recipe.name, "sizes": json.loads((folder / "compression.json").read_text())["sizes"]}
     known = store.variants()
-    for name, recipe in cfg.variants.items():
-        model = cfg.model_of(name)
-        record_signals(store, name, model)
-        if recipe is None:
-            folder, info = model, {"recipe": None, "sizes": {
-                "dense_bytes": sum(f.stat().st_size for f in model.glob("*.safetensors")), "nominal_ratio": 1.0}}
-        else:
-            folder = run_dir / "variants" / name
-            info = {"recipe": recipe.name, "sizes": json.loads((folder / "compression.json").read_text())["sizes"]}
-        sha = known[name]["model_sha256"] if name in known else weights_sha256(folder)
-        for series, backend in cfg.series(name):
-            label = backend_label(cfg, backend)
-            if series not in known:
-                store.add_variant(series, str(folder), sha, info | {"variant": name, "backend": label})
-            elif known[series].get("backend", "torch") != label:  # resuming with another backend would mix them
-                raise ForgetbenchError(f"{run_dir}: {series} was translated with backend {known[series].get('backend', 'torch')}"
-                                       f", the config now says {label}; use a new --out for another backend")
-            if backend == "ctranslate2":
-                ct2.cached_conversion(lambda n=name: load_variant(cfg, run_dir, n), ct2_folder(cfg, run_dir, name),
-                                      cfg.backend.compute_type, sha)
+    sha = known[name]["model_sha256"] if name in known else weights_sha256(folder)
+    for series, backend in cfg.series(name):
+        if series not in known:
+            store.add_variant(series, str(folder), sha, info | {"variant": name, "backend": backend_label(cfg, backend)})
+        if backend == "ctranslate2":
+            ct2.cached_conversion(lambda n=name: load_variant(cfg, run_dir, n), ct2_folder(cfg, run_dir, name),
+                                  cfg.backend.compute_type, sha)
 
 
 def backend_label(cfg: SweepConfig, backend: str) -> str:
@@ -151,60 +128,111 @@ def load_variant(cfg: SweepConfig, run_dir: Path, name: str):
     return model, tok
 
 
-def run_sweep(cfg: SweepConfig, run_dir: str | Path, progress: bool = True, rank: int = 0, world: int = 1,
-              barrier=None) -> dict:
-    """Compress, translate, run every pass and summarise; returns the summary (rank 0; {} elsewhere). The run
-    record holds the wall time of each stage (rank 0's share where processes split the pairs)."""
-    run_dir = Path(run_dir)
+def prepare_run(cfg: SweepConfig, run_dir: Path) -> None:
+    """Rank 0, before any other process opens the store: the store (schema, WAL), the config, a new attempt."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    torch.set_num_threads(cfg.threads)
-    t0 = time.perf_counter()
-    stages = dict.fromkeys(("compress", "translate", "cross_attention", "bias", "speed", "lid", "second_aligner",
-                            "summarise"), 0.0)
-    wait = barrier or (lambda: None)
-    if rank == 0:  # rank 0 creates the store (schema, WAL) before any other process opens it
-        store = Store(run_dir / "store.sqlite")
+    (run_dir / "variants").mkdir(exist_ok=True)
+    store = Store(run_dir / "store.sqlite")
+    try:
+        known = store.variants()
+        for name in cfg.variants:
+            for series, backend in cfg.series(name):
+                was, now = known.get(series, {}).get("backend", "torch"), backend_label(cfg, backend)
+                if series in known and was != now:  # resuming with another backend would mix them
+                    raise ForgetbenchError(f"{run_dir}: {series} was translated with backend {was}, the config now "
+                                           f"says {now}; use a new --out for another backend")
         atomic_write_text(run_dir / "config.yaml", yaml.safe_dump(cfg.raw, sort_keys=False, allow_unicode=True))
         store.set_meta("config_source", str(cfg.source))
-    (run_dir / "variants").mkdir(exist_ok=True)
-    compress_variants(cfg, run_dir, compress_share(cfg, run_dir, rank, world), progress and rank == 0)
+        store.reset_claims()
+    finally:
+        store.close()
+
+
+class _Worker:
+    """One process's units: the loaded variant (one at a time) and its translators."""
+
+    def __init__(self, cfg: SweepConfig, run_dir: Path, store: Store):
+        self.cfg, self.run_dir, self.store = cfg, run_dir, store
+        self.name, self.model, self.tok, self.translators = None, None, None, {}
+        self.bias_jobs = biasmod.jobs(cfg.bias)
+        self.spbleu = SpBLEU(cfg.spm, official=cfg.spm_official)
+
+    def load(self, name: str):
+        if self.name != name:
+            self.name, self.model, self.tok, self.translators = None, None, None, {}
+            self.model, self.tok = load_variant(self.cfg, self.run_dir, name)
+            self.name = name
+        return self.model, self.tok
+
+    def translator(self, unit: Unit):
+        if unit.series not in self.translators:
+            self.translators[unit.series] = translator_for(self.cfg, self.run_dir, unit.variant, unit.backend,
+                                                           self.model, self.tok)
+        return self.translators[unit.series]
+
+    def run(self, unit: Unit) -> dict[str, float]:
+        """Do one unit; returns its seconds per stage."""
+        cfg, gen, store, t0 = self.cfg, self.cfg.generation, self.store, time.perf_counter()
+        if unit.kind == "prepare":
+            prepare_variant(cfg, self.run_dir, store, unit.variant)
+            return {"compress": time.perf_counter() - t0}
+        model, tok = self.load(unit.variant)
+        job = (self.bias_jobs if unit.kind == "bias" else cfg.jobs)[unit.index]
+        if unit.kind == "xattn":  # λ: the torch model's attention, teacher-forced on the hypotheses it reads
+            base = store.translations(cfg.base, job.benchmark.name, job.src, job.tgt)
+            if sentences_analysed(job, {r["idx"]: r["hyp"] for r in base}, self.spbleu, cfg.thresholds):
+                xattn_pass(store, unit.series, model, tok, [job], gen["batch_size"], False)
+            return {"cross_attention": time.perf_counter() - t0}
+        tr = self.translator(unit)
+        run_variant(store, unit.series, tr, [job], gen["batch_size"], gen["num_beams"], gen["max_new_tokens"], False)
+        if unit.kind == "pairs":
+            return {"translate": time.perf_counter() - t0}
+        if job in cfg.bias.gender_jobs:
+            biasmod.gender_pass(store, unit.series, model, tok, cfg.bias, gen["batch_size"], False, [job])
+        return {"bias": time.perf_counter() - t0}
+
+
+def run_sweep(cfg: SweepConfig, run_dir: str | Path, progress: bool = True, rank: int = 0, world: int = 1,
+              barrier=None, prepared: bool = False, aborted=lambda: False) -> dict:
+    """Compress, translate, run every pass and summarise; returns the summary (rank 0; {} elsewhere). The run
+    record holds rank 0's seconds per stage (the units it did) and its wait for the others. ``prepared``: the
+    caller ran ``prepare_run`` before starting the processes (``sweep.parallel``), so nobody waits for rank 0."""
+    run_dir = Path(run_dir)
+    torch.set_num_threads(cfg.threads)
+    t0 = time.perf_counter()
+    stages = dict.fromkeys(("compress", "translate", "cross_attention", "bias", "waiting", "speed", "lid",
+                            "second_aligner", "summarise"), 0.0)
+    wait = barrier or (lambda: None)
+    if not prepared:
+        if rank == 0:
+            prepare_run(cfg, run_dir)
+        wait()
+    store = Store(run_dir / "store.sqlite")
+    todo = units(cfg)
+    launched = torch.distributed.is_available() and torch.distributed.is_initialized()
+    worker, timings = _Worker(cfg, run_dir, store), {}
+    bar = tqdm(total=len(todo), desc="sweep", unit="unit", disable=None if progress and rank == 0 else True)
+    t_idle = time.perf_counter()
+    while (unit := next_unit(store, todo, rank, may_prepare=rank == 0 or not launched, aborted=aborted)) is not None:
+        stages["waiting"] += time.perf_counter() - t_idle
+        bar.set_postfix_str(unit.key, refresh=False)
+        spent = worker.run(unit)
+        store.finish(unit.key)
+        for k, v in spent.items():
+            stages[k] += v
+        if unit.series is not None:
+            rec = timings.setdefault(unit.series, {"backend": unit.backend, "units": 0, "translate_s": 0.0,
+                                                   "xattn_s": 0.0, "bias_s": 0.0})
+            rec["units"] += 1
+            for k, key in (("translate", "translate_s"), ("cross_attention", "xattn_s"), ("bias", "bias_s")):
+                rec[key] = round(rec[key] + spent.get(k, 0.0), 2)
+        bar.update(done_count(store) - bar.n)
+        t_idle = time.perf_counter()
+    worker = None
     wait()
-    if rank == 0:
-        register_series(cfg, run_dir, store)
-    stages["compress"] = time.perf_counter() - t0
-    wait()
-    if rank != 0:
-        store = Store(run_dir / "store.sqlite")
-    my_jobs = cfg.jobs[rank::world]
-    bias_jobs = biasmod.jobs(cfg.bias)[rank::world]
-    gen = cfg.generation
-    compared = cfg.compared_series  # λ compares a variant with its base; a base-only run (eval) needs no attention pass
-    timings = {}
-    for name in cfg.variants:
-        model, tok = load_variant(cfg, run_dir, name)
-        for series, backend in cfg.series(name):
-            translator = translator_for(cfg, run_dir, name, backend, model, tok)
-            t1 = time.perf_counter()
-            n = run_variant(store, series, translator, my_jobs, gen["batch_size"], gen["num_beams"],
-                            gen["max_new_tokens"], progress)
-            t2 = time.perf_counter()
-            if series in compared:  # the attention of the torch model, teacher-forced on the series' own hypotheses
-                xattn_pass(store, series, model, tok, my_jobs, gen["batch_size"], progress)
-            t3 = time.perf_counter()
-            if bias_jobs:
-                run_variant(store, series, translator, bias_jobs, gen["batch_size"], gen["num_beams"],
-                            gen["max_new_tokens"], progress)
-                if cfg.bias.gender_jobs:
-                    biasmod.gender_pass(store, series, model, tok, cfg.bias, gen["batch_size"], progress, bias_jobs)
-            t4 = time.perf_counter()
-            stages["translate"] += t2 - t1
-            stages["cross_attention"] += t3 - t2
-            stages["bias"] += t4 - t3
-            timings[series] = {"backend": backend, "translated": n, "translate_s": round(t2 - t1, 2),
-                               "xattn_s": round(t3 - t2, 2), "bias_s": round(t4 - t3, 2)}
-            del translator
-        del model
-    wait()
+    stages["waiting"] += time.perf_counter() - t_idle
+    bar.update(len(todo) - bar.n)
+    bar.close()
     if rank != 0:
         store.close()
         return {}

@@ -35,6 +35,12 @@ def summarise(cfg: SweepConfig, run_dir: str | Path, run_info: dict | None = Non
     bases = {s: cfg.base_of(s) for s in series}
     A = analyse(store, cfg.jobs, cfg.base, series, spb, cfg.thresholds, cfg.tier_views, contrasts=cfg.contrasts,
                 bases=bases, parity=cfg.parity_series)
+    lacking = {v: r["all"].missing for v, r in A.hallucination.items() if r["all"].missing}
+    if lacking:  # the sweep computes λ for the analysed pairs only: the analysis settings or pairs changed since
+        store.close()
+        raise ForgetbenchError(f"{run_dir}: cross-attention λ is missing for analysed sentences ({lacking}); the analysis "
+                               "settings changed since the sweep: rerun `forgetbench sweep` with this config on the run "
+                               "folder to compute them")
     speed, signals = ({v: x for v in series if (x := store.meta(f"{kind}:{v}")) is not None}
                       for kind in ("speed", "signals"))
     bias_summary = biasmod.analyse_bias(store, cfg.bias, cfg.base, series, cfg.thresholds.resamples,
