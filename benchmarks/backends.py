@@ -13,9 +13,10 @@ Paths (greedy, the same max_new_tokens; length-sorted batches of --batch-size wh
 - ``ptq_torch``: the sweep's runner on the model fake-quantised by ``configs/recipes/ptq-int8.yaml`` (compressed
   once, untimed), for the PTQ decode ratio against ``sweep_torch``.
 
-Each repeat runs every path once, in a rotated order; sentences/s is total sentences over total seconds. Printed:
-per path seconds and sentences/s, the ratios the acceptance names, and the hypotheses identical to the sweep's
-torch loop. Threads and load average and the CPU (model, AVX-512/VNNI/AMX flags) come with them.
+Each repeat runs every path on each pair, the paths in an order rotated per (repeat, pair); sentences/s is total
+sentences over total seconds. Printed: per path seconds and sentences/s, the ratios the acceptance names with a
+95 % paired bootstrap interval (the (repeat, pair) units resampled, ratio of summed seconds: run-to-run noise of
+a few per cent is visible, not mistaken for a difference), and the hypotheses identical to the sweep's torch loop. Threads and load average and the CPU (model, AVX-512/VNNI/AMX flags) come with them.
 """
 
 import argparse
@@ -24,11 +25,13 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from benchmarks.common import environment
 from forgetbench.compress.pipeline import compress_dir, load_compressed, load_model_dir
 from forgetbench.compress.recipe import load_recipe
+from forgetbench.eval import bootstrap as bs
 from forgetbench.eval.backends import TorchTranslator
 from forgetbench.eval.benchmarks import open_benchmark
 from forgetbench.eval.store import Store
@@ -61,39 +64,37 @@ def main():
     compress_dir(a.model, load_recipe("ptq-int8"), work / "ptq", progress=False)
     ptq, ptq_tok, _ = load_compressed(work / "ptq")
     hyps: dict[str, dict] = {}
+    # every path translates one pair per call: the timed units are (repeat, pair), interleaved across the paths
 
-    def naive():
+    def naive(s, t, srcs):
         return {(s, t, i): translate(model, tok, [x], s, t, 1, a.max_new_tokens, greedy_loop=False)[0]
-                for (s, t), srcs in lines.items() for i, x in enumerate(srcs)}
+                for i, x in enumerate(srcs)}
 
-    def hf_batched():
+    def hf_batched(s, t, srcs):
         out = {}
-        for (s, t), srcs in lines.items():
-            for b in length_batches(list(range(len(srcs))), srcs, a.batch_size):
-                for i, h in zip(b, translate(model, tok, [srcs[i] for i in b], s, t, 1, a.max_new_tokens,
-                                             greedy_loop=False), strict=True):
-                    out[(s, t, i)] = h
+        for b in length_batches(list(range(len(srcs))), srcs, a.batch_size):
+            for i, h in zip(b, translate(model, tok, [srcs[i] for i in b], s, t, 1, a.max_new_tokens,
+                                         greedy_loop=False), strict=True):
+                out[(s, t, i)] = h
         return out
 
     def raw(q):
         tr = translators[q]
 
-        def go():
-            out = {}
-            for (s, t), srcs in lines.items():
-                res = tr.translator.translate_batch(tr.source_tokens(srcs, s, t), [[f"__{t}__"]] * len(srcs),
-                                                    max_batch_size=a.batch_size, beam_size=1, min_decoding_length=0,
-                                                    max_decoding_length=a.max_new_tokens, max_input_length=0)
-                for i, r in enumerate(res):
-                    out[(s, t, i)] = tok.decode(tok.convert_tokens_to_ids(r.hypotheses[0]), skip_special_tokens=True).strip()
-            return out
+        def go(s, t, srcs):
+            res = tr.translator.translate_batch(tr.source_tokens(srcs, s, t), [[f"__{t}__"]] * len(srcs),
+                                                max_batch_size=a.batch_size, beam_size=1, min_decoding_length=0,
+                                                max_decoding_length=a.max_new_tokens, max_input_length=0)
+            return {(s, t, i): tok.decode(tok.convert_tokens_to_ids(r.hypotheses[0]), skip_special_tokens=True).strip()
+                    for i, r in enumerate(res)}
         return go
 
     def sweep(translator):
-        def go():
+        def go(s, t, srcs):
+            job = next(j for j in jobs if (j.src, j.tgt) == (s, t))
             with tempfile.TemporaryDirectory() as d:
                 store = Store(f"{d}/s.sqlite")
-                run_variant(store, "v", translator, jobs, a.batch_size, 1, a.max_new_tokens, progress=False)
+                run_variant(store, "v", translator, [job], a.batch_size, 1, a.max_new_tokens, progress=False)
                 out = {(r["src"], r["tgt"], r["idx"]): r["hyp"] for r in store.translations("v")}
                 store.close()
             return out
@@ -105,28 +106,41 @@ def main():
     for k in filter(None, a.skip.split(",")):
         paths.pop(k)
     names = list(paths)
-    secs = dict.fromkeys(names, 0.0)
+    unit_secs = {k: [] for k in names}  # per path: seconds of each (repeat, pair), in the same unit order
     load0 = environment()["loadavg"]
     for r in range(a.repeats):
-        for k in names[r % len(names):] + names[: r % len(names)]:
-            t0 = time.perf_counter()
-            hyps[k] = paths[k]()
-            secs[k] += time.perf_counter() - t0
+        for u, ((s, t), srcs) in enumerate(lines.items()):
+            order = names[(r + u) % len(names):] + names[: (r + u) % len(names)]
+            for k in order:
+                t0 = time.perf_counter()
+                hyps.setdefault(k, {}).update(paths[k](s, t, srcs))
+                unit_secs[k].append(time.perf_counter() - t0)
+    secs = {k: sum(v) for k, v in unit_secs.items()}
     rate = {k: n * a.repeats / secs[k] for k in names}
-    ref = hyps["sweep_torch"]
-    ratio = lambda x, y: round(rate[x] / rate[y], 2) if x in rate and y in rate else None  # noqa: E731
+    ref = hyps.get("sweep_torch") or hyps[names[0]]
+    weights = bs.counts(len(lines) * a.repeats, 2000, 7)  # paired bootstrap over the (repeat, pair) units
+
+    def ratio(x, y):  # rate of x over rate of y = seconds of y over seconds of x, with its 95 % interval
+        if x not in rate or y not in rate:
+            return None
+        sx, sy = weights @ np.array(unit_secs[x]), weights @ np.array(unit_secs[y])
+        ci = bs.percentile_interval(sy / sx)
+        return [round(secs[y] / secs[x], 3), [round(ci.low, 3), round(ci.high, 3)]]
+
+    def time_ratio(x, y):  # seconds of x over seconds of y
+        return ratio(y, x)
     print(json.dumps({
         "sentences": n, "pairs": a.pairs, "repeats": a.repeats, "batch_size": a.batch_size,
         "max_new_tokens": a.max_new_tokens,
         "seconds": {k: round(v, 2) for k, v in secs.items()}, "sentences_per_s": {k: round(v, 2) for k, v in rate.items()},
-        "ratios": {"sweep_ct2_int8 / naive (>= 15)": ratio("sweep_ct2_int8", "naive"),
+        "ratios [value, 95 % paired bootstrap interval over (repeat, pair)]": {
+                   "sweep_ct2_int8 / naive (>= 15)": ratio("sweep_ct2_int8", "naive"),
                    "sweep_ct2_int8 / ct2_int8 raw (>= 0.95)": ratio("sweep_ct2_int8", "ct2_int8"),
                    "sweep_torch / naive (>= 10)": ratio("sweep_torch", "naive"),
                    "sweep_torch / hf_batched": ratio("sweep_torch", "hf_batched"),
                    "ct2_fp32 / sweep_torch": ratio("ct2_fp32", "sweep_torch"),
                    "ct2_int8 / sweep_torch": ratio("ct2_int8", "sweep_torch"),
-                   "ptq decode time / base (<= 1.3)": round(secs["ptq_torch"] / secs["sweep_torch"], 3)
-                   if "ptq_torch" in secs else None},
+                   "ptq decode time / base (<= 1.3)": time_ratio("ptq_torch", "sweep_torch")},
         "identical_to_sweep_torch": {k: sum(hyps[k][x] == ref[x] for x in ref) for k in names},
         "ctranslate2": __import__("ctranslate2").__version__, "disk_bytes": {q: ct2.disk_bytes(f) for q, f in folders.items()},
         "loadavg_start": load0, "environment": environment()}, indent=2))

@@ -1,6 +1,8 @@
+import numpy as np
 import pytest
 
-from forgetbench.eval.gender_metrics import GenderItem, gender_scores
+from forgetbench.eval.bootstrap import tally
+from forgetbench.eval.gender_metrics import GenderItem, gender_scores, resampled_scores
 from forgetbench.eval.word_sense import (
     DibimtItem,
     MucowItem,
@@ -29,6 +31,22 @@ def test_gender_metrics_equal_hand_computation():
     s2 = gender_scores(items2)
     # anti now: male tp 1, predicted 4 (3 wrong female->male + 1), gold 2 -> P 1/4, R 1/2 -> F1 1/3; female F1 0 -> psi_anti 1
     assert s2.psi_star == pytest.approx(abs(1.0 - 0.0))
+
+
+def test_resampled_gender_scores_equal_gender_scores_of_each_resample():
+    """The vectorised bootstrap (counts × indicators) gives gender_scores' accuracy, ψ and ψ* exactly, NaN where it
+    gives None (a resample without pro items, or with no correct male/female prediction)."""
+    rng = np.random.default_rng(0)
+    for n in (1, 3, 12, 40):
+        items = [GenderItem(str(rng.choice(["male", "female"])), str(rng.choice(["male", "female", "neutral", "unknown"])),
+                            rng.choice(["pro", "anti", None])) for _ in range(n)]
+        idx = rng.integers(0, n, size=(200, n))
+        got = resampled_scores(items, tally(idx, n))
+        for r in range(200):
+            ref = gender_scores([items[j] for j in idx[r]])
+            for k in ("accuracy", "psi", "psi_star"):
+                want = getattr(ref, k)
+                assert (np.isnan(got[k][r]) if want is None else got[k][r] == want), (n, r, k)
 
 
 def test_mucow_scoring_fixture():

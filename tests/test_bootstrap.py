@@ -55,6 +55,21 @@ def test_chrf_resample_of_everything_is_the_corpus_score():
     assert bs.scores_from(chrf, st.sum(0, keepdims=True))[0] == pytest.approx(chrf.corpus_score(a, [refs]).score, abs=1e-9)
 
 
+@pytest.mark.parametrize("kwargs", [{"char_order": 6, "word_order": 0, "beta": 3}, {"word_order": 2},
+                                    {"char_order": 6, "word_order": 0, "beta": 3, "eps_smoothing": True}])
+def test_chrf_rows_equal_sacrebleu_on_every_resample(kwargs):
+    """The vectorised chrF of resampled statistics is sacrebleu's _compute_f_score on each row, bit for bit,
+    including rows with empty hypotheses and orders without matches."""
+    refs, a, _ = _systems(n=60, seed=3)
+    a = ["" if k % 7 == 0 else ("w1" if k % 11 == 0 else h) for k, h in enumerate(a)]
+    chrf = CHRF(**kwargs)
+    summed = bs.counts(len(refs), 300, 5) @ bs.sentence_stats(chrf, a, refs)
+    summed[:3] = 0  # no statistics at all
+    summed[3, 2::3] = 0  # no matches at any order
+    assert bs.chrf_rows(chrf, summed).tolist() == [chrf._compute_f_score(list(row)) for row in summed]
+    assert bs.scores_from(chrf, summed).tolist() == [chrf._compute_score_from_stats(row).score for row in summed]
+
+
 def test_interval_coverage_with_a_known_difference():
     """About 95 % of 95 % intervals contain the true difference (300 synthetic paired samples)."""
     rng = np.random.default_rng(42)

@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 
 from forgetbench.errors import ForgetbenchError
 from forgetbench.eval.alignment import align_words, fastalign_align
-from forgetbench.eval.gender_metrics import GenderItem, gender_scores
+from forgetbench.eval.gender_metrics import GenderItem, gender_scores, resampled_scores
 from forgetbench.eval.gender_readers import read_gender
 from forgetbench.eval.store import Store
 from forgetbench.eval.translate import Job, pair_batches
@@ -110,11 +110,12 @@ def gender_pass(store: Store, variant: str, model, tokenizer, bias: BiasConfig, 
             store.add_stats(rows)
 
 
-def fastalign_gender_pass(store: Store, variants: list[str], bias: BiasConfig) -> None:
-    """Second aligner: fast_align's model (deterministic) links the profession word; stores ``gender_pred_fastalign``."""
+def fastalign_gender_pass(store: Store, variants: list[str], bias: BiasConfig, jobs: list[Job] | None = None) -> None:
+    """Second aligner: fast_align's model (deterministic) links the profession word; stores ``gender_pred_fastalign``
+    (of ``jobs``' items, all gender jobs by default: each (variant, job) is aligned on its own, with the context)."""
     if bias is None or bias.aligner_context is None:
         return
-    for job in bias.gender_jobs:
+    for job in bias.gender_jobs if jobs is None else [j for j in bias.gender_jobs if j in jobs]:
         ctx = list(zip(*bias.aligner_context.pair("en", job.tgt), strict=True))
         key = (job.benchmark.name, job.src, job.tgt)
         for v in variants:
@@ -147,13 +148,11 @@ def gender_intervals(items: dict[str, dict[str, dict[int, GenderItem]]], base: s
         if not common:
             continue
         idx = np.random.default_rng([seed, 7, li]).integers(0, len(common), size=(resamples, len(common)))
+        weights = bs.tally(idx, len(common))
         for v in variants:
-            col = [items[v][lang][i] for i in common]
-            for r in range(resamples):
-                g = gender_scores([col[j] for j in idx[r]])
-                for k in keys:
-                    x = getattr(g, k)
-                    vals[v][k][r, li] = np.nan if x is None else x
+            scores = resampled_scores([items[v][lang][i] for i in common], weights)
+            for k in keys:
+                vals[v][k][:, li] = scores[k]
     out = {}
     for v in variants:
         avg = {k: bs.nanmean(vals[v][k], axis=1) if langs else np.array([]) for k in keys}

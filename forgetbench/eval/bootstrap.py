@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from sacrebleu.metrics import CHRF
 
 RESAMPLES = 1000
 SEED = 12345  # sacrebleu's default SACREBLEU_SEED
@@ -59,10 +60,14 @@ class PairDifference:
 
 def counts(n: int, resamples: int = RESAMPLES, seed: int = SEED) -> np.ndarray:
     """[R, n]: how often each of ``n`` items is drawn in each resample (draws with replacement)."""
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(resamples, n))
-    flat = (np.arange(resamples)[:, None] * n + idx).ravel()
-    return np.bincount(flat, minlength=resamples * n).reshape(resamples, n).astype(np.float64)
+    return tally(np.random.default_rng(seed).integers(0, n, size=(resamples, n)), n)
+
+
+def tally(idx: np.ndarray, n: int) -> np.ndarray:
+    """[R, n] counts from [R, k] drawn indices in [0, n)."""
+    r = idx.shape[0]
+    flat = (np.arange(r)[:, None] * n + idx).ravel()
+    return np.bincount(flat, minlength=r * n).reshape(r, n).astype(np.float64)
 
 
 def percentile_interval(samples: np.ndarray, level: float = LEVEL) -> Interval:
@@ -80,8 +85,38 @@ def sentence_stats(metric, hyps: Sequence[str], refs: Sequence[str]) -> np.ndarr
 
 
 def scores_from(metric, summed: np.ndarray) -> np.ndarray:
-    """Corpus scores of each row of summed statistics, by sacrebleu's own formula."""
+    """Corpus scores of each row of summed statistics, by sacrebleu's own formula (chrF: the same formula on
+    all rows at once, ``chrf_rows``)."""
+    if isinstance(metric, CHRF):
+        return chrf_rows(metric, summed)
     return np.array([metric._compute_score_from_stats(row).score for row in summed])
+
+
+def chrf_rows(metric: CHRF, summed: np.ndarray) -> np.ndarray:
+    """``CHRF._compute_f_score`` (sacrebleu 2.x) of every row of ``summed`` [R, 3 · order]: the same float64
+    operations in the same order, elementwise, so every row equals sacrebleu's score exactly (tested); 1,000
+    resamples in ~1 ms instead of ~30."""
+    eps, factor, rows = 1e-16, metric.beta ** 2, summed.shape[0]
+    score, avg_prec, avg_rec = np.zeros(rows), np.zeros(rows), np.zeros(rows)
+    effective = np.zeros(rows, dtype=np.int64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for i in range(metric.order):
+            n_hyp, n_ref, n_match = summed[:, 3 * i], summed[:, 3 * i + 1], summed[:, 3 * i + 2]
+            prec = np.where(n_hyp > 0, n_match / n_hyp, eps)
+            rec = np.where(n_ref > 0, n_match / n_ref, eps)
+            denom = factor * prec + rec
+            score = score + np.where(denom > 0, (1 + factor) * prec * rec / denom, eps)
+            both = (n_hyp > 0) & (n_ref > 0)
+            avg_prec = np.where(both, avg_prec + prec, avg_prec)
+            avg_rec = np.where(both, avg_rec + rec, avg_rec)
+            effective += both
+        if metric.eps_smoothing:
+            return 100 * score / metric.order
+        avg_prec = np.where(effective == 0, 0.0, avg_prec / effective)
+        avg_rec = np.where(effective == 0, 0.0, avg_rec / effective)
+        f = (1 + factor) * avg_prec * avg_rec
+        f = f / ((factor * avg_prec) + avg_rec)
+        return np.where(avg_prec + avg_rec != 0, 100 * f, 0.0)
 
 
 def paired_p(base_scores: np.ndarray, comp_scores: np.ndarray, observed: float) -> float:

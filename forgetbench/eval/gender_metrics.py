@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+import numpy as np
+
 
 @dataclass(frozen=True)
 class GenderItem:
@@ -61,3 +63,34 @@ def gender_scores(items: list[GenderItem]) -> GenderScores:
     return GenderScores(len(items), _acc(items), fm, ff, fm - ff,
                         None if acc_pro is None or acc_anti is None else acc_pro - acc_anti,
                         psi(items), None if p_pro is None or p_anti is None else abs(p_anti - p_pro))
+
+
+def _f1_rows(tp: np.ndarray, pred: np.ndarray, gold: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p, r = tp / pred, tp / gold
+        return np.where(tp == 0, 0.0, 2 * p * r / (p + r))
+
+
+def _psi_rows(w: np.ndarray, items: list[GenderItem], subset: np.ndarray) -> np.ndarray:
+    def n(mask):
+        return w @ (mask & subset).astype(np.float64)
+
+    gold = np.array([x.gold for x in items])
+    pred = np.array([x.predicted for x in items])
+    fm = _f1_rows(n((gold == "male") & (pred == "male")), n(pred == "male"), n(gold == "male"))
+    ff = _f1_rows(n((gold == "female") & (pred == "female")), n(pred == "female"), n(gold == "female"))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(fm + ff != 0, (fm - ff) / (fm + ff), np.nan)
+
+
+def resampled_scores(items: list[GenderItem], weights: np.ndarray) -> dict[str, np.ndarray]:
+    """Accuracy, ψ and ψ* of every resample at once; ``weights`` [R, n]: how often each item is drawn (from
+    ``bootstrap.tally``). Row r equals ``gender_scores`` of resample r's items (NaN where it gives None): the same
+    operations on the same counts, which are exact integers in float64."""
+    every = np.ones(len(items), dtype=bool)
+    correct = np.array([x.gold == x.predicted for x in items])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        acc = (weights @ correct.astype(np.float64)) / weights.sum(1)
+    p_pro = _psi_rows(weights, items, np.array([x.stereotype == "pro" for x in items]))
+    p_anti = _psi_rows(weights, items, np.array([x.stereotype == "anti" for x in items]))
+    return {"accuracy": acc, "psi": _psi_rows(weights, items, every), "psi_star": np.abs(p_anti - p_pro)}

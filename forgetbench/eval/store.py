@@ -29,8 +29,9 @@ CREATE TABLE IF NOT EXISTS sentence_stats (
   variant TEXT NOT NULL, benchmark TEXT NOT NULL, src TEXT NOT NULL, tgt TEXT NOT NULL, idx INTEGER NOT NULL,
   name TEXT NOT NULL, value REAL,
   PRIMARY KEY (variant, benchmark, src, tgt, idx, name));
-CREATE TABLE IF NOT EXISTS claims (unit TEXT PRIMARY KEY, owner INTEGER NOT NULL, done INTEGER NOT NULL DEFAULT 0);
 """
+CLAIMS = """CREATE TABLE IF NOT EXISTS claims (unit TEXT PRIMARY KEY, owner INTEGER NOT NULL,
+  done INTEGER NOT NULL DEFAULT 0, seconds REAL)"""
 
 
 class Store:
@@ -42,7 +43,7 @@ class Store:
             self.db = sqlite3.connect(str(self.path), timeout=60)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=FULL")
-            self.db.executescript(SCHEMA)
+            self.db.executescript(SCHEMA + CLAIMS + ";")
             self.db.execute("SELECT count(*) FROM translations").fetchone()
         except sqlite3.DatabaseError as e:
             if self.db is not None:
@@ -119,17 +120,27 @@ class Store:
             self.db.executemany("INSERT OR REPLACE INTO sentence_stats VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
 
     def reset_claims(self) -> None:
+        """A new attempt: no unit claimed (the table is made anew, so a store of an older layout gets this one)."""
         with self.db:
-            self.db.execute("DELETE FROM claims")
+            self.db.execute("DROP TABLE IF EXISTS claims")
+            self.db.execute(CLAIMS)
 
     def claim(self, unit: str, owner: int) -> bool:
         """True when this call took ``unit`` (nobody had); one transaction."""
         with self.db:
             return self.db.execute("INSERT OR IGNORE INTO claims (unit, owner) VALUES (?, ?)", (unit, owner)).rowcount == 1
 
-    def finish(self, unit: str) -> None:
+    def finish(self, unit: str, seconds: float | None = None) -> None:
         with self.db:
-            self.db.execute("UPDATE claims SET done=1 WHERE unit=?", (unit,))
+            self.db.execute("UPDATE claims SET done=1, seconds=? WHERE unit=?", (seconds, unit))
+
+    def claim_seconds(self) -> dict[int, dict[str, float]]:
+        """owner -> unit kind (the key's part before the first ':') -> seconds, over the finished units."""
+        out: dict[int, dict[str, float]] = {}
+        for unit, owner, sec in self.db.execute("SELECT unit, owner, seconds FROM claims WHERE done=1"):
+            kind = unit.split(":", 1)[0]
+            out.setdefault(owner, {})[kind] = out.get(owner, {}).get(kind, 0.0) + (sec or 0.0)
+        return out
 
     def claims(self) -> dict[str, tuple[int, bool]]:
         """unit -> (owner, done) of every unit claimed in this attempt."""

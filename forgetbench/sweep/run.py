@@ -10,7 +10,8 @@ With ``world`` processes (``sweep.parallel`` or ``accelerate launch``): (1) rank
 (``prepare_run``: the store, its config, the claims of a new attempt); (2) every process takes the next ready
 unit of work (``sweep.schedule``: compress and register a variant, or one job of one series) until none is left;
 (3) rank 0 alone, on a quiet machine, measures each variant's deployable form (``deployment_pass``), then the
-store passes and the summary.
+store passes (those left: each bias unit has run fast_align on its own items already) and the summary. The
+run record holds rank 0's seconds per stage and every process's seconds per kind of unit (``unit_seconds``).
 """
 
 from __future__ import annotations
@@ -187,8 +188,9 @@ class _Worker:
         run_variant(store, unit.series, tr, [job], gen["batch_size"], gen["num_beams"], gen["max_new_tokens"], False)
         if unit.kind == "pairs":
             return {"translate": time.perf_counter() - t0}
-        if job in cfg.bias.gender_jobs:
+        if job in cfg.bias.gender_jobs:  # both aligners (the second needs no model: here it runs beside the others)
             biasmod.gender_pass(store, unit.series, model, tok, cfg.bias, gen["batch_size"], False, [job])
+            biasmod.fastalign_gender_pass(store, [unit.series], cfg.bias, [job])
         return {"bias": time.perf_counter() - t0}
 
 
@@ -217,7 +219,7 @@ def run_sweep(cfg: SweepConfig, run_dir: str | Path, progress: bool = True, rank
         stages["waiting"] += time.perf_counter() - t_idle
         bar.set_postfix_str(unit.key, refresh=False)
         spent = worker.run(unit)
-        store.finish(unit.key)
+        store.finish(unit.key, sum(spent.values()))
         for k, v in spent.items():
             stages[k] += v
         if unit.series is not None:
@@ -245,9 +247,10 @@ def run_sweep(cfg: SweepConfig, run_dir: str | Path, progress: bool = True, rank
     t6 = time.perf_counter()
     biasmod.fastalign_gender_pass(store, cfg.series_names, cfg.bias)
     stages["speed"], stages["lid"], stages["second_aligner"] = t5 - t4, t6 - t5, time.perf_counter() - t6
+    work = {f"rank{r}": {k: round(v, 1) for k, v in sorted(kinds.items())} for r, kinds in sorted(store.claim_seconds().items())}
     store.close()
     t7 = time.perf_counter()
-    summary = summarise(cfg, run_dir, {"processes": world, "timings_rank0": timings})
+    summary = summarise(cfg, run_dir, {"processes": world, "timings_rank0": timings, "unit_seconds": work})
     stages["summarise"] = time.perf_counter() - t7
     summary["run"] |= {"seconds": round(time.perf_counter() - t0, 1), "stages": {k: round(v, 1) for k, v in stages.items()}}
     return summary

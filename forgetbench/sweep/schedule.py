@@ -8,7 +8,7 @@ Units, in this order (``units``):
 2. Per variant in config order, per translation series: per job ``pairs:<series>:<i>`` (translate the job's
    sentences); where the series is compared (λ), per job ``xattn:<series>:<i>`` (the cross-attention pass, for
    the pairs whose sentences the analysis reads: ``analysis.sentences_analysed`` on the base's translations);
-   then per bias job ``bias:<series>:<i>`` (translate, then the gender aligner where it is an MT-GENDER job).
+   then per bias job ``bias:<series>:<i>`` (translate, then both gender aligners where it is an MT-GENDER job).
 
 Rules:
 
