@@ -8,7 +8,7 @@ import torch
 
 from forgetbench.compress import QuantConfig, attach, quantize
 from forgetbench.compress.calibration import seq2seq_calibration
-from forgetbench.compress.calibrators import HistogramCalibrator, MaxCalibrator, mse_amax
+from forgetbench.compress.calibrators import HistogramCalibrator, MaxCalibrator, histc_counts, mse_amax
 from forgetbench.compress.ptq import QuantState
 from forgetbench.compress.quantizer import fake_quant, per_channel_amax
 from forgetbench.compress.sites import SITE_KINDS
@@ -54,6 +54,19 @@ def test_mse_calibrator_minimises_mse_on_known_distribution():
     assert amax < 0.9 * float(x.abs().max())  # clips the tail, unlike max (8-bit optimum for Laplace(1) ~ 9.9)
     assert _sample_mse(x, amax) <= 1.01 * min(errs)
     assert abs(amax - best) / best < 0.1
+
+
+def test_histc_counts_equal_torch_histc_on_bin_edges_and_the_top():
+    g = torch.Generator().manual_seed(0)
+    for k in range(40):
+        x = (torch.randn(int(torch.randint(1, 60_000, (1,), generator=g)), generator=g) * (k + 0.1)).abs()
+        width = float(x.max()) / 2048
+        nbins = 2048 + int(torch.randint(0, 600, (1,), generator=g))
+        top = nbins * width
+        x[:60] = torch.arange(60, dtype=torch.float32) * width  # exactly on edges, where rounding decides
+        x[60:62] = top  # the closed last bin
+        a = x.clamp(max=top)
+        assert torch.equal(histc_counts(a, nbins, top).float(), torch.histc(a, bins=nbins, min=0.0, max=top))
 
 
 def test_mse_amax_chunked_equals_the_one_candidate_loop():

@@ -24,6 +24,17 @@ from forgetbench.errors import ForgetbenchError
 CALIBRATORS = ("max", "percentile", "mse", "entropy")
 
 
+def histc_counts(a: torch.Tensor, nbins: int, top: float) -> torch.Tensor:
+    """``torch.histc(a, nbins, min=0, max=top)`` of float32 values in [0, top], 3× faster: histc's CPU rule
+    (``LINEAR_INTERPOLATION``) is bin = trunc(fl32(fl32(x · nbins) / fl32(top))), the last bin closed, and these
+    are the same float32 operations (then a bincount instead of a per-element loop). Counts are exact integers
+    (histc's float32 counts are too below 2^24 per bin and call). Tested equal to ``torch.histc``, bin edges
+    included."""
+    right = torch.tensor(top, dtype=torch.float32)
+    idx = (a * float(nbins)).div_(right).long().clamp_(max=nbins - 1)
+    return torch.bincount(idx.reshape(-1), minlength=nbins)
+
+
 class MaxCalibrator:
     method = "max"
 
@@ -70,7 +81,7 @@ class HistogramCalibrator:
         if nbins > self.hist.numel():
             self.hist = torch.cat([self.hist, torch.zeros(nbins - self.hist.numel(), dtype=torch.float64)])
         top = nbins * self.width
-        self.hist += torch.histc(a.clamp(max=top), bins=nbins, min=0.0, max=top).double()
+        self.hist += histc_counts(a.clamp(max=top), nbins, top).double()
 
     def compute_amax(self) -> float:
         if self.hist is None:
