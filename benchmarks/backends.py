@@ -123,8 +123,7 @@ def main():
     def ratio(x, y):  # rate of x over rate of y = seconds of y over seconds of x, with its 95 % interval
         if x not in rate or y not in rate:
             return None
-        sx, sy = weights @ np.array(unit_secs[x]), weights @ np.array(unit_secs[y])
-        ci = bs.percentile_interval(sy / sx)
+        ci = bs.percentile_interval(bs.resample_ratio(np.array(unit_secs[y]), np.array(unit_secs[x]), weights))
         return [round(secs[y] / secs[x], 3), [round(ci.low, 3), round(ci.high, 3)]]
 
     def time_ratio(x, y):  # seconds of x over seconds of y

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from benchmarks.common import environment
+from forgetbench.eval import bootstrap as bs
 from forgetbench.eval.backends import TorchTranslator
 from forgetbench.eval.languages import language
 from forgetbench.models import ct2
@@ -68,11 +69,9 @@ def main():
             toks[name] += len(tok(hyp, add_special_tokens=False)["input_ids"]) + 1
     first = a.models[0]
     # speed-up over the first model with a paired bootstrap 95 % interval: sentences resampled, ratio of summed times
-    rng = np.random.default_rng(0)
-    draws = rng.integers(0, len(work), size=(1000, len(work)))
-    t_first = np.asarray(per[first])
-    ci = {name: [round(float(q), 3) for q in np.percentile(t_first[draws].sum(1) / np.asarray(per[name])[draws].sum(1),
-                                                            [2.5, 97.5])] for name in models}
+    weights = bs.counts(len(work), 1000, 0)
+    ci = {name: [round(q, 3) for q in bs.percentile_interval(
+        bs.resample_ratio(np.asarray(per[first]), np.asarray(per[name]), weights)).to_dict()] for name in models}
     out = {name: {"sentences_per_s": round(len(work) / secs[name], 3), "tokens_per_s": round(toks[name] / secs[name], 1),
                   "tokens_per_sentence": round(toks[name] / len(work), 1),
                   "speedup_vs_first": round(secs[first] / secs[name], 3), "speedup_ci95": ci[name],

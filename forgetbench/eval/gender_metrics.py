@@ -71,12 +71,10 @@ def _f1_rows(tp: np.ndarray, pred: np.ndarray, gold: np.ndarray) -> np.ndarray:
         return np.where(tp == 0, 0.0, 2 * p * r / (p + r))
 
 
-def _psi_rows(w: np.ndarray, items: list[GenderItem], subset: np.ndarray) -> np.ndarray:
+def _psi_rows(w: np.ndarray, gold: np.ndarray, pred: np.ndarray, subset: np.ndarray) -> np.ndarray:
     def n(mask):
         return w @ (mask & subset).astype(np.float64)
 
-    gold = np.array([x.gold for x in items])
-    pred = np.array([x.predicted for x in items])
     fm = _f1_rows(n((gold == "male") & (pred == "male")), n(pred == "male"), n(gold == "male"))
     ff = _f1_rows(n((gold == "female") & (pred == "female")), n(pred == "female"), n(gold == "female"))
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -87,10 +85,11 @@ def resampled_scores(items: list[GenderItem], weights: np.ndarray) -> dict[str, 
     """Accuracy, ψ and ψ* of every resample at once; ``weights`` [R, n]: how often each item is drawn (from
     ``bootstrap.tally``). Row r equals ``gender_scores`` of resample r's items (NaN where it gives None): the same
     operations on the same counts, which are exact integers in float64."""
-    every = np.ones(len(items), dtype=bool)
-    correct = np.array([x.gold == x.predicted for x in items])
+    gold, pred = np.array([x.gold for x in items]), np.array([x.predicted for x in items])
+    stereotype = np.array([str(x.stereotype) for x in items])
     with np.errstate(divide="ignore", invalid="ignore"):
-        acc = (weights @ correct.astype(np.float64)) / weights.sum(1)
-    p_pro = _psi_rows(weights, items, np.array([x.stereotype == "pro" for x in items]))
-    p_anti = _psi_rows(weights, items, np.array([x.stereotype == "anti" for x in items]))
-    return {"accuracy": acc, "psi": _psi_rows(weights, items, every), "psi_star": np.abs(p_anti - p_pro)}
+        acc = (weights @ (gold == pred).astype(np.float64)) / weights.sum(1)
+    p_pro = _psi_rows(weights, gold, pred, stereotype == "pro")
+    p_anti = _psi_rows(weights, gold, pred, stereotype == "anti")
+    return {"accuracy": acc, "psi": _psi_rows(weights, gold, pred, np.ones(len(items), dtype=bool)),
+            "psi_star": np.abs(p_anti - p_pro)}

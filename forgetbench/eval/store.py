@@ -138,8 +138,8 @@ class Store:
         """owner -> unit kind (the key's part before the first ':') -> seconds, over the finished units."""
         out: dict[int, dict[str, float]] = {}
         for unit, owner, sec in self.db.execute("SELECT unit, owner, seconds FROM claims WHERE done=1"):
-            kind = unit.split(":", 1)[0]
-            out.setdefault(owner, {})[kind] = out.get(owner, {}).get(kind, 0.0) + (sec or 0.0)
+            kinds, kind = out.setdefault(owner, {}), unit.split(":", 1)[0]
+            kinds[kind] = kinds.get(kind, 0.0) + (sec or 0.0)
         return out
 
     def claims(self) -> dict[str, tuple[int, bool]]:

@@ -171,27 +171,27 @@ class _Worker:
                                                            self.model, self.tok)
         return self.translators[unit.series]
 
-    def run(self, unit: Unit) -> dict[str, float]:
-        """Do one unit; returns its seconds per stage."""
+    def run(self, unit: Unit) -> tuple[dict[str, float], int]:
+        """Do one unit; returns its seconds per stage and the sentences of ``cfg.jobs`` it translated."""
         cfg, gen, store, t0 = self.cfg, self.cfg.generation, self.store, time.perf_counter()
         if unit.kind == "prepare":
             prepare_variant(cfg, self.run_dir, store, unit.variant)
-            return {"compress": time.perf_counter() - t0}
+            return {"compress": time.perf_counter() - t0}, 0
         model, tok = self.load(unit.variant)
         job = (self.bias_jobs if unit.kind == "bias" else cfg.jobs)[unit.index]
         if unit.kind == "xattn":  # λ: the torch model's attention, teacher-forced on the hypotheses it reads
             base = store.translations(cfg.base, job.benchmark.name, job.src, job.tgt)
             if sentences_analysed(job, {r["idx"]: r["hyp"] for r in base}, self.spbleu, cfg.thresholds):
                 xattn_pass(store, unit.series, model, tok, [job], gen["batch_size"], False)
-            return {"cross_attention": time.perf_counter() - t0}
+            return {"cross_attention": time.perf_counter() - t0}, 0
         tr = self.translator(unit)
-        run_variant(store, unit.series, tr, [job], gen["batch_size"], gen["num_beams"], gen["max_new_tokens"], False)
+        n = run_variant(store, unit.series, tr, [job], gen["batch_size"], gen["num_beams"], gen["max_new_tokens"], False)
         if unit.kind == "pairs":
-            return {"translate": time.perf_counter() - t0}
+            return {"translate": time.perf_counter() - t0}, n
         if job in cfg.bias.gender_jobs:  # both aligners (the second needs no model: here it runs beside the others)
             biasmod.gender_pass(store, unit.series, model, tok, cfg.bias, gen["batch_size"], False, [job])
             biasmod.fastalign_gender_pass(store, [unit.series], cfg.bias, [job])
-        return {"bias": time.perf_counter() - t0}
+        return {"bias": time.perf_counter() - t0}, 0
 
 
 def run_sweep(cfg: SweepConfig, run_dir: str | Path, progress: bool = True, rank: int = 0, world: int = 1,
@@ -218,14 +218,15 @@ def run_sweep(cfg: SweepConfig, run_dir: str | Path, progress: bool = True, rank
     while (unit := next_unit(store, todo, rank, may_prepare=rank == 0 or not launched, aborted=aborted)) is not None:
         stages["waiting"] += time.perf_counter() - t_idle
         bar.set_postfix_str(unit.key, refresh=False)
-        spent = worker.run(unit)
+        spent, translated = worker.run(unit)
         store.finish(unit.key, sum(spent.values()))
         for k, v in spent.items():
             stages[k] += v
         if unit.series is not None:
-            rec = timings.setdefault(unit.series, {"backend": unit.backend, "units": 0, "translate_s": 0.0,
-                                                   "xattn_s": 0.0, "bias_s": 0.0})
+            rec = timings.setdefault(unit.series, {"backend": unit.backend, "units": 0, "translated": 0,
+                                                   "translate_s": 0.0, "xattn_s": 0.0, "bias_s": 0.0})
             rec["units"] += 1
+            rec["translated"] += translated
             for k, key in (("translate", "translate_s"), ("cross_attention", "xattn_s"), ("bias", "bias_s")):
                 rec[key] = round(rec[key] + spent.get(k, 0.0), 2)
         bar.update(done_count(store) - bar.n)
