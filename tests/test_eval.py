@@ -352,3 +352,12 @@ def test_base_only_eval_skips_the_attention_pass_and_matches_the_sweep_rows(tiny
     assert a == b and len(a) == 9
     assert Store(tmp_path / "b" / "store.sqlite").stats("xattn_var") == {}
     assert len(Store(tmp_path / "f" / "store.sqlite").stats("xattn_var")) == 27
+
+
+def test_row_batches_fill_across_jobs_sorted_by_length_and_one_job_batches_as_before():
+    from forgetbench.eval.translate import length_batches, row_batches
+
+    a, b = ["xxxx", "x", "xxxxxxx", "xx"], ["xxx", "xxxxxx", "x"]
+    assert row_batches([a], [[0, 1, 2, 3]], 3) == [[(0, i) for i in bt] for bt in length_batches([0, 1, 2, 3], a, 3)]
+    # pending sentences only; ties by job then index; every batch full but the last
+    assert row_batches([a, b], [[0, 1, 2], [0, 1, 2]], 4) == [[(0, 1), (1, 2), (1, 0), (0, 0)], [(1, 1), (0, 2)]]

@@ -98,3 +98,38 @@ def test_greedy_loop_gives_hf_generate_tokens_on_the_teacher():
     assert tok.batch_decode(ref, skip_special_tokens=True) == tok.batch_decode(ours, skip_special_tokens=True)
     model.generation_config.no_repeat_ngram_size = 3  # a logits processor the loop does not implement: HF path
     assert not greedy_supported(model)
+
+
+def test_rows_of_several_pairs_decode_as_each_pair_alone(tiny_dir):
+    """A batch filled across pairs (the sweep's translation units): one encoding per pair, padded together as the
+    tokenizer pads one pair's batch; each row forced to its own target code (M2M-100) or carrying it on the
+    encoder side (SMaLL-100); the teacher's hypotheses equal those of each pair translated alone; the Hugging Face
+    path (beam search, logits processors) runs one generate call per pair."""
+    from forgetbench.compress.pipeline import load_model_dir
+    from forgetbench.eval.benchmarks import open_benchmark
+    from forgetbench.models.generation import (
+        encode_rows,
+        encode_sources,
+        greedy_generate,
+        translate,
+        translate_rows,
+    )
+    from forgetbench.models.load import load
+
+    model, tok = load_model_dir(REPO / "artifacts" / "teacher")
+    bench = open_benchmark("flores101", "flores101", REPO / "data" / "flores101")
+    pairs = [("en", "sw"), ("de", "en"), ("en", "de")]
+    texts = {p: bench.pair(*p)[0][:12] for p in pairs}
+    rows = [(texts[p][k], *p) for k in range(12) for p in pairs]  # interleaved: every batch mixes the pairs
+    one = encode_sources(tok, texts[("de", "en")], "de", "en")
+    both = encode_rows(tok, [(x, "de", "en") for x in texts[("de", "en")]])
+    assert torch.equal(one["input_ids"], both["input_ids"]) and torch.equal(one["attention_mask"], both["attention_mask"])
+    enc = encode_rows(tok, rows)
+    codes = torch.tensor([tok.get_lang_id(t) for _, _, t in rows])
+    first = greedy_generate(model, enc["input_ids"], enc["attention_mask"], codes, 3)
+    assert [o[0] for o in first] == codes.tolist()
+    alone = {p: translate(model, tok, texts[p], *p, 1, 60) for p in pairs}
+    assert translate_rows(model, tok, rows, 1, 60) == [alone[p][k] for k in range(12) for p in pairs]
+    assert translate_rows(model, tok, rows[:6], 2, 20) == [translate(model, tok, [x], s, t, 2, 20)[0] for x, s, t in rows[:6]]
+    s100, stok, _ = load(tiny_dir, dtype="fp32", small100=True, with_signature=False)
+    assert translate_rows(s100, stok, rows[:9], 1, 10) == [translate(s100, stok, [x], s, t, 1, 10)[0] for x, s, t in rows[:9]]

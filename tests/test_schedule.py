@@ -8,14 +8,33 @@ import pytest
 
 from forgetbench.eval.store import Store
 from forgetbench.sweep import load_sweep
-from forgetbench.sweep.schedule import SweepAborted, done_count, next_unit, units
+from forgetbench.sweep.schedule import SweepAborted, done_count, job_groups, next_unit, units
 
 from .test_eval import _sweep_config
 
 
 @pytest.fixture
-def cfg(tiny_dir, tmp_path):
-    return load_sweep(_sweep_config(tmp_path, tiny_dir, pairs="[en-de, de-en]"))
+def cfg(tiny_dir, tmp_path):  # 16 sentences a job = UNIT_BATCHES batches of 4: a translation unit per job
+    return load_sweep(_sweep_config(tmp_path, tiny_dir, sentences=16, pairs="[en-de, de-en]"))
+
+
+def test_jobs_are_grouped_into_units_of_full_batches_and_lambda_needs_its_group(tiny_dir, tmp_path):
+    from forgetbench.eval.translate import Job
+
+    # the demo's shape: 40-sentence jobs, batches of 64 -> groups of 7 jobs (280 sentences >= 4 x 64)
+    jobs = [Job(None, "en", f"x{i}", 40) for i in range(28)]
+    assert job_groups(jobs, 64) == [tuple(range(k, k + 7)) for k in range(0, 28, 7)]
+    # a job without a limit (a whole test set) is a group alone; a short remainder is a group too
+    mixed = [Job(None, "en", "a", 100), Job(None, "en", "b"), Job(None, "en", "c", 300), Job(None, "en", "d", 10)]
+    assert job_groups(mixed, 64) == [(0,), (1,), (2,), (3,)]
+    assert job_groups(mixed[2:] + mixed[:1], 64) == [(0,), (1, 2)]
+    # 6-sentence jobs, batches of 4: both jobs in one unit; λ per job needs that unit of the series and of the base
+    cfg = load_sweep(_sweep_config(tmp_path, tiny_dir, sentences=6, pairs="[en-de, de-en, en-sw]"))
+    by_key = {u.key: u for u in units(cfg)}
+    assert [k for k in by_key if k.startswith("pairs:base")] == ["pairs:base:0"]
+    assert by_key["pairs:base:0"].jobs == (0, 1, 2)
+    assert by_key["xattn:prune-30:2"].jobs == (2,)
+    assert by_key["xattn:prune-30:2"].needs == ("prepare:prune-30", "pairs:prune-30:0", "pairs:base:0")
 
 
 def test_units_prepare_costliest_first_then_every_series_job_in_config_order(cfg):

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from forgetbench.errors import ForgetbenchError
 from forgetbench.models import ct2
-from forgetbench.models.generation import translate
+from forgetbench.models.generation import translate, translate_rows
 
 BACKENDS = ("torch", "ctranslate2")
 DEVICES = ("cpu", "cuda")
@@ -76,7 +76,8 @@ def series_name(variant: str, backend: str, primary: str) -> str:
 
 
 class TorchTranslator:
-    """The torch greedy loop with the backend interface ``translate(texts, src, tgt, num_beams, max_new_tokens)``."""
+    """The torch greedy loop with the backend interface: ``translate(texts, src, tgt, num_beams, max_new_tokens)`` for
+    one pair, ``translate_rows(rows, num_beams, max_new_tokens)`` for rows ``(text, src, tgt)`` of several."""
 
     name = "torch"
 
@@ -86,3 +87,7 @@ class TorchTranslator:
     def translate(self, texts: list[str], src_lang: str, tgt_lang: str, num_beams: int = 1,
                   max_new_tokens: int = 128) -> list[str]:
         return translate(self.model, self.tokenizer, texts, src_lang, tgt_lang, num_beams, max_new_tokens)
+
+    def translate_rows(self, rows: list[tuple[str, str, str]], num_beams: int = 1,
+                       max_new_tokens: int = 128) -> list[str]:
+        return translate_rows(self.model, self.tokenizer, rows, num_beams, max_new_tokens)

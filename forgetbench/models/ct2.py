@@ -36,7 +36,7 @@ import torch
 
 from forgetbench.errors import ForgetbenchError
 from forgetbench.io import atomic_directory
-from forgetbench.models.generation import encode_sources, is_small100
+from forgetbench.models.generation import by_pair, encode_sources, is_small100
 
 COMPUTE_TYPES = {"int8": "int8", "int8_float16": "int8_float16", "int8_float32": "int8_float32", "bf16": "bfloat16",
                  "bfloat16": "bfloat16", "fp16": "float16", "float16": "float16", "fp32": "float32",
@@ -163,7 +163,8 @@ def disk_bytes(folder: str | Path) -> int:
 
 
 class Ct2Translator:
-    """A converted model with ``translate(texts, src, tgt, num_beams, max_new_tokens)`` like the torch path."""
+    """A converted model with ``translate(texts, src, tgt, num_beams, max_new_tokens)`` and ``translate_rows(rows,
+    num_beams, max_new_tokens)`` like the torch path."""
 
     name = "ctranslate2"
 
@@ -181,12 +182,20 @@ class Ct2Translator:
 
     def translate(self, texts: list[str], src_lang: str, tgt_lang: str, num_beams: int = 1,
                   max_new_tokens: int = 128, max_length: int = 256) -> list[str]:
-        if not texts:
+        return self.translate_rows([(x, src_lang, tgt_lang) for x in texts], num_beams, max_new_tokens, max_length)
+
+    def translate_rows(self, rows: list[tuple[str, str, str]], num_beams: int = 1, max_new_tokens: int = 128,
+                       max_length: int = 256) -> list[str]:
+        """Rows ``(text, src, tgt)`` of one or several pairs in one ``translate_batch`` (a target prefix per row)."""
+        if not rows:
             return []
-        source = self.source_tokens(texts, src_lang, tgt_lang, max_length)
-        prefix = None if is_small100(self.tokenizer) else [[f"__{tgt_lang}__"]] * len(texts)
+        tok, source = self.tokenizer, [None] * len(rows)
+        for (s, t), idx in by_pair(rows).items():
+            for i, x in zip(idx, self.source_tokens([rows[i][0] for i in idx], s, t, max_length), strict=True):
+                source[i] = x
+        prefix = None if is_small100(tok) else [[f"__{t}__"] for _, _, t in rows]
         res = self.translator.translate_batch(source, prefix, beam_size=num_beams, max_decoding_length=max_new_tokens,
                                               min_decoding_length=0, max_input_length=0)
-        tok = self.tokenizer  # decoded as the torch path decodes
+        # decoded as the torch path decodes
         return [t.strip() for t in tok.batch_decode([tok.convert_tokens_to_ids(r.hypotheses[0]) for r in res],
                                                     skip_special_tokens=True)]

@@ -73,12 +73,14 @@ def encode_by_length(encoder, input_ids: torch.Tensor, attention_mask: torch.Ten
 
 
 @torch.no_grad()
-def greedy_generate(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, forced_bos_token_id: int | None,
-                    max_new_tokens: int, direct: bool | None = None) -> list[list[int]]:
+def greedy_generate(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                    forced_bos_token_id: int | torch.Tensor | None, max_new_tokens: int,
+                    direct: bool | None = None) -> list[list[int]]:
     """Greedy decoding in which ended rows leave the batch (and the caches), in groups of an eighth of it.
 
     Gives the tokens of ``model.generate(num_beams=1, do_sample=False)`` (one list per row, ending at EOS
-    or at ``max_new_tokens``), without spending compute on rows that already ended: in a batch sorted by
+    or at ``max_new_tokens``; ``forced_bos_token_id``: one code for every row, or a tensor of one per row),
+    without spending compute on rows that already ended: in a batch sorted by
     source length the longest (often looping) hypothesis otherwise holds every row until it stops. Rows leave
     in groups because re-indexing every cache at each ended row cost more than a few extra rows for a few steps.
     Each step is ``decoder_step.DirectStep`` where ``direct_supported(model)`` (the same logits, bit for bit,
@@ -90,13 +92,15 @@ def greedy_generate(model, input_ids: torch.Tensor, attention_mask: torch.Tensor
     use_direct = direct_supported(model) if direct is None else direct
     step = DirectStep(model, hidden, attention_mask, max_new_tokens) if use_direct else HFStep(model, hidden, attention_mask)
     rows = list(range(input_ids.shape[0]))  # the input row of each row still in the batch
+    forced = None if forced_bos_token_id is None else torch.as_tensor(
+        forced_bos_token_id, device=input_ids.device).expand(len(rows)).clone()
     done = [False] * len(rows)  # rows that ended but are still in the batch (they leave it in groups)
     out: list[list[int]] = [[] for _ in rows]
     tokens = torch.full((len(rows),), model.config.decoder_start_token_id, device=input_ids.device)
     for t in range(max_new_tokens):
         logits = step(tokens)
-        if t == 0 and forced_bos_token_id is not None:
-            tokens = torch.full((len(rows),), forced_bos_token_id, device=input_ids.device)
+        if t == 0 and forced is not None:
+            tokens = forced
         else:
             tokens = logits.argmax(-1)
         for k, tok in enumerate(tokens.tolist()):
@@ -115,21 +119,56 @@ def greedy_generate(model, input_ids: torch.Tensor, attention_mask: torch.Tensor
     return out
 
 
+def by_pair(rows: list[tuple[str, str, str]]) -> dict[tuple[str, str], list[int]]:
+    """The row indices of each (source, target) pair of ``rows`` ((text, src, tgt) each), in row order."""
+    out: dict[tuple[str, str], list[int]] = {}
+    for i, (_, s, t) in enumerate(rows):
+        out.setdefault((s, t), []).append(i)
+    return out
+
+
+def encode_rows(tokenizer, rows: list[tuple[str, str, str]], max_length: int = 256) -> dict:
+    """Source ids of rows of several pairs (each encoded with its own language code), padded together as the
+    tokenizer pads one batch: for rows of one pair, ``encode_sources(..., padding=True)`` exactly (tested)."""
+    ids: list = [None] * len(rows)
+    for (s, t), idx in by_pair(rows).items():
+        enc = encode_sources(tokenizer, [rows[i][0] for i in idx], s, t, max_length, return_tensors=None, padding=False)
+        for i, x in zip(idx, enc["input_ids"], strict=True):
+            ids[i] = x
+    return tokenizer.pad({"input_ids": ids}, padding=True, return_tensors="pt", return_attention_mask=True)
+
+
 @torch.no_grad()  # not inference_mode: PTQ sites reuse results for unchanged tensors, which needs version counters
+def translate_rows(model, tokenizer, rows: list[tuple[str, str, str]], num_beams: int = 1, max_new_tokens: int = 128,
+                   max_length: int = 256, greedy_loop: bool = True) -> list[str]:
+    """Decoded hypotheses of rows ``(text, src, tgt)`` that may belong to different pairs (one batch: a sweep
+    fills its batches across the pairs of a unit). Greedy decoding goes through ``greedy_generate`` with each
+    row's own forced target code; where it cannot (``greedy_loop=False``, beam search, a generation config that
+    needs logits processors) Hugging Face ``generate`` runs once per pair, since it forces one code per call."""
+    if not rows:
+        return []
+    device = next(model.parameters()).device
+    if greedy_loop and num_beams == 1 and greedy_supported(model):
+        enc = encode_rows(tokenizer, rows, max_length)
+        forced = None if is_small100(tokenizer) else torch.tensor([tokenizer.get_lang_id(t) for _, _, t in rows])
+        out = greedy_generate(model, enc["input_ids"].to(device), enc["attention_mask"].to(device),
+                              None if forced is None else forced.to(device), max_new_tokens)
+    else:
+        out = [None] * len(rows)
+        for (s, t), idx in by_pair(rows).items():
+            enc = encode_sources(tokenizer, [rows[i][0] for i in idx], s, t, max_length)
+            res = model.generate(**{k: v.to(device) for k, v in enc.items()}, **generation_kwargs(tokenizer, t),
+                                 num_beams=num_beams, do_sample=False, max_new_tokens=max_new_tokens)
+            for i, r in zip(idx, res.tolist(), strict=True):
+                out[i] = r
+    return [t.strip() for t in tokenizer.batch_decode(out, skip_special_tokens=True)]
+
+
 def translate(model, tokenizer, texts: list[str], src_lang: str, tgt_lang: str, num_beams: int = 1,
               max_new_tokens: int = 128, max_length: int = 256, greedy_loop: bool = True) -> list[str]:
-    """Decoded hypotheses; greedy decoding goes through ``greedy_generate`` unless ``greedy_loop=False``
-    (or the model's generation config needs logits processors), else Hugging Face ``generate``."""
-    enc = encode_sources(tokenizer, texts, src_lang, tgt_lang, max_length)
-    device = next(model.parameters()).device
-    enc = {k: v.to(device) for k, v in enc.items()}
-    kw = generation_kwargs(tokenizer, tgt_lang)
-    if greedy_loop and num_beams == 1 and greedy_supported(model):
-        out = greedy_generate(model, enc["input_ids"], enc["attention_mask"], kw.get("forced_bos_token_id"),
-                              max_new_tokens)
-    else:
-        out = model.generate(**enc, **kw, num_beams=num_beams, do_sample=False, max_new_tokens=max_new_tokens)
-    return [t.strip() for t in tokenizer.batch_decode(out, skip_special_tokens=True)]
+    """``translate_rows`` for texts of one pair."""
+    return translate_rows(model, tokenizer, [(x, src_lang, tgt_lang) for x in texts], num_beams, max_new_tokens,
+                          max_length, greedy_loop)
 
 
 def target_ids(tokenizer, hyps: list[str], tgt_lang: str, max_length: int = 256):

@@ -178,19 +178,21 @@ class _Worker:
             prepare_variant(cfg, self.run_dir, store, unit.variant)
             return {"compress": time.perf_counter() - t0}, 0
         model, tok = self.load(unit.variant)
-        job = (self.bias_jobs if unit.kind == "bias" else cfg.jobs)[unit.index]
+        jobs = [(self.bias_jobs if unit.kind == "bias" else cfg.jobs)[i] for i in unit.jobs]
         if unit.kind == "xattn":  # λ: the torch model's attention, teacher-forced on the hypotheses it reads
+            job = jobs[0]
             base = store.translations(cfg.base, job.benchmark.name, job.src, job.tgt)
             if sentences_analysed(job, {r["idx"]: r["hyp"] for r in base}, self.spbleu, cfg.thresholds):
                 xattn_pass(store, unit.series, model, tok, [job], gen["batch_size"], False)
             return {"cross_attention": time.perf_counter() - t0}, 0
         tr = self.translator(unit)
-        n = run_variant(store, unit.series, tr, [job], gen["batch_size"], gen["num_beams"], gen["max_new_tokens"], False)
+        n = run_variant(store, unit.series, tr, jobs, gen["batch_size"], gen["num_beams"], gen["max_new_tokens"], False)
         if unit.kind == "pairs":
             return {"translate": time.perf_counter() - t0}, n
-        if job in cfg.bias.gender_jobs:  # both aligners (the second needs no model: here it runs beside the others)
-            biasmod.gender_pass(store, unit.series, model, tok, cfg.bias, gen["batch_size"], False, [job])
-            biasmod.fastalign_gender_pass(store, [unit.series], cfg.bias, [job])
+        gender = [job for job in jobs if job in cfg.bias.gender_jobs]
+        if gender:  # both aligners (the second needs no model: here it runs beside the others)
+            biasmod.gender_pass(store, unit.series, model, tok, cfg.bias, gen["batch_size"], False, gender)
+            biasmod.fastalign_gender_pass(store, [unit.series], cfg.bias, gender)
         return {"bias": time.perf_counter() - t0}, 0
 
 
