@@ -199,16 +199,7 @@ def tables(S: dict) -> dict[str, tuple[list[str], list[list]]]:
                         "batch-1 speed-up vs base", "batched sentences/s", "batched speed-up vs base", "measured on"],
                        [[v, _model_name(S.get("variant_models", {}).get(v, S["model"])), sp.get("form", "torch fp32"),
                          f"{sp['disk_bytes'] / 2**20:.1f}" if sp.get("disk_bytes") else _disk_mib(S, v),
-                         _f(sp["sentences_per_s"]), _f(sp["tokens_per_s"], 1),
-                         _f(sp["sentences_per_s"] / b1) + "×" if b1 and sp.get("sentences_per_s") else "–",
-                         _f((sp.get("batched") or {}).get("sentences_per_s")),
-                         _f(sp["batched"]["sentences_per_s"] / bb) + "×" if bb and (sp.get("batched") or {}).get(
-                             "sentences_per_s") else "–",
-                         f"{sp['sentences']} × {sp['benchmark']} {sp['pair']} (batched: {(sp.get('batched') or {}).get('sentences', '–')} "
-                         f"in batches of {(sp.get('batched') or {}).get('batch_size', '–')}), {sp['threads']} thread(s), load "
-                         f"{sp['loadavg'][0]}–{sp['loadavg'][1]}, {env.get('model', '?')} "
-                         f"[{' '.join(env.get('flags', [])) or 'no AVX2'}]"]
-                        for v, sp in S["speed"].items()])
+                         *_deploy_speeds(sp, b1, bb, env)]                        for v, sp in S["speed"].items()])
     for view, groups in (S.get("pair_groups") or {}).items():
         if not any(c["contrasts"] for c in groups.values()) and len(S["variants"]) < 2:
             continue
@@ -261,11 +252,25 @@ def tables(S: dict) -> dict[str, tuple[list[str], list[list]]]:
     return T
 
 
+def _deploy_speeds(sp: dict, b1, bb, env: dict) -> list[str]:
+    """The speed cells of a deployment row; "–" throughout for a variant with no timed form (fake-quantised)."""
+    if sp.get("sentences_per_s") is None:
+        return ["–"] * 5 + ["not timed: no runtime here executes its form"]
+    bt = (sp.get("batched") or {}).get("sentences_per_s")
+    return [_f(sp["sentences_per_s"]), _f(sp["tokens_per_s"], 1), _f(sp["sentences_per_s"] / b1) + "×" if b1 else "–",
+            _f(bt), _f(bt / bb) + "×" if bb and bt else "–",
+            f"{sp['sentences']} × {sp['benchmark']} {sp['pair']} (batched: {(sp.get('batched') or {}).get('sentences', '–')} "
+            f"in batches of {(sp.get('batched') or {}).get('batch_size', '–')}), {sp['threads']} thread(s), load "
+            f"{sp['loadavg'][0]}–{sp['loadavg'][1]}, {env.get('model', '?')} [{' '.join(env.get('flags', [])) or 'no AVX2'}]"]
+
+
 DEPLOY_NOTE = ("Deployable form: CTranslate2 int8 (per-row int8 weights, int8 GEMMs with dynamic activation scales) for "
                "dense and pruned models; CTranslate2 stores a pruned model's zeros densely, so pruning saves no disk or "
                "time in this form (the sparse artefact's size is in the variants table: no fast backend executes it). A "
-               "fake-quantised PTQ variant has no deployable form: it is timed as the torch emulation it is. int8 speed "
-               "depends on the CPU's AVX-512/VNNI/AMX (flags in the last column).")
+               "fake-quantised PTQ variant's form is its int8 artefact (static scales), which no runtime here executes: "
+               "its size is given, its speed is not (the torch emulation is no deployment speed; its decode cost against "
+               "the base's torch loop is measured by benchmarks/backends.py). int8 speed depends on the CPU's "
+               "AVX-512/VNNI/AMX (flags in the last column).")
 
 
 def _model_name(path: str) -> str:

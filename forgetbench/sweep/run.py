@@ -85,24 +85,27 @@ def translator_for(cfg: SweepConfig, run_dir: Path, name: str, backend: str, mod
 
 def deployment_pass(cfg: SweepConfig, run_dir: Path, store: Store) -> None:
     """Per variant, once (``speed:<variant>`` in the store): its deployable form — CTranslate2 int8 where
-    CTranslate2 is installed and the variant is not fake-quantised (a fake-quantised model has no deployable
-    form: it is timed as the torch emulation it is) — its size on disk (CTranslate2 stores a pruned model's
-    zeros densely; the sparse artefact's size is the variants table's) and its batch-1 and batched speed on
-    the first pair's first sentences."""
+    CTranslate2 is installed, else torch fp32 — its size on disk (CTranslate2 stores a pruned model's zeros
+    densely; the sparse artefact's size is the variants table's) and its batch-1 and batched speed on the first
+    pair's first sentences. A fake-quantised variant's form is its int8 artefact (static scales), which no runtime
+    here executes: its size only (timing the torch emulation would set an emulation's speed beside deployment
+    speeds; ``benchmarks/backends.py`` measures its decode cost against the base's torch loop)."""
     have_ct2, gen, known = ct2.available(), cfg.generation, store.variants()
     for name in cfg.variants:
         if store.meta(f"speed:{name}") is not None:
             continue
+        sizes = known[name].get("sizes", {})
+        if fake_quantised(cfg.variants[name]):  # its real int8 artefact, which no runtime here executes: not timed
+            store.set_meta(f"speed:{name}", {"form": "int8 artefact, static scales (no runtime here)",
+                                             "disk_bytes": sizes.get("int8_bytes")})
+            continue
         model, tok = load_variant(cfg, run_dir, name)
-        fq = fake_quantised(cfg.variants[name])
-        if have_ct2 and not fq and type(model).__name__ == ct2.ARCHITECTURE:
+        if have_ct2 and type(model).__name__ == ct2.ARCHITECTURE:
             folder = ct2.cached_conversion(lambda m=model, t=tok: (m, t), ct2_folder(cfg, run_dir, name, "int8"), "int8",
                                            known[name]["model_sha256"])
             tr, form, size = ct2.Ct2Translator(folder, tok, "cpu", "int8", cfg.threads), "ctranslate2 int8", ct2.disk_bytes(folder)
         else:
-            sizes = known[name].get("sizes", {})  # a fake-quantised variant: its real int8 artefact
-            tr, size = TorchTranslator(model, tok), sizes.get("int8_bytes") if fq else sizes.get("dense_bytes")
-            form = "torch, fake-quantised (an emulation, not a deployment form)" if fq else "torch fp32"
+            tr, size, form = TorchTranslator(model, tok), sizes.get("dense_bytes"), "torch fp32"
         rec = {"form": form, "disk_bytes": size,
                **batch1_speed(tr, tok, cfg.jobs[0], cfg.speed_sentences, gen["max_new_tokens"]),
                "batched": batched_speed(tr, cfg.jobs[0], max(cfg.speed_sentences, gen["batch_size"]), gen["batch_size"],
