@@ -133,3 +133,33 @@ def test_rows_of_several_pairs_decode_as_each_pair_alone(tiny_dir):
     assert translate_rows(model, tok, rows[:6], 2, 20) == [translate(model, tok, [x], s, t, 2, 20)[0] for x, s, t in rows[:6]]
     s100, stok, _ = load(tiny_dir, dtype="fp32", small100=True, with_signature=False)
     assert translate_rows(s100, stok, rows[:9], 1, 10) == [translate(s100, stok, [x], s, t, 1, 10)[0] for x, s, t in rows[:9]]
+
+
+def test_lambda_on_the_translation_encoder_states_equals_a_fresh_encoding_on_the_teacher():
+    """The sweep computes λ right after translating, on the encoder states the greedy loop kept: on the shipped
+    teacher (and its demo run: every λ of the four series) the attention is bit for bit that of the pass that
+    encodes the sources again in its own batches; a state of the wrong length is not used."""
+    from forgetbench.compress.pipeline import load_model_dir
+    from forgetbench.eval.benchmarks import open_benchmark
+    from forgetbench.eval.hallucination import cross_attention
+    from forgetbench.models.generation import translate_rows
+
+    model, tok = load_model_dir(REPO / "artifacts" / "teacher")
+    srcs = open_benchmark("flores101", "flores101", REPO / "data" / "flores101").pair("en", "de")[0][:20]
+    rows = [(x, "en", "de") for x in srcs]
+    states: dict = {}
+    hyps = translate_rows(model, tok, rows, 1, 60, states=states)
+    assert set(states) == set(rows)
+    calls = []
+    model.get_encoder().register_forward_hook(lambda *a: calls.append(1))
+    for k in (slice(0, 7), slice(7, 20)):  # λ's own batches: other paddings than the translation's
+        kept = [states[r] for r in rows[k]]
+        fresh = cross_attention(model, tok, srcs[k], hyps[k], "en", "de")
+        n = len(calls)
+        reused = cross_attention(model, tok, srcs[k], hyps[k], "en", "de", states=kept)
+        assert len(calls) == n  # the encoder did not run
+        assert all(torch.equal(a[0], b[0]) for a, b in zip(fresh, reused, strict=True))
+    bad = [states[rows[0]][:-1]] + [states[r] for r in rows[1:3]]
+    assert all(torch.equal(a[0], b[0]) for a, b in zip(cross_attention(model, tok, srcs[:3], hyps[:3], "en", "de"),
+                                                        cross_attention(model, tok, srcs[:3], hyps[:3], "en", "de",
+                                                                        states=bad), strict=True))

@@ -83,6 +83,7 @@ class TorchTranslator:
 
     def __init__(self, model, tokenizer):
         self.model, self.tokenizer = model, tokenizer
+        self.states: dict | None = None  # a dict: keep each row's encoder states (models.generation.translate_rows)
 
     def translate(self, texts: list[str], src_lang: str, tgt_lang: str, num_beams: int = 1,
                   max_new_tokens: int = 128) -> list[str]:
@@ -90,4 +91,4 @@ class TorchTranslator:
 
     def translate_rows(self, rows: list[tuple[str, str, str]], num_beams: int = 1,
                        max_new_tokens: int = 128) -> list[str]:
-        return translate_rows(self.model, self.tokenizer, rows, num_beams, max_new_tokens)
+        return translate_rows(self.model, self.tokenizer, rows, num_beams, max_new_tokens, states=self.states)

@@ -34,8 +34,9 @@ def lid_pass(store: Store, variants: list[str], jobs: list[Job]) -> None:
 
 
 def xattn_pass(store: Store, variant: str, model, tokenizer, jobs: list[Job], batch_size: int = 32,
-               progress: bool = True) -> None:
-    """``xattn_var`` per translated sentence of one variant (teacher-forced on its own output)."""
+               progress: bool = True, states: dict | None = None) -> None:
+    """``xattn_var`` per translated sentence of one variant (teacher-forced on its own output); ``states``: the
+    encoder states its translation kept per row ``(source, src, tgt)``, where there (else the encoder runs)."""
     plan = []
     for job in jobs:
         key = (job.benchmark.name, job.src, job.tgt)
@@ -48,8 +49,9 @@ def xattn_pass(store: Store, variant: str, model, tokenizer, jobs: list[Job], ba
     for job, key, rows, todo in plan:
         srcs, _ = job.lines()
         for batch in pair_batches(todo, srcs, rows, batch_size):
+            kept = None if states is None else [states.get((srcs[i], job.src, job.tgt)) for i in batch]
             var = cross_attention_variance(model, tokenizer, [srcs[i] for i in batch], [rows[i] for i in batch],
-                                           job.src, job.tgt)
+                                           job.src, job.tgt, states=kept)
             store.add_stats([(variant, *key, i, "xattn_var", v) for i, v in zip(batch, var, strict=True)])
             bar.update(len(batch))
     bar.close()

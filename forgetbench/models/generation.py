@@ -75,7 +75,7 @@ def encode_by_length(encoder, input_ids: torch.Tensor, attention_mask: torch.Ten
 @torch.no_grad()
 def greedy_generate(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                     forced_bos_token_id: int | torch.Tensor | None, max_new_tokens: int,
-                    direct: bool | None = None) -> list[list[int]]:
+                    direct: bool | None = None, encoded: list | None = None) -> list[list[int]]:
     """Greedy decoding in which ended rows leave the batch (and the caches), in groups of an eighth of it.
 
     Gives the tokens of ``model.generate(num_beams=1, do_sample=False)`` (one list per row, ending at EOS
@@ -85,10 +85,13 @@ def greedy_generate(model, input_ids: torch.Tensor, attention_mask: torch.Tensor
     in groups because re-indexing every cache at each ended row cost more than a few extra rows for a few steps.
     Each step is ``decoder_step.DirectStep`` where ``direct_supported(model)`` (the same logits, bit for bit,
     with less per-step work), else the model's own ``forward`` (``HFStep``); ``direct=False`` forces the latter.
+    ``encoded``: a list the encoder's states (``[rows, source length, d]``) are appended to, for a later pass.
     """
     eos = model.generation_config.eos_token_id
     eos = set(eos if isinstance(eos, list) else [eos])
     hidden = encode_by_length(model.get_encoder(), input_ids, attention_mask)
+    if encoded is not None:
+        encoded.append(hidden)
     use_direct = direct_supported(model) if direct is None else direct
     step = DirectStep(model, hidden, attention_mask, max_new_tokens) if use_direct else HFStep(model, hidden, attention_mask)
     rows = list(range(input_ids.shape[0]))  # the input row of each row still in the batch
@@ -140,19 +143,25 @@ def encode_rows(tokenizer, rows: list[tuple[str, str, str]], max_length: int = 2
 
 @torch.no_grad()  # not inference_mode: PTQ sites reuse results for unchanged tensors, which needs version counters
 def translate_rows(model, tokenizer, rows: list[tuple[str, str, str]], num_beams: int = 1, max_new_tokens: int = 128,
-                   max_length: int = 256, greedy_loop: bool = True) -> list[str]:
+                   max_length: int = 256, greedy_loop: bool = True, states: dict | None = None) -> list[str]:
     """Decoded hypotheses of rows ``(text, src, tgt)`` that may belong to different pairs (one batch: a sweep
     fills its batches across the pairs of a unit). Greedy decoding goes through ``greedy_generate`` with each
     row's own forced target code; where it cannot (``greedy_loop=False``, beam search, a generation config that
-    needs logits processors) Hugging Face ``generate`` runs once per pair, since it forces one code per call."""
+    needs logits processors) Hugging Face ``generate`` runs once per pair, since it forces one code per call.
+    ``states``: a dict that receives, per row of the greedy loop, the encoder's states of its real source tokens
+    (key: the row), so a teacher-forced pass on the same sources can skip the encoder (``hallucination.cross_attention``)."""
     if not rows:
         return []
     device = next(model.parameters()).device
     if greedy_loop and num_beams == 1 and greedy_supported(model):
         enc = encode_rows(tokenizer, rows, max_length)
         forced = None if is_small100(tokenizer) else torch.tensor([tokenizer.get_lang_id(t) for _, _, t in rows])
-        out = greedy_generate(model, enc["input_ids"].to(device), enc["attention_mask"].to(device),
-                              None if forced is None else forced.to(device), max_new_tokens)
+        mask, encoded = enc["attention_mask"].to(device), []
+        out = greedy_generate(model, enc["input_ids"].to(device), mask, None if forced is None else forced.to(device),
+                              max_new_tokens, encoded=encoded)
+        if states is not None:
+            for k, row in enumerate(rows):
+                states[row] = encoded[0][k, mask[k].bool()].clone()
     else:
         out = [None] * len(rows)
         for (s, t), idx in by_pair(rows).items():

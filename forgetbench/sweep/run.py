@@ -152,11 +152,14 @@ def prepare_run(cfg: SweepConfig, run_dir: Path) -> None:
         store.close()
 
 
+STAGE = {"prepare": "compress", "pairs": "translate", "xattn": "cross_attention", "bias": "bias"}  # a unit's stage
+
+
 class _Worker:
     """One process's units: the loaded variant (one at a time) and its translators."""
 
-    def __init__(self, cfg: SweepConfig, run_dir: Path, store: Store):
-        self.cfg, self.run_dir, self.store = cfg, run_dir, store
+    def __init__(self, cfg: SweepConfig, run_dir: Path, store: Store, owner: int = 0):
+        self.cfg, self.run_dir, self.store, self.owner = cfg, run_dir, store, owner
         self.name, self.model, self.tok, self.translators = None, None, None, {}
         self.bias_jobs = biasmod.jobs(cfg.bias)
         self.spbleu = SpBLEU(cfg.spm, official=cfg.spm_official)
@@ -174,6 +177,28 @@ class _Worker:
                                                            self.model, self.tok)
         return self.translators[unit.series]
 
+    def cross_attention(self, series: str, job, model, tok, states: dict | None = None) -> None:
+        """λ of one job: the torch model's attention, teacher-forced on the hypotheses the analysis reads."""
+        cfg = self.cfg
+        base = self.store.translations(cfg.base, job.benchmark.name, job.src, job.tgt)
+        if sentences_analysed(job, {r["idx"]: r["hyp"] for r in base}, self.spbleu, cfg.thresholds):
+            xattn_pass(self.store, series, model, tok, [job], cfg.generation["batch_size"], False, states)
+
+    def inline_cross_attention(self, unit: Unit, model, tok, states: dict) -> float:
+        """Right after a group's translation, λ of its jobs whose base translations are done, on the encoder states
+        the translation kept (the encoder is not run again: ≈ half of λ's work); each such ``xattn`` unit is
+        claimed and finished here with its own seconds. The others stay for whichever process takes them."""
+        cfg, store, spent = self.cfg, self.store, 0.0
+        base_done = unit.series == cfg.base or store.claims().get(f"pairs:{cfg.base}:{unit.index}", (0, False))[1]
+        for i in unit.jobs if base_done else ():
+            key = f"xattn:{unit.series}:{i}"
+            if store.claim(key, self.owner):
+                t0 = time.perf_counter()
+                self.cross_attention(unit.series, cfg.jobs[i], model, tok, states)
+                store.finish(key, time.perf_counter() - t0)
+                spent += time.perf_counter() - t0
+        return spent
+
     def run(self, unit: Unit) -> tuple[dict[str, float], int]:
         """Do one unit; returns its seconds per stage and the sentences of ``cfg.jobs`` it translated."""
         cfg, gen, store, t0 = self.cfg, self.cfg.generation, self.store, time.perf_counter()
@@ -182,16 +207,20 @@ class _Worker:
             return {"compress": time.perf_counter() - t0}, 0
         model, tok = self.load(unit.variant)
         jobs = [(self.bias_jobs if unit.kind == "bias" else cfg.jobs)[i] for i in unit.jobs]
-        if unit.kind == "xattn":  # λ: the torch model's attention, teacher-forced on the hypotheses it reads
-            job = jobs[0]
-            base = store.translations(cfg.base, job.benchmark.name, job.src, job.tgt)
-            if sentences_analysed(job, {r["idx"]: r["hyp"] for r in base}, self.spbleu, cfg.thresholds):
-                xattn_pass(store, unit.series, model, tok, [job], gen["batch_size"], False)
+        if unit.kind == "xattn":
+            self.cross_attention(unit.series, jobs[0], model, tok)
             return {"cross_attention": time.perf_counter() - t0}, 0
         tr = self.translator(unit)
+        inline = unit.kind == "pairs" and unit.series in cfg.compared_series and isinstance(tr, TorchTranslator)
+        if inline:
+            tr.states = {}
         n = run_variant(store, unit.series, tr, jobs, gen["batch_size"], gen["num_beams"], gen["max_new_tokens"], False)
         if unit.kind == "pairs":
-            return {"translate": time.perf_counter() - t0}, n
+            spent = {"translate": time.perf_counter() - t0}
+            if inline:
+                states, tr.states = tr.states, None
+                spent["cross_attention"] = self.inline_cross_attention(unit, model, tok, states)
+            return spent, n
         gender = [job for job in jobs if job in cfg.bias.gender_jobs]
         if gender:  # both aligners (the second needs no model: here it runs beside the others)
             biasmod.gender_pass(store, unit.series, model, tok, cfg.bias, gen["batch_size"], False, gender)
@@ -217,14 +246,14 @@ def run_sweep(cfg: SweepConfig, run_dir: str | Path, progress: bool = True, rank
     store = Store(run_dir / "store.sqlite")
     todo = units(cfg)
     launched = torch.distributed.is_available() and torch.distributed.is_initialized()
-    worker, timings = _Worker(cfg, run_dir, store), {}
+    worker, timings = _Worker(cfg, run_dir, store, rank), {}
     bar = tqdm(total=len(todo), desc="sweep", unit="unit", disable=None if progress and rank == 0 else True)
     t_idle = time.perf_counter()
     while (unit := next_unit(store, todo, rank, may_prepare=rank == 0 or not launched, aborted=aborted)) is not None:
         stages["waiting"] += time.perf_counter() - t_idle
         bar.set_postfix_str(unit.key, refresh=False)
         spent, translated = worker.run(unit)
-        store.finish(unit.key, sum(spent.values()))
+        store.finish(unit.key, spent[STAGE[unit.kind]])  # inline λ units were finished with their own seconds
         for k, v in spent.items():
             stages[k] += v
         if unit.series is not None:
