@@ -184,6 +184,10 @@ def test_rows_of_several_pairs_in_one_ctranslate2_batch(tiny_dir, tmp_path):
 
     model, tok, _ = load(tiny_dir, dtype="fp32", with_signature=False)
     tr = conv.Ct2Translator(conv.convert(model, tok, tmp_path / "ct2", "float32", "sha"), tok, compute_type="float32")
+    # its cached token maps are the tokenizer's, both ways (a token CTranslate2 pads the vocabulary with -> <unk>)
+    assert tr.tokens == tok.convert_ids_to_tokens(list(range(len(tok))))
+    assert [tr.ids.get(t, tok.unk_token_id) for t in [*tr.tokens, "madeupword3"]] == tok.convert_tokens_to_ids(
+        [*tr.tokens, "madeupword3"])
     srcs = _sources(8)
     rows = [(x, s, t) for x in srcs for s, t in PAIRS]
     alone = {p: tr.translate(srcs, *p, 1, 24) for p in PAIRS}

@@ -174,11 +174,15 @@ class Ct2Translator:
         self.folder, self.tokenizer, self.device, self.compute_type = Path(folder), tokenizer, device, compute_type
         self.translator = ct2.Translator(str(folder), device=device, compute_type=compute_type, inter_threads=1,
                                          intra_threads=threads)
+        # the tokenizer's id <-> token maps once (its per-token Python calls were ~4 % of a CTranslate2 batch):
+        # the same strings as convert_ids_to_tokens / convert_tokens_to_ids (unknown tokens -> <unk>)
+        self.tokens = [str(t) for t in tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))]
+        self.ids = {t: i for i, t in enumerate(self.tokens)}
 
     def source_tokens(self, texts: list[str], src_lang: str, tgt_lang: str, max_length: int = 256) -> list[list[str]]:
         ids = encode_sources(self.tokenizer, texts, src_lang, tgt_lang, max_length, return_tensors=None,
                              padding=False)["input_ids"]
-        return [self.tokenizer.convert_ids_to_tokens(x) for x in ids]
+        return [[self.tokens[i] for i in x] for x in ids]
 
     def translate(self, texts: list[str], src_lang: str, tgt_lang: str, num_beams: int = 1,
                   max_new_tokens: int = 128, max_length: int = 256) -> list[str]:
@@ -197,5 +201,6 @@ class Ct2Translator:
         res = self.translator.translate_batch(source, prefix, beam_size=num_beams, max_decoding_length=max_new_tokens,
                                               min_decoding_length=0, max_input_length=0)
         # decoded as the torch path decodes
-        return [t.strip() for t in tok.batch_decode([tok.convert_tokens_to_ids(r.hypotheses[0]) for r in res],
+        unk = tok.unk_token_id
+        return [t.strip() for t in tok.batch_decode([[self.ids.get(x, unk) for x in r.hypotheses[0]] for r in res],
                                                     skip_special_tokens=True)]
