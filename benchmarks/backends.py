@@ -6,7 +6,8 @@ Paths (greedy, the same max_new_tokens; length-sorted batches of --batch-size wh
 
 - ``naive``: Hugging Face ``generate``, one sentence at a time;
 - ``hf_batched``: ``generate`` on the sweep's length-sorted batches;
-- ``sweep_torch``: the sweep's runner (``eval.translate.run_variant``: greedy loop, store writes, sentence chrF);
+- ``sweep_torch``: the sweep's runner (``eval.translate.run_variant``: greedy loop, store writes, sentence chrF;
+  timed from the call, its store opened before as a sweep opens it once a run);
 - ``ct2_fp32`` / ``ct2_int8``: raw CTranslate2 ``translate_batch`` (tokenise, translate with ``max_batch_size``,
   detokenise), the model converted by ``models.ct2``;
 - ``sweep_ct2_int8``: the sweep's runner with the ``ctranslate2`` backend (int8);
@@ -92,16 +93,25 @@ def main():
     def sweep(translator):
         def go(s, t, srcs):
             job = next(j for j in jobs if (j.src, j.tgt) == (s, t))
-            with tempfile.TemporaryDirectory() as d:
+            with tempfile.TemporaryDirectory() as d:  # a sweep opens its store once a run: not timed per pair
                 store = Store(f"{d}/s.sqlite")
+                t0 = time.perf_counter()
                 run_variant(store, "v", translator, [job], a.batch_size, 1, a.max_new_tokens, progress=False)
+                secs = time.perf_counter() - t0
                 out = {(r["src"], r["tgt"], r["idx"]): r["hyp"] for r in store.translations("v")}
                 store.close()
-            return out
+            return out, secs
         return go
 
-    paths = {"naive": naive, "hf_batched": hf_batched, "sweep_torch": sweep(TorchTranslator(model, tok)),
-             "ct2_fp32": raw("float32"), "ct2_int8": raw("int8"), "sweep_ct2_int8": sweep(translators["int8"]),
+    def timed(fn):  # a path whose whole call is its work
+        def go(s, t, srcs):
+            t0 = time.perf_counter()
+            out = fn(s, t, srcs)
+            return out, time.perf_counter() - t0
+        return go
+
+    paths = {"naive": timed(naive), "hf_batched": timed(hf_batched), "sweep_torch": sweep(TorchTranslator(model, tok)),
+             "ct2_fp32": timed(raw("float32")), "ct2_int8": timed(raw("int8")), "sweep_ct2_int8": sweep(translators["int8"]),
              "ptq_torch": sweep(TorchTranslator(ptq, ptq_tok))}
     for k in filter(None, a.skip.split(",")):
         paths.pop(k)
@@ -112,9 +122,9 @@ def main():
         for u, ((s, t), srcs) in enumerate(lines.items()):
             order = names[(r + u) % len(names):] + names[: (r + u) % len(names)]
             for k in order:
-                t0 = time.perf_counter()
-                hyps.setdefault(k, {}).update(paths[k](s, t, srcs))
-                unit_secs[k].append(time.perf_counter() - t0)
+                out, secs = paths[k](s, t, srcs)
+                hyps.setdefault(k, {}).update(out)
+                unit_secs[k].append(secs)
     secs = {k: sum(v) for k, v in unit_secs.items()}
     rate = {k: n * a.repeats / secs[k] for k in names}
     ref = hyps.get("sweep_torch") or hyps[names[0]]
