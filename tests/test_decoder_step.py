@@ -174,3 +174,146 @@ def test_attention_pass_batches_by_joint_length_give_each_sentence_the_same_vari
     for b in batches:
         got = cross_attention_variance(model, tok, [srcs[i] for i in b], [hyps[i] for i in b], "en", "sw")
         assert got == [ref[i] for i in b]
+
+
+def _cohort_logits(model, enc_a, enc_b, join_at, n_steps, quantised=False):
+    """Logits of one DirectStep into which cohort B joins cohort A at step ``join_at`` (rows of both then leave,
+    at least 4 staying in each: rule 4), and of a DirectStep per cohort alone fed the same tokens."""
+    from forgetbench.models.decoder_step import DirectStep
+    from forgetbench.models.generation import encode_by_length
+
+    enc_ = model.get_encoder()
+    with torch.no_grad():
+        ha = encode_by_length(enc_, enc_a["input_ids"], enc_a["attention_mask"])
+        hb = encode_by_length(enc_, enc_b["input_ids"], enc_b["attention_mask"])
+        joint = DirectStep(model, ha, enc_a["attention_mask"], n_steps + join_at)
+        alone = [DirectStep(model, ha, enc_a["attention_mask"], n_steps + join_at), None]
+        start = model.config.decoder_start_token_id
+        ta, tb = torch.full((ha.shape[0],), start), None
+        out = []
+        for t in range(n_steps + join_at):
+            if t == join_at:
+                joint.add(hb, enc_b["attention_mask"])
+                alone[1] = DirectStep(model, hb, enc_b["attention_mask"], n_steps)
+                tb = torch.full((hb.shape[0],), start)
+            lj = joint(ta if tb is None else torch.cat([ta, tb]))
+            la = alone[0](ta)
+            lb = None if tb is None else alone[1](tb)
+            out.append((lj, la, lb))
+            ta = la.argmax(-1)
+            tb = None if lb is None else lb.argmax(-1)
+            if t == join_at + 2:  # rows of both cohorts leave: A keeps 5 of its rows, B its odd rows
+                ka, kb = torch.arange(5), torch.arange(1, hb.shape[0], 2)
+                joint.select(torch.cat([ka, len(ta) + kb]))
+                alone[0].select(ka)
+                alone[1].select(kb)
+                ta, tb = ta[ka], tb[kb]
+    return out
+
+
+def test_a_cohort_joining_a_decoding_batch_gets_the_logits_of_its_rows_decoded_alone():
+    """Rule 4 on the teacher: FLORES rows joining a batch 3 steps into its decoding (their own source padding and
+    step count), then rows of both cohorts leaving; every logit of either cohort equals that cohort's own step's."""
+    from forgetbench.compress.pipeline import load_model_dir
+    from forgetbench.eval.benchmarks import open_benchmark
+    from forgetbench.models.generation import encode_sources
+
+    model, tok = load_model_dir(REPO / "artifacts" / "teacher")
+    srcs, _ = open_benchmark("flores101", "flores101", REPO / "data" / "flores101").pair("en", "de")
+    a = encode_sources(tok, srcs[:24], "en", "de")
+    b = encode_sources(tok, srcs[40:52], "en", "fr")
+    assert a["input_ids"].shape[1] != b["input_ids"].shape[1]  # two source paddings in one batch
+    for lj, la, lb in _cohort_logits(model, a, b, 3, 6):
+        n = la.shape[0]
+        assert torch.equal(lj[:n], la)
+        assert lb is None or torch.equal(lj[n:], lb)
+
+
+def test_a_cohort_joining_a_fake_quantised_batch_runs_every_site_on_its_own_rows(tiny):
+    from forgetbench.compress.calibration import seq2seq_calibration
+    from forgetbench.compress.ptq import QuantConfig, quantize
+    from forgetbench.models.generation import encode_sources
+
+    model, tok = tiny
+    quantize(model, QuantConfig(calibrator="max"), seq2seq_calibration(tok, calib_rows()[:16], batch_size=8))
+    en = [r[2] for r in calib_rows() if r[0] == "en"]
+    a, b = encode_sources(tok, en[:8], "en", "de"), encode_sources(tok, en[10:20], "en", "fr")  # >= 4 rows each
+    for lj, la, lb in _cohort_logits(model, a, b, 2, 5):
+        n = la.shape[0]
+        assert torch.equal(lj[:n], la)
+        assert lb is None or torch.equal(lj[n:], lb)
+
+
+def test_a_stream_keeps_its_batch_full_and_gives_each_nominal_batchs_tokens():
+    """``greedy_stream`` over 3 nominal batches of 32 FLORES rows (two pairs, sorted by length as a sweep sorts
+    them): the tokens of ``greedy_generate`` on each nominal batch for every row, rows admitted before earlier
+    ones ended (cohorts); the encoder states it keeps are those of the real tokens."""
+    from forgetbench.compress.pipeline import load_model_dir
+    from forgetbench.eval.benchmarks import open_benchmark
+    from forgetbench.models import decoder_step
+    from forgetbench.models.generation import encode_rows, greedy_generate, greedy_stream
+
+    model, tok = load_model_dir(REPO / "artifacts" / "teacher")
+    bench = open_benchmark("flores101", "flores101", REPO / "data" / "flores101")
+    rows = [(x, s, t) for s, t in (("en", "sw"), ("de", "en")) for x in bench.pair(s, t)[0][:48]]
+    rows.sort(key=lambda r: len(r[0]))
+    enc = encode_rows(tok, rows)
+    codes = torch.tensor([tok.get_lang_id(t) for _, _, t in rows])
+    steps, adds = [], []  # (cohorts, rows) per step; rows of each added cohort
+    call, add = decoder_step.DirectStep.__call__, decoder_step.DirectStep.add
+    decoder_step.DirectStep.__call__ = lambda self, x: steps.append((len(self.cohorts), len(x))) or call(self, x)
+    decoder_step.DirectStep.add = lambda self, h, m: adds.append(h.shape[0]) or add(self, h, m)
+    states = {}
+    try:
+        got = dict(greedy_stream(model, enc["input_ids"], enc["attention_mask"], codes, 60, width=32, states=states))
+        stream, steps[:] = list(steps), []
+        refs = []
+        for b in range(0, 96, 32):
+            sub = encode_rows(tok, rows[b : b + 32])
+            refs.append((b, sub, greedy_generate(model, sub["input_ids"], sub["attention_mask"], codes[b : b + 32], 60)))
+    finally:
+        decoder_step.DirectStep.__call__, decoder_step.DirectStep.add = call, add
+    assert sorted(got) == list(range(96)) and len(adds) >= 3 and max(c for c, _ in stream) >= 2
+    for b, sub, ref in refs:
+        assert [got[b + k] for k in range(32)] == ref
+        real = sub["attention_mask"].bool()
+        with torch.no_grad():
+            hidden = model.get_encoder()(**sub).last_hidden_state
+        for k in range(32):
+            assert torch.equal(states[b + k], hidden[k][real[k]])
+    # while rows wait, the batch stays at least 3/4 full (ended rows not yet gone aside); batch by batch it does not
+    last_add = max(k for k, (c, r) in enumerate(stream) if k and r > stream[k - 1][1])
+    assert min(r for _, r in stream[:last_add]) >= 24 and min(r for _, r in steps[:120]) < 8
+
+
+def test_a_stream_with_a_short_limit_lets_expired_cohorts_leave_and_the_forward_step_goes_batch_by_batch(tiny_dir):
+    """A tiny random model rarely ends before max_new_tokens: cohorts expire while later ones decode. Width 4,
+    10 rows: the stream's tokens are each nominal batch's; ``direct=False`` (HFStep) decodes batch after batch."""
+    from forgetbench.models.generation import encode_rows, greedy_generate, greedy_stream
+    from forgetbench.models.load import load
+
+    model, tok, _ = load(tiny_dir, dtype="fp32", small100=False, with_signature=False)
+    rows = [(r[2], "en", "de") for r in calib_rows() if r[0] == "en"][:10]
+    enc = encode_rows(tok, rows)
+    bos = tok.get_lang_id("de")
+    for direct in (True, False):
+        got = dict(greedy_stream(model, enc["input_ids"], enc["attention_mask"], bos, 5, width=4, direct=direct))
+        for b in range(0, 10, 4):
+            sub = encode_rows(tok, rows[b : b + 4])
+            ref = greedy_generate(model, sub["input_ids"], sub["attention_mask"], bos, 5, direct=direct)
+            assert [got[b + k] for k in range(len(ref))] == ref
+
+
+def test_first_argmax_is_torchs_argmax_with_ties_nan_and_infinities():
+    from forgetbench.models.generation import first_argmax
+
+    torch.manual_seed(0)
+    x = torch.randn(64, 8111)
+    x[1, 5] = x[1, 7] = 100.0  # a tie: the first
+    x[2, 9], x[2, 3] = float("nan"), 50.0  # NaN counts as the maximum
+    x[3] = 1.0  # all equal
+    x[4] = float("-inf")
+    x[5, 8000] = float("inf")
+    for t in (x, x.double(), x[:, ::2], x.half()):
+        got = first_argmax(t)
+        assert got.dtype == torch.int64 and torch.equal(got, t.argmax(-1))

@@ -361,3 +361,35 @@ def test_row_batches_fill_across_jobs_sorted_by_length_and_one_job_batches_as_be
     assert row_batches([a], [[0, 1, 2, 3]], 3) == [[(0, i) for i in bt] for bt in length_batches([0, 1, 2, 3], a, 3)]
     # pending sentences only; ties by job then index; every batch full but the last
     assert row_batches([a, b], [[0, 1, 2], [0, 1, 2]], 4) == [[(0, 1), (1, 2), (1, 0), (0, 0)], [(1, 1), (0, 2)]]
+
+
+def test_run_variant_streams_rows_into_the_store_in_chunks_with_the_batch_paths_hypotheses(tmp_path, monkeypatch):
+    """The torch translator's stream (its batch kept full across the nominal batches ``row_batches`` makes) stores
+    the hypotheses translating batch by batch stores, every ``batch_size`` ended rows; a translator without
+    ``stream_rows`` (CTranslate2's) goes batch by batch."""
+    from forgetbench.compress.pipeline import load_model_dir
+    from forgetbench.eval.backends import TorchTranslator
+    from forgetbench.eval.benchmarks import open_benchmark
+    from forgetbench.eval.translate import Job, run_variant
+
+    model, tok = load_model_dir(REPO / "artifacts" / "teacher")
+    bench = open_benchmark("flores101", "flores101", REPO / "data" / "flores101")
+    jobs = [Job(bench, "en", "de", 14), Job(bench, "sw", "en", 14)]
+    tr = TorchTranslator(model, tok)
+
+    class Batches:  # the backend interface without stream_rows
+        def translate_rows(self, rows, num_beams, max_new_tokens):
+            calls.append(len(rows))
+            return tr.translate_rows(rows, num_beams, max_new_tokens)
+
+    chunks, calls = [], []
+    add = Store.add_translations
+    monkeypatch.setattr(Store, "add_translations", lambda self, rows: chunks.append(len(rows)) or add(self, rows))
+    a, b = Store(tmp_path / "a.sqlite"), Store(tmp_path / "b.sqlite")
+    assert run_variant(a, "v", tr, jobs, 8, 1, 48, progress=False) == 28
+    assert chunks == [8, 8, 8, 4] and calls == []
+    chunks.clear()
+    assert run_variant(b, "v", Batches(), jobs, 8, 1, 48, progress=False) == 28
+    assert calls == [8, 8, 8, 4] and chunks == [8, 8, 8, 4]
+    assert [tuple(r)[:7] for r in a.translations()] == [tuple(r)[:7] for r in b.translations()]
+    assert run_variant(a, "v", tr, jobs, 8, 1, 48, progress=False) == 0  # nothing pending

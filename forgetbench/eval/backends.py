@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from forgetbench.errors import ForgetbenchError
 from forgetbench.models import ct2
-from forgetbench.models.generation import translate, translate_rows
+from forgetbench.models.generation import greedy_rows_supported, stream_rows, translate, translate_rows
 
 BACKENDS = ("torch", "ctranslate2")
 DEVICES = ("cpu", "cuda")
@@ -77,7 +77,8 @@ def series_name(variant: str, backend: str, primary: str) -> str:
 
 class TorchTranslator:
     """The torch greedy loop with the backend interface: ``translate(texts, src, tgt, num_beams, max_new_tokens)`` for
-    one pair, ``translate_rows(rows, num_beams, max_new_tokens)`` for rows ``(text, src, tgt)`` of several."""
+    one pair, ``translate_rows(rows, num_beams, max_new_tokens)`` for rows ``(text, src, tgt)`` of several, and
+    ``stream_rows`` for rows yielded as they end."""
 
     name = "torch"
 
@@ -92,3 +93,10 @@ class TorchTranslator:
     def translate_rows(self, rows: list[tuple[str, str, str]], num_beams: int = 1,
                        max_new_tokens: int = 128) -> list[str]:
         return translate_rows(self.model, self.tokenizer, rows, num_beams, max_new_tokens, states=self.states)
+
+    def stream_rows(self, rows: list[tuple[str, str, str]], num_beams: int, max_new_tokens: int, width: int):
+        """``(index, hypothesis)`` of every row as it ends, the batch kept full (``generation.stream_rows``, nominal
+        batches of ``width`` in the given order); None where the greedy loop cannot run (then ``translate_rows``)."""
+        if not greedy_rows_supported(self.model, num_beams):
+            return None
+        return stream_rows(self.model, self.tokenizer, rows, max_new_tokens, width=width, states=self.states)

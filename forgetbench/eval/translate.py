@@ -65,20 +65,31 @@ def run_variant(store: Store, variant: str, translator, jobs: list[Job], batch_s
                 num_beams: int = 1, max_new_tokens: int = 128, progress: bool = True) -> int:
     """Translate every pending sentence of ``jobs`` with one variant's ``translator`` (a backend of
     ``eval.backends``: ``translate_rows(rows, num_beams, max_new_tokens)``, rows ``(text, src, tgt)``), in batches
-    filled across the jobs (``row_batches``); returns sentences translated."""
+    filled across the jobs (``row_batches``); returns sentences translated. A translator with ``stream_rows``
+    (the torch greedy loop) takes all rows at once, those batches its nominal batches, and keeps its batch full
+    as rows end (the same hypotheses); they are stored every ``batch_size`` ended rows, so a killed run loses at
+    most the rows still decoding."""
     plan = pending(store, variant, jobs)
     lines = [job.lines() for job, _ in plan]
     bar = tqdm(total=sum(len(t) for _, t in plan), desc=f"translate {variant}", unit="sent",
                disable=None if progress else True)
-    n = 0
-    for batch in row_batches([s for s, _ in lines], [t for _, t in plan], batch_size):
-        t0 = time.perf_counter()
-        hyps = translator.translate_rows([(lines[j][0][i], plan[j][0].src, plan[j][0].tgt) for j, i in batch],
-                                         num_beams, max_new_tokens)
-        dt = (time.perf_counter() - t0) / len(batch)
-        store.add_translations([(variant, plan[j][0].benchmark.name, plan[j][0].src, plan[j][0].tgt, i, h,
-                                 sentence_chrf(h, lines[j][1][i]), dt) for (j, i), h in zip(batch, hyps, strict=True)])
-        n += len(batch)
-        bar.update(len(batch))
+    order = [r for batch in row_batches([s for s, _ in lines], [t for _, t in plan], batch_size) for r in batch]
+    rows = [(lines[j][0][i], plan[j][0].src, plan[j][0].tgt) for j, i in order]
+    stream = getattr(translator, "stream_rows", None)
+    stream = stream(rows, num_beams, max_new_tokens, batch_size) if stream is not None and rows else None
+    if stream is None:
+        stream = ((k, h) for b in range(0, len(rows), batch_size)
+                  for k, h in enumerate(translator.translate_rows(rows[b : b + batch_size], num_beams,
+                                                                  max_new_tokens), start=b))
+    n, ended, t0 = 0, [], time.perf_counter()
+    for k, h in stream:
+        ended.append((k, h))
+        if len(ended) == batch_size or n + len(ended) == len(rows):
+            dt = (time.perf_counter() - t0) / len(ended)
+            store.add_translations([(variant, plan[j][0].benchmark.name, plan[j][0].src, plan[j][0].tgt, i, h,
+                                     sentence_chrf(h, lines[j][1][i]), dt) for (j, i), h in ((order[k], h) for k, h in ended)])
+            n += len(ended)
+            bar.update(len(ended))
+            ended, t0 = [], time.perf_counter()
     bar.close()
     return n

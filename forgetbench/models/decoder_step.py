@@ -25,9 +25,16 @@ Rules of ``DirectStep`` (``direct_supported`` checks them; otherwise ``HFStep`` 
    contiguous, as the cache stores them), so its logits are *equal* to ``HFStep``'s, bit for bit — dense,
    pruned and fake-quantised (asserted in the tests on the teacher, its PTQ variant and SMaLL-100-format
    models), not merely close: the greedy tokens cannot differ, and no result depends on which step produced it.
+3. From 16 rows the output projection runs in column blocks (rows of a matrix product do not depend on how its
+   columns are split).
+4. (``add``) Rows may join a batch that is decoding, as a cohort with its own step count, source padding and
+   caches: the attentions and positions run per cohort, everything else on all rows at once; each cohort's
+   logits equal those of a step over that cohort alone (see ``DirectStep``).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -111,12 +118,32 @@ class HFStep:
         return o.logits[:, -1]
 
     def select(self, rows: torch.Tensor) -> None:
-        self.hidden, self.mask = self.hidden[rows], self.mask[rows]
+        self.hidden, self.mask = self.hidden.index_select(0, rows), self.mask.index_select(0, rows)
         self.cache.batch_select_indices(rows)
 
 
+@dataclass
+class _Cohort:
+    """Rows that entered the batch together: their step count, cross-attention mask and caches (per layer)."""
+
+    n: int
+    t: int
+    bias: torch.Tensor
+    cross: list
+    keys: list
+    values: list
+
+
 class DirectStep:
-    """Rule 2: the eager M2M-100 decoder step over the model's modules, caches held as plain tensors."""
+    """Rule 2: the eager M2M-100 decoder step over the model's modules, caches held as plain tensors.
+
+    Rule 4 (``add``): rows may join a batch that is decoding, as a *cohort* with its own step count, source
+    padding and caches. The linear maps, layer norms, activations and residual additions run on every row at
+    once; the two attentions and the position run per cohort, each exactly as a batch of that cohort alone would
+    run them. A row of a matrix product does not depend on the other rows from 4 rows on (MKL here: 1 to 3 rows
+    take another kernel, as they do in any batch whose other rows ended), so each cohort's logits equal those of
+    a step over that cohort alone, bit for bit (tested) — the decoding loop can keep the batch full
+    (``generation.greedy_stream``) without changing what it computes."""
 
     def __init__(self, model, hidden: torch.Tensor, attention_mask: torch.Tensor, max_steps: int):
         dec = model.get_decoder()
@@ -128,59 +155,100 @@ class DirectStep:
             pos.make_weights(last + pos.offset, pos.embedding_dim, pos.padding_idx)
         self.positions = pos.weights[pos.padding_idx + 1 : last]
         self.heads = self.layers[0].self_attn.num_heads
-        b, s, d = hidden.shape
-        self.head_dim = d // self.heads
+        self.head_dim = hidden.shape[-1] // self.heads
+        self.sites = [(_site(layer), _site(layer.self_attn), _site(layer.encoder_attn)) for layer in self.layers]
+        self.cohorts: list[_Cohort] = []
+        self.add(hidden, attention_mask)
+
+    def add(self, hidden: torch.Tensor, attention_mask: torch.Tensor) -> None:
+        """Rule 4: rows with these encoder states join after the rows already in the batch; the next step is
+        their first (their token: the decoder start)."""
+        b, s, _ = hidden.shape
         # the cross-attention mask as the eager path adds it: 0 where attended, the dtype's minimum at padding
-        self.bias = torch.zeros(b, 1, 1, s, dtype=hidden.dtype, device=hidden.device).masked_fill(
+        bias = torch.zeros(b, 1, 1, s, dtype=hidden.dtype, device=hidden.device).masked_fill(
             attention_mask[:, None, None, :] == 0, torch.finfo(hidden.dtype).min)
         # contiguous, as the cache stores them (a strided view would take another matmul kernel: other rounding)
-        self.cross = [(self._split(layer.encoder_attn.k_proj(hidden)).contiguous(),
-                       self._split(layer.encoder_attn.v_proj(hidden)).contiguous()) for layer in self.layers]
+        cross = [(self._split(layer.encoder_attn.k_proj(hidden)).contiguous(),
+                  self._split(layer.encoder_attn.v_proj(hidden)).contiguous()) for layer in self.layers]
         empty = hidden.new_empty(b, self.heads, 0, self.head_dim)
-        self.keys, self.values = [empty] * len(self.layers), [empty] * len(self.layers)
-        self.sites = [(_site(layer), _site(layer.self_attn), _site(layer.encoder_attn)) for layer in self.layers]
-        self.t = 0
+        n = len(self.layers)
+        self.cohorts.append(_Cohort(b, 0, bias, cross, [empty] * n, [empty] * n))
+
+    @property
+    def rows(self) -> int:
+        return sum(c.n for c in self.cohorts)
 
     def _split(self, x: torch.Tensor) -> torch.Tensor:  # [b, n, d] -> [b, heads, n, head_dim]
         return x.view(x.shape[0], x.shape[1], -1, self.head_dim).transpose(1, 2)
 
     @staticmethod
-    def _attend(attn, site, q, k, v, mask=None):
+    def _attend(site, scaling, q, k, v, mask=None):
+        """One cohort's attention, ``[rows, 1, d]`` before the output projection."""
         kt = k.transpose(2, 3)
         if site is not None:
             q, kt = site(0, 0, q), site(0, 1, kt)
-        w = torch.matmul(q, kt) * attn.scaling
+        w = torch.matmul(q, kt) * scaling
         if mask is not None:
             w = w + mask
         w = F.softmax(w, dim=-1)
         if site is not None:
             w, v = site(1, 0, w), site(1, 1, v)
         out = torch.matmul(w, v).transpose(1, 2).contiguous()
-        return attn.out_proj(out.reshape(out.shape[0], out.shape[1], -1).contiguous())
+        return out.reshape(out.shape[0], out.shape[1], -1).contiguous()
+
+    def _each(self, outs: list[torch.Tensor]) -> torch.Tensor:
+        return outs[0] if len(outs) == 1 else torch.cat(outs)
 
     def __call__(self, tokens: torch.Tensor) -> torch.Tensor:
-        x = self.embed(tokens[:, None]) + self.positions[self.t]
+        cs = self.cohorts
+        if len(cs) == 1:
+            pos = self.positions[cs[0].t]
+        else:
+            pos = torch.cat([self.positions[c.t].expand(c.n, -1) for c in cs])[:, None]
+        x = self.embed(tokens[:, None]) + pos
+        spans, a = [], 0
+        for c in cs:
+            spans.append((a, a + c.n))
+            a += c.n
         for i, layer in enumerate(self.layers):
             residual, self_site, cross_site = self.sites[i]
             sa = layer.self_attn
             h = layer.self_attn_layer_norm(x)
-            q = self._split(sa.q_proj(h))
-            self.keys[i] = torch.cat([self.keys[i], self._split(sa.k_proj(h))], dim=-2)
-            self.values[i] = torch.cat([self.values[i], self._split(sa.v_proj(h))], dim=-2)
-            x = _add(residual, 0, x, self._attend(sa, self_site, q, self.keys[i], self.values[i]))
+            q, k, v = self._split(sa.q_proj(h)), self._split(sa.k_proj(h)), self._split(sa.v_proj(h))
+            outs = []
+            for c, (a, e) in zip(cs, spans, strict=True):
+                c.keys[i] = torch.cat([c.keys[i], k[a:e]], dim=-2)
+                c.values[i] = torch.cat([c.values[i], v[a:e]], dim=-2)
+                outs.append(self._attend(self_site, sa.scaling, q[a:e], c.keys[i], c.values[i]))
+            x = _add(residual, 0, x, sa.out_proj(self._each(outs)))
             ca = layer.encoder_attn
             h = layer.encoder_attn_layer_norm(x)
-            x = _add(residual, 1, x, self._attend(ca, cross_site, self._split(ca.q_proj(h)), *self.cross[i], self.bias))
+            q = self._split(ca.q_proj(h))
+            outs = [self._attend(cross_site, ca.scaling, q[a:e], *c.cross[i], c.bias)
+                    for c, (a, e) in zip(cs, spans, strict=True)]
+            x = _add(residual, 1, x, ca.out_proj(self._each(outs)))
             h = layer.final_layer_norm(x)
             x = _add(residual, 2, x, layer.fc2(layer.activation_fn(layer.fc1(h))))
-        self.t += 1
+        for c in cs:
+            c.t += 1
         x = self.norm(x)[:, -1]
         if x.shape[0] < HEAD_BLOCK_ROWS or not _plain_linear(self.head):
             return self.head(x)
         return _blocked_head(self.head, x)
 
     def select(self, rows: torch.Tensor) -> None:
-        self.bias = self.bias[rows]
-        self.cross = [(k[rows], v[rows]) for k, v in self.cross]
-        self.keys = [k[rows] for k in self.keys]
-        self.values = [v[rows] for v in self.values]
+        """Keep these rows (indices into the batch, ascending); a cohort with no row left leaves."""
+        kept, a = [], 0
+        for c in self.cohorts:
+            local = rows[(rows >= a) & (rows < a + c.n)] - a
+            a += c.n
+            if len(local) == 0:
+                continue
+            if len(local) < c.n:  # index_select, not x[rows]: the same copy, 6x faster here than advanced indexing
+                c.bias = c.bias.index_select(0, local)
+                c.cross = [(k.index_select(0, local), v.index_select(0, local)) for k, v in c.cross]
+                c.keys = [k.index_select(0, local) for k in c.keys]
+                c.values = [v.index_select(0, local) for v in c.values]
+                c.n = len(local)
+            kept.append(c)
+        self.cohorts = kept
