@@ -11,6 +11,10 @@ Paths (greedy, the same max_new_tokens; length-sorted batches of --batch-size wh
 - ``ct2_fp32`` / ``ct2_int8``: raw CTranslate2 ``translate_batch`` (tokenise, translate with ``max_batch_size``,
   detokenise), the model converted by ``models.ct2``;
 - ``sweep_ct2_int8``: the sweep's runner with the ``ctranslate2`` backend (int8);
+- ``sweep_torch_unit``: the sweep's torch runner on every pair in one call — the unit ``sweep.schedule``
+  makes of these jobs (asserted), so batches are filled across the pairs and kept full as rows end
+  (``generation.greedy_stream``), as in a sweep; timed once a repeat, before a different pair each time,
+  its ratios with a paired bootstrap over the repeats (the per-pair paths' seconds summed per repeat);
 - ``ptq_torch``: the sweep's runner on the model fake-quantised by ``configs/recipes/ptq-int8.yaml`` (compressed
   once, untimed), for the PTQ decode ratio against ``sweep_torch``.
 
@@ -39,6 +43,7 @@ from forgetbench.eval.store import Store
 from forgetbench.eval.translate import Job, length_batches, run_variant
 from forgetbench.models import ct2
 from forgetbench.models.generation import translate
+from forgetbench.sweep.schedule import job_groups
 
 
 def main():
@@ -103,6 +108,18 @@ def main():
             return out, secs
         return go
 
+    def sweep_unit(translator):  # every pair at once: the unit the sweep's schedule makes of these jobs
+        def go():
+            with tempfile.TemporaryDirectory() as d:
+                store = Store(f"{d}/s.sqlite")
+                t0 = time.perf_counter()
+                run_variant(store, "v", translator, jobs, a.batch_size, 1, a.max_new_tokens, progress=False)
+                secs = time.perf_counter() - t0
+                out = {(r["src"], r["tgt"], r["idx"]): r["hyp"] for r in store.translations("v")}
+                store.close()
+            return out, secs
+        return go
+
     def timed(fn):  # a path whose whole call is its work
         def go(s, t, srcs):
             t0 = time.perf_counter()
@@ -116,17 +133,25 @@ def main():
     for k in filter(None, a.skip.split(",")):
         paths.pop(k)
     names = list(paths)
+    whole = {"sweep_torch_unit": sweep_unit(TorchTranslator(model, tok))} if "sweep_torch" in paths else {}
+    assert not whole or len(job_groups(jobs, a.batch_size)) == 1  # the sweep translates these jobs as one unit
     unit_secs = {k: [] for k in names}  # per path: seconds of each (repeat, pair), in the same unit order
+    repeat_secs = {k: [] for k in whole}  # per whole-unit path: seconds of each repeat
     load0 = environment()["loadavg"]
     for r in range(a.repeats):
         for u, ((s, t), srcs) in enumerate(lines.items()):
+            if u == r % len(lines):  # the whole-unit path once a repeat, before a different pair each time
+                for k, go in whole.items():
+                    out, secs = go()
+                    hyps.setdefault(k, {}).update(out)
+                    repeat_secs[k].append(secs)
             order = names[(r + u) % len(names):] + names[: (r + u) % len(names)]
             for k in order:
                 out, secs = paths[k](s, t, srcs)
                 hyps.setdefault(k, {}).update(out)
                 unit_secs[k].append(secs)
-    secs = {k: sum(v) for k, v in unit_secs.items()}
-    rate = {k: n * a.repeats / secs[k] for k in names}
+    secs = {k: sum(v) for k, v in (unit_secs | repeat_secs).items()}
+    rate = {k: n * a.repeats / secs[k] for k in secs}
     ref = hyps.get("sweep_torch") or hyps[names[0]]
     weights = bs.counts(len(lines) * a.repeats, 2000, 7)  # paired bootstrap over the (repeat, pair) units
 
@@ -138,6 +163,13 @@ def main():
 
     def time_ratio(x, y):  # seconds of x over seconds of y
         return ratio(y, x)
+
+    def unit_ratio(x, y):  # a whole-unit path x over a per-pair path y: paired bootstrap over the repeats
+        if x not in rate or y not in rate:
+            return None
+        per_repeat = np.array(unit_secs[y]).reshape(a.repeats, len(lines)).sum(1)
+        ci = bs.percentile_interval(bs.resample_ratio(per_repeat, np.array(repeat_secs[x]), bs.counts(a.repeats, 2000, 7)))
+        return [round(secs[y] / secs[x], 3), [round(ci.low, 3), round(ci.high, 3)]]
     print(json.dumps({
         "sentences": n, "pairs": a.pairs, "repeats": a.repeats, "batch_size": a.batch_size,
         "max_new_tokens": a.max_new_tokens,
@@ -150,7 +182,10 @@ def main():
                    "ct2_fp32 / sweep_torch": ratio("ct2_fp32", "sweep_torch"),
                    "ct2_int8 / sweep_torch": ratio("ct2_int8", "sweep_torch"),
                    "ptq decode time / base (<= 1.3)": time_ratio("ptq_torch", "sweep_torch")},
-        "identical_to_sweep_torch": {k: sum(hyps[k][x] == ref[x] for x in ref) for k in names},
+        "ratios of the whole unit [value, 95 % paired bootstrap interval over repeats]": {
+                   "sweep_torch_unit / naive (>= 10)": unit_ratio("sweep_torch_unit", "naive"),
+                   "sweep_torch_unit / sweep_torch": unit_ratio("sweep_torch_unit", "sweep_torch")},
+        "identical_to_sweep_torch": {k: sum(hyps[k][x] == ref[x] for x in ref) for k in hyps},
         "ctranslate2": __import__("ctranslate2").__version__, "disk_bytes": {q: ct2.disk_bytes(f) for q, f in folders.items()},
         "loadavg_start": load0, "environment": environment()}, indent=2))
 
