@@ -95,30 +95,21 @@ def main():
                     for i, r in enumerate(res)}
         return go
 
-    def sweep(translator):
-        def go(s, t, srcs):
-            job = next(j for j in jobs if (j.src, j.tgt) == (s, t))
-            with tempfile.TemporaryDirectory() as d:  # a sweep opens its store once a run: not timed per pair
-                store = Store(f"{d}/s.sqlite")
-                t0 = time.perf_counter()
-                run_variant(store, "v", translator, [job], a.batch_size, 1, a.max_new_tokens, progress=False)
-                secs = time.perf_counter() - t0
-                out = {(r["src"], r["tgt"], r["idx"]): r["hyp"] for r in store.translations("v")}
-                store.close()
-            return out, secs
-        return go
+    def run_store(translator, js):  # the sweep's runner; a sweep opens its store once a run: not timed
+        with tempfile.TemporaryDirectory() as d:
+            store = Store(f"{d}/s.sqlite")
+            t0 = time.perf_counter()
+            run_variant(store, "v", translator, js, a.batch_size, 1, a.max_new_tokens, progress=False)
+            secs = time.perf_counter() - t0
+            out = {(r["src"], r["tgt"], r["idx"]): r["hyp"] for r in store.translations("v")}
+            store.close()
+        return out, secs
+
+    def sweep(translator):  # one pair a call
+        return lambda s, t, srcs: run_store(translator, [next(j for j in jobs if (j.src, j.tgt) == (s, t))])
 
     def sweep_unit(translator):  # every pair at once: the unit the sweep's schedule makes of these jobs
-        def go():
-            with tempfile.TemporaryDirectory() as d:
-                store = Store(f"{d}/s.sqlite")
-                t0 = time.perf_counter()
-                run_variant(store, "v", translator, jobs, a.batch_size, 1, a.max_new_tokens, progress=False)
-                secs = time.perf_counter() - t0
-                out = {(r["src"], r["tgt"], r["idx"]): r["hyp"] for r in store.translations("v")}
-                store.close()
-            return out, secs
-        return go
+        return lambda: run_store(translator, jobs)
 
     def timed(fn):  # a path whose whole call is its work
         def go(s, t, srcs):

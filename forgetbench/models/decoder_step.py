@@ -98,6 +98,11 @@ def _blocked_head(head: nn.Linear, x: torch.Tensor) -> torch.Tensor:
     return out
 
 
+def _rows_of(parts: list[torch.Tensor]) -> torch.Tensor:
+    """The cohorts' rows in batch order (one cohort: its tensor itself)."""
+    return parts[0] if len(parts) == 1 else torch.cat(parts)
+
+
 def _add(site, j: int, x: torch.Tensor, branch: torch.Tensor) -> torch.Tensor:
     """The layer's j-th residual addition, through its op scope's sites when it has one."""
     return x + branch if site is None else site(j, 0, x) + site(j, 1, branch)
@@ -175,10 +180,6 @@ class DirectStep:
         n = len(self.layers)
         self.cohorts.append(_Cohort(b, 0, bias, cross, [empty] * n, [empty] * n))
 
-    @property
-    def rows(self) -> int:
-        return sum(c.n for c in self.cohorts)
-
     def _split(self, x: torch.Tensor) -> torch.Tensor:  # [b, n, d] -> [b, heads, n, head_dim]
         return x.view(x.shape[0], x.shape[1], -1, self.head_dim).transpose(1, 2)
 
@@ -196,9 +197,6 @@ class DirectStep:
             w, v = site(1, 0, w), site(1, 1, v)
         out = torch.matmul(w, v).transpose(1, 2).contiguous()
         return out.reshape(out.shape[0], out.shape[1], -1).contiguous()
-
-    def _each(self, outs: list[torch.Tensor]) -> torch.Tensor:
-        return outs[0] if len(outs) == 1 else torch.cat(outs)
 
     def __call__(self, tokens: torch.Tensor) -> torch.Tensor:
         cs = self.cohorts
@@ -221,13 +219,13 @@ class DirectStep:
                 c.keys[i] = torch.cat([c.keys[i], k[a:e]], dim=-2)
                 c.values[i] = torch.cat([c.values[i], v[a:e]], dim=-2)
                 outs.append(self._attend(self_site, sa.scaling, q[a:e], c.keys[i], c.values[i]))
-            x = _add(residual, 0, x, sa.out_proj(self._each(outs)))
+            x = _add(residual, 0, x, sa.out_proj(_rows_of(outs)))
             ca = layer.encoder_attn
             h = layer.encoder_attn_layer_norm(x)
             q = self._split(ca.q_proj(h))
             outs = [self._attend(cross_site, ca.scaling, q[a:e], *c.cross[i], c.bias)
                     for c, (a, e) in zip(cs, spans, strict=True)]
-            x = _add(residual, 1, x, ca.out_proj(self._each(outs)))
+            x = _add(residual, 1, x, ca.out_proj(_rows_of(outs)))
             h = layer.final_layer_norm(x)
             x = _add(residual, 2, x, layer.fc2(layer.activation_fn(layer.fc1(h))))
         for c in cs:

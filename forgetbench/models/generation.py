@@ -104,12 +104,15 @@ def _encode_cohort(encoder, input_ids, attention_mask, a: int, e: int, width: in
         hidden = torch.cat([hidden, hidden.new_zeros(e - a, padded - own, hidden.shape[-1])], dim=1)
     if states is not None:
         for k in range(e - a):
-            states[a + k] = hidden[k, : lengths[a + k]].clone() if cut else hidden[k, mask[k].bool()]
+            states[a + k] = hidden[k, mask[k].bool()]
     return hidden, mask
 
 
-def _unended(done: list[bool], device) -> torch.Tensor:
-    return torch.tensor([k for k, d in enumerate(done) if not d], dtype=torch.long, device=device)
+def _leave(step, rows: list[int], done: list[bool], tokens: torch.Tensor):
+    """The batch without its ended rows: rows, done flags, last tokens, and the step's caches."""
+    idx = torch.tensor([k for k, d in enumerate(done) if not d], dtype=torch.long, device=tokens.device)
+    step.select(idx)
+    return [rows[k] for k in idx.tolist()], [False] * len(idx), tokens.index_select(0, idx)
 
 
 @torch.no_grad()
@@ -149,9 +152,7 @@ def greedy_stream(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
         fresh = 0
         if nxt < n and (live == 0 or (use_direct and width - live >= min(width // ADMIT_FRACTION or 1, n - nxt))):
             if live < len(rows):  # the ended rows leave first
-                idx = _unended(done, input_ids.device)
-                rows, done, tokens = [rows[k] for k in idx.tolist()], [False] * len(idx), tokens.index_select(0, idx)
-                step.select(idx)
+                rows, done, tokens = _leave(step, rows, done, tokens)
             end = min(n, nxt + width - len(rows))
             while nxt < end:  # one cohort per nominal batch it reaches into
                 e = min(end, nxt - nxt % width + width)
@@ -185,9 +186,7 @@ def greedy_stream(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
         if n_done == len(rows):  # the next rows start a new batch
             rows, done, tokens, step = [], [], tokens[:0], None
         elif expired or n_done * COMPACT_FRACTION >= len(rows):  # copying the caches at every ended row costs more
-            idx = _unended(done, input_ids.device)
-            rows, done, tokens = [rows[k] for k in idx.tolist()], [False] * len(idx), tokens.index_select(0, idx)
-            step.select(idx)
+            rows, done, tokens = _leave(step, rows, done, tokens)
 
 
 def greedy_generate(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,

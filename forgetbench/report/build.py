@@ -199,7 +199,8 @@ def tables(S: dict) -> dict[str, tuple[list[str], list[list]]]:
                         "batch-1 speed-up vs base", "batched sentences/s", "batched speed-up vs base", "measured on"],
                        [[v, _model_name(S.get("variant_models", {}).get(v, S["model"])), sp.get("form", "torch fp32"),
                          f"{sp['disk_bytes'] / 2**20:.1f}" if sp.get("disk_bytes") else _disk_mib(S, v),
-                         *_deploy_speeds(sp, b1, bb, env)]                        for v, sp in S["speed"].items()])
+                         *_deploy_speeds(sp, b1, bb, env)]
+                        for v, sp in S["speed"].items()])
     for view, groups in (S.get("pair_groups") or {}).items():
         if not any(c["contrasts"] for c in groups.values()) and len(S["variants"]) < 2:
             continue
