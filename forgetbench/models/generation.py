@@ -129,7 +129,7 @@ def greedy_stream(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
     (``DirectStep.add``: their own cohort, padded as their nominal batch), so the batch stays full instead of
     running each nominal batch's tail of long, often looping, hypotheses with a few rows; a cohort's logits are
     those of its rows decoded alone, so each row's tokens are those of ``generate`` on its nominal batch (up to
-    the 1-3-row kernels of rule 4, ``decoder_step``). ``forced_bos_token_id``: one code for every row, or a tensor
+    the few-row kernels of rule 4, ``decoder_step``). ``forced_bos_token_id``: one code for every row, or a tensor
     of one per row. ``states``: a dict that receives, per row, the encoder's states of its real source tokens."""
     n = input_ids.shape[0]
     width = n if width is None else max(1, width)
