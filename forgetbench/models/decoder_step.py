@@ -21,16 +21,21 @@ Rules of ``DirectStep`` (``direct_supported`` checks them; otherwise ``HFStep`` 
    hooks and any other replaced ``forward`` send the model to ``HFStep``; so does a global module hook.
 2. The same ops in the same order on the same shapes as the eager ``forward`` of transformers' M2M-100 (pre-LN
    layers; scaled word embedding + sinusoidal position ``padding_idx + 1 + t``; Q·Kᵀ·scaling + mask, softmax, ·V;
-   the self-attention cache grown by concatenation, cross-attention keys/values projected once and stored
-   contiguous, as the cache stores them), so its logits are *equal* to ``HFStep``'s, bit for bit — dense,
-   pruned and fake-quantised (asserted in the tests on the teacher, its PTQ variant and SMaLL-100-format
-   models), not merely close: the greedy tokens cannot differ, and no result depends on which step produced it.
+   cross-attention keys/values projected once and stored contiguous, as the cache stores them), so its logits
+   are *equal* to ``HFStep``'s, bit for bit — dense, pruned and fake-quantised (asserted in the tests on the
+   teacher, its PTQ variant and SMaLL-100-format models), not merely close: the greedy tokens cannot differ,
+   and no result depends on which step produced it.
 3. From 4 rows the output projection runs in 1024-column blocks (an output column of a matrix product does not
    depend on how the columns are split; 1.3× faster at 64 rows, up to 1.7× at 4–15, where MKL packs the whole
    8,111 × 256 head for a few rows).
 4. (``add``) Rows may join a batch that is decoding, as a cohort with its own step count, source padding and
    caches: the attentions and positions run per cohort, everything else on all rows at once; each cohort's
    logits equal those of a step over that cohort alone (see ``DirectStep``).
+5. The self-attention cache is written in place into a buffer grown ``CACHE_CHUNK`` steps at a time, and the
+   attention reads its first t+1 positions as a view, where ``forward`` concatenates the cache every step (a
+   copy of the whole cache per step and layer). Each matrix of the batched products keeps its layout (rows of
+   ``head_dim`` contiguous values; only the stride between matrices differs), so the products are the same,
+   bit for bit (tested with rule 2); 4 % less translation time on a Xeon host, hypotheses identical.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from torch.nn import functional as F
 from torch.nn.modules import module as nn_module
 
 HEAD_BLOCK, HEAD_BLOCK_ROWS = 1024, 4  # rule 3
+CACHE_CHUNK = 32  # self-attention cache capacity grows by this many steps
 
 
 def _scope_hook(h) -> bool:
@@ -101,6 +107,14 @@ def _blocked_head(head: nn.Linear, x: torch.Tensor) -> torch.Tensor:
 def _rows_of(parts: list[torch.Tensor]) -> torch.Tensor:
     """The cohorts' rows in batch order (one cohort: its tensor itself)."""
     return parts[0] if len(parts) == 1 else torch.cat(parts)
+
+
+def _append(cache: torch.Tensor, t: int, x: torch.Tensor) -> torch.Tensor:
+    """Write step t's keys or values ``x`` ``[rows, heads, 1, head_dim]`` into the cache, grown when full."""
+    if t == cache.shape[2]:
+        cache = torch.cat([cache, cache.new_empty(*cache.shape[:2], CACHE_CHUNK, cache.shape[3])], dim=2)
+    cache[:, :, t : t + 1] = x
+    return cache
 
 
 def _add(site, j: int, x: torch.Tensor, branch: torch.Tensor) -> torch.Tensor:
@@ -179,9 +193,10 @@ class DirectStep:
         # contiguous, as the cache stores them (a strided view would take another matmul kernel: other rounding)
         cross = [(self._split(layer.encoder_attn.k_proj(hidden)).contiguous(),
                   self._split(layer.encoder_attn.v_proj(hidden)).contiguous()) for layer in self.layers]
-        empty = hidden.new_empty(b, self.heads, 0, self.head_dim)
         n = len(self.layers)
-        self.cohorts.append(_Cohort(b, 0, bias, cross, [empty] * n, [empty] * n))
+        keys, values = ([hidden.new_empty(b, self.heads, CACHE_CHUNK, self.head_dim) for _ in range(n)]
+                        for _ in range(2))  # rule 5: one buffer per layer, filled in place
+        self.cohorts.append(_Cohort(b, 0, bias, cross, keys, values))
 
     def _split(self, x: torch.Tensor) -> torch.Tensor:  # [b, n, d] -> [b, heads, n, head_dim]
         return x.view(x.shape[0], x.shape[1], -1, self.head_dim).transpose(1, 2)
@@ -219,9 +234,9 @@ class DirectStep:
             q, k, v = self._split(sa.q_proj(h)), self._split(sa.k_proj(h)), self._split(sa.v_proj(h))
             outs = []
             for c, (a, e) in zip(cs, spans, strict=True):
-                c.keys[i] = torch.cat([c.keys[i], k[a:e]], dim=-2)
-                c.values[i] = torch.cat([c.values[i], v[a:e]], dim=-2)
-                outs.append(self._attend(self_site, sa.scaling, q[a:e], c.keys[i], c.values[i]))
+                c.keys[i], c.values[i] = _append(c.keys[i], c.t, k[a:e]), _append(c.values[i], c.t, v[a:e])
+                outs.append(self._attend(self_site, sa.scaling, q[a:e], c.keys[i][:, :, : c.t + 1],
+                                         c.values[i][:, :, : c.t + 1]))
             x = _add(residual, 0, x, sa.out_proj(_rows_of(outs)))
             ca = layer.encoder_attn
             h = layer.encoder_attn_layer_norm(x)
