@@ -31,8 +31,13 @@ def _steps(model, enc, n_steps, drop_at=3, keep=None):
     return pairs
 
 
-def test_direct_step_gives_the_forward_logits_bit_for_bit_on_the_teacher():
-    """20 and 64 padded FLORES sources (the blocked output projection from 4 rows), rows leaving the batch."""
+@pytest.mark.parametrize("blocks", [True, False])
+def test_direct_step_gives_the_forward_logits_bit_for_bit_on_the_teacher(monkeypatch, blocks):
+    """20 and 64 padded FLORES sources, rows leaving the batch; the output projection blocked from 4 rows or
+    whole (rule 3: the step takes the faster, timed here)."""
+    from forgetbench.models import decoder_step
+
+    monkeypatch.setattr(decoder_step, "_blocks_faster", lambda w, x: blocks)
     from forgetbench.compress.pipeline import load_model_dir
     from forgetbench.eval.benchmarks import open_benchmark
     from forgetbench.models.decoder_step import direct_supported
@@ -47,6 +52,19 @@ def test_direct_step_gives_the_forward_logits_bit_for_bit_on_the_teacher():
         assert n < 20 or enc["attention_mask"].float().mean() < 0.8  # really padded
         for la, lb in _steps(model, enc, 8, keep=keep):
             assert torch.equal(la, lb)
+
+
+def test_the_head_plan_is_timed_once_per_shape_and_row_range_and_blocks_give_the_same_values(monkeypatch):
+    from forgetbench.models import decoder_step
+
+    monkeypatch.setattr(decoder_step, "_head_plans", {})
+    torch.manual_seed(0)
+    w = torch.randn(3000, 64)
+    for rows in (5, 40, 7, 63, 64):
+        x = torch.randn(rows, 64)
+        assert isinstance(decoder_step._blocks_faster(w, x), bool)
+        assert torch.equal(decoder_step._blocks(x, w), torch.nn.functional.linear(x, w))
+    assert sorted(decoder_step._head_plans) == [((3000, 64), torch.float32, k) for k in (3, 6, 7)]  # 4-7, 32-63, 64+
 
 
 @pytest.mark.parametrize("small100", [False, True])

@@ -25,9 +25,12 @@ Rules of ``DirectStep`` (``direct_supported`` checks them; otherwise ``HFStep`` 
    are *equal* to ``HFStep``'s, bit for bit — dense, pruned and fake-quantised (asserted in the tests on the
    teacher, its PTQ variant and SMaLL-100-format models), not merely close: the greedy tokens cannot differ,
    and no result depends on which step produced it.
-3. From 4 rows the output projection runs in 1024-column blocks (an output column of a matrix product does not
-   depend on how the columns are split; 1.3× faster at 64 rows, up to 1.7× at 4–15, where MKL packs the whole
-   8,111 × 256 head for a few rows).
+3. From 4 rows, on CPU, the output projection may run in 1024-column blocks: an output column of a matrix
+   product does not depend on how the columns are split, so either way gives the same logits, and the faster
+   is taken — timed once per process on the real input, per weight shape and row range (4–7, 8–15, 16–31,
+   …), 3 alternated runs each. Measured: on the AMD EPYC (AVX2) hosts blocks are 1.3× faster at 64
+   rows and up to 1.7× at 4–15, where MKL packs the whole 8,111 × 256 head for a few rows; on a Xeon
+   (AVX-512) host the whole product is 1.15× faster from 16 rows and the blocks 1.2–1.3× faster at 4–8.
 4. (``add``) Rows may join a batch that is decoding, as a cohort with its own step count, source padding and
    caches: the attentions and positions run per cohort, everything else on all rows at once; each cohort's
    logits equal those of a step over that cohort alone (see ``DirectStep``).
@@ -40,6 +43,8 @@ Rules of ``DirectStep`` (``direct_supported`` checks them; otherwise ``HFStep`` 
 
 from __future__ import annotations
 
+import math
+import time
 from dataclasses import dataclass
 
 import torch
@@ -48,6 +53,7 @@ from torch.nn import functional as F
 from torch.nn.modules import module as nn_module
 
 HEAD_BLOCK, HEAD_BLOCK_ROWS = 1024, 4  # rule 3
+_head_plans: dict = {}  # rule 3: (weight shape, dtype, rows' power of two) -> whether blocks are faster
 CACHE_CHUNK = 32  # self-attention cache capacity grows by this many steps
 
 
@@ -89,14 +95,34 @@ def _plain_linear(m: nn.Module) -> bool:
             and not m._forward_hooks_with_kwargs and not m._forward_hooks_always_called)
 
 
+def _blocks(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """``F.linear(x, w)`` in blocks of ``HEAD_BLOCK`` output columns: the same values (rule 3)."""
+    return torch.cat([F.linear(x, w[i : i + HEAD_BLOCK]) for i in range(0, w.shape[0], HEAD_BLOCK)], dim=-1)
+
+
+def _blocks_faster(w: torch.Tensor, x: torch.Tensor) -> bool:
+    """Rule 3: whether the blocked product is the faster here, timed on the first input of each weight shape and
+    row range (4-7, 8-15, 16-31, ...) in this process (the best of 3 runs each, alternated; a wrong pick costs
+    time, never a value)."""
+    key = (tuple(w.shape), w.dtype, x.shape[0].bit_length())
+    if key not in _head_plans:
+        best = {False: math.inf, True: math.inf}
+        for _ in range(3):
+            for blocked in (False, True):
+                t = time.perf_counter()
+                _blocks(x, w) if blocked else F.linear(x, w)
+                best[blocked] = min(best[blocked], time.perf_counter() - t)
+        _head_plans[key] = best[True] < best[False]
+    return _head_plans[key]
+
+
 def _blocked_head(head: nn.Linear, x: torch.Tensor) -> torch.Tensor:
     """Rule 3: ``head(x)`` in column blocks, its hooks run as ``Module.__call__`` runs them (a PTQ input site)."""
     for hook in head._forward_pre_hooks.values():
         r = hook(head, (x,))
         if r is not None:
             x = r[0] if isinstance(r, tuple) else r
-    w = head.weight
-    out = torch.cat([F.linear(x, w[i : i + HEAD_BLOCK]) for i in range(0, w.shape[0], HEAD_BLOCK)], dim=-1)
+    out = _blocks(x, head.weight)
     for hook in head._forward_hooks.values():
         r = hook(head, (x,), out)
         if r is not None:
@@ -249,7 +275,8 @@ class DirectStep:
         for c in cs:
             c.t += 1
         x = self.norm(x)[:, -1]
-        if x.shape[0] < HEAD_BLOCK_ROWS or not _plain_linear(self.head):
+        if (x.shape[0] < HEAD_BLOCK_ROWS or x.device.type != "cpu" or not _plain_linear(self.head)
+                or not _blocks_faster(self.head.weight, x)):
             return self.head(x)
         return _blocked_head(self.head, x)
 
