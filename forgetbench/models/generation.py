@@ -45,7 +45,7 @@ def greedy_supported(model) -> bool:
             and all(getattr(gc, k, None) in (None, v) for k, v in _NEUTRAL.items()))  # transformers 5: unset is None
 
 
-ENCODER_ROWS = 16  # rows per encoder call in encode_by_length
+ENCODER_ROWS = 8  # rows per encoder call in encode_by_length (16 before session 11)
 COMPACT_FRACTION = 8  # ended rows leave the batch once they are 1/COMPACT_FRACTION of it
 
 
