@@ -53,8 +53,8 @@ from torch.nn import functional as F
 from torch.nn.modules import module as nn_module
 
 HEAD_BLOCK, HEAD_BLOCK_ROWS = 1024, 4  # rule 3
-_head_plans: dict = {}  # rule 3: (weight shape, dtype, rows' power of two) -> whether blocks are faster
-CACHE_CHUNK = 32  # self-attention cache capacity grows by this many steps
+CACHE_CHUNK = 32  # rule 5: the self-attention cache's capacity grows by this many steps
+_head_plans: dict = {}  # rule 3, this process: (weight shape, dtype, row count's bit length) -> blocks faster
 
 
 def _scope_hook(h) -> bool:
