@@ -146,11 +146,14 @@ def main():
     ref = hyps.get("sweep_torch") or hyps[names[0]]
     weights = bs.counts(len(lines) * a.repeats, 2000, 7)  # paired bootstrap over the (repeat, pair) units
 
+    def rounded(value, ci):  # a ratio and its interval as printed
+        return [round(value, 3), [round(ci.low, 3), round(ci.high, 3)]]
+
     def ratio(x, y):  # rate of x over rate of y = seconds of y over seconds of x, with its 95 % interval
         if x not in rate or y not in rate:
             return None
         ci = bs.percentile_interval(bs.resample_ratio(np.array(unit_secs[y]), np.array(unit_secs[x]), weights))
-        return [round(secs[y] / secs[x], 3), [round(ci.low, 3), round(ci.high, 3)]]
+        return rounded(secs[y] / secs[x], ci)
 
     def time_ratio(x, y):  # seconds of x over seconds of y
         return ratio(y, x)
@@ -160,7 +163,7 @@ def main():
             return None
         per_repeat = np.array(unit_secs[y]).reshape(a.repeats, len(lines)).sum(1)
         ci = bs.percentile_interval(bs.resample_ratio(per_repeat, np.array(repeat_secs[x]), bs.counts(a.repeats, 2000, 7)))
-        return [round(secs[y] / secs[x], 3), [round(ci.low, 3), round(ci.high, 3)]]
+        return rounded(secs[y] / secs[x], ci)
     print(json.dumps({
         "sentences": n, "pairs": a.pairs, "repeats": a.repeats, "batch_size": a.batch_size,
         "max_new_tokens": a.max_new_tokens,

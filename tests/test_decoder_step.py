@@ -213,6 +213,14 @@ def _rows_independent_from(model, limit=64) -> int:
     return worst
 
 
+def _assert_cohorts_get_their_own_logits(model, enc_a, enc_b, join_at, n_steps, keep_a):
+    """Every logit of either cohort in the joint step equals that cohort's own step's (``_cohort_logits``)."""
+    for lj, la, lb in _cohort_logits(model, enc_a, enc_b, join_at, n_steps, keep_a):
+        n = la.shape[0]
+        assert torch.equal(lj[:n], la)
+        assert lb is None or torch.equal(lj[n:], lb)
+
+
 def _cohort_logits(model, enc_a, enc_b, join_at, n_steps, keep_a):
     """Logits of one DirectStep into which cohort B joins cohort A at step ``join_at`` (then A keeps its first
     ``keep_a`` rows and B its odd rows), and of a DirectStep per cohort alone fed the same tokens."""
@@ -264,10 +272,7 @@ def test_a_cohort_joining_a_decoding_batch_gets_the_logits_of_its_rows_decoded_a
     a = encode_sources(tok, srcs[:24], "en", "de")
     b = encode_sources(tok, srcs[40:72], "en", "fr")
     assert a["input_ids"].shape[1] != b["input_ids"].shape[1]  # two source paddings in one batch
-    for lj, la, lb in _cohort_logits(model, a, b, 3, 6, keep_a=16):
-        n = la.shape[0]
-        assert torch.equal(lj[:n], la)
-        assert lb is None or torch.equal(lj[n:], lb)
+    _assert_cohorts_get_their_own_logits(model, a, b, 3, 6, keep_a=16)
 
 
 def test_a_cohort_joining_a_fake_quantised_batch_runs_every_site_on_its_own_rows(tiny):
@@ -280,10 +285,7 @@ def test_a_cohort_joining_a_fake_quantised_batch_runs_every_site_on_its_own_rows
     en = [r[2] for r in calib_rows() if r[0] == "en"]
     assert _rows_independent_from(model) <= 8  # the cohorts keep 8 rows each
     a, b = encode_sources(tok, en[:12], "en", "de"), encode_sources(tok, en[12:28], "en", "fr")
-    for lj, la, lb in _cohort_logits(model, a, b, 2, 5, keep_a=8):
-        n = la.shape[0]
-        assert torch.equal(lj[:n], la)
-        assert lb is None or torch.equal(lj[n:], lb)
+    _assert_cohorts_get_their_own_logits(model, a, b, 2, 5, keep_a=8)
 
 
 def test_a_stream_keeps_its_batch_full_and_gives_each_nominal_batchs_tokens():

@@ -216,13 +216,15 @@ class DirectStep:
         # the cross-attention mask as the eager path adds it: 0 where attended, the dtype's minimum at padding
         bias = torch.zeros(b, 1, 1, s, dtype=hidden.dtype, device=hidden.device).masked_fill(
             attention_mask[:, None, None, :] == 0, torch.finfo(hidden.dtype).min)
-        # contiguous, as the cache stores them (a strided view would take another matmul kernel: other rounding)
+        # contiguous, as the cache stores them (the transposed view, its rows of head_dim values not contiguous,
+        # would take another matmul kernel: other rounding)
         cross = [(self._split(layer.encoder_attn.k_proj(hidden)).contiguous(),
                   self._split(layer.encoder_attn.v_proj(hidden)).contiguous()) for layer in self.layers]
-        n = len(self.layers)
-        keys, values = ([hidden.new_empty(b, self.heads, CACHE_CHUNK, self.head_dim) for _ in range(n)]
-                        for _ in range(2))  # rule 5: one buffer per layer, filled in place
-        self.cohorts.append(_Cohort(b, 0, bias, cross, keys, values))
+        self.cohorts.append(_Cohort(b, 0, bias, cross, self._buffers(hidden, b), self._buffers(hidden, b)))
+
+    def _buffers(self, hidden: torch.Tensor, rows: int) -> list[torch.Tensor]:
+        """Rule 5: an empty self-attention cache per layer (keys or values), filled in place."""
+        return [hidden.new_empty(rows, self.heads, CACHE_CHUNK, self.head_dim) for _ in self.layers]
 
     def _split(self, x: torch.Tensor) -> torch.Tensor:  # [b, n, d] -> [b, heads, n, head_dim]
         return x.view(x.shape[0], x.shape[1], -1, self.head_dim).transpose(1, 2)
