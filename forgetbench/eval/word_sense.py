@@ -125,7 +125,12 @@ def read_dibimt(path: str | Path) -> list[DibimtItem]:
     for n, line in enumerate(read_text(p).splitlines(), 1):
         if not line.strip():
             continue
-        d = json.loads(line)
+        try:
+            d = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ForgetbenchError(f"{p}:{n}: not valid JSON ({e.msg}); one JSON object per line") from None
+        if not isinstance(d, dict):
+            raise ForgetbenchError(f"{p}:{n}: expected a JSON object, got {type(d).__name__}")
         try:
             it = DibimtItem(str(d["id"]), d["word"], d["gold"], tuple(d["senses"]), tuple(d["good"]), dict(d["bad"]))
         except KeyError as e:

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 
 import sentencepiece as spm
+
+from forgetbench.errors import ForgetbenchError
 
 M2M_SPECIALS = ["<s>", "<pad>", "</s>", "<unk>"]
 N_LANG_TOKENS = 100
@@ -20,13 +23,22 @@ N_MADEUP = 8
 
 def train_spm(sentences: list[str], vocab_size: int, model_type: str = "bpe", character_coverage: float = 0.9995,
               seed_sentencepiece_size: int = 1_000_000) -> bytes:
-    """Train a SentencePiece model in memory (deterministic: one thread) and return its bytes."""
+    """Train a SentencePiece model in memory (deterministic: one thread) and return its bytes. A vocabulary smaller
+    than the characters the text needs at ``character_coverage`` is refused in one line."""
     buf = io.BytesIO()
-    spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(sentences), model_writer=buf, vocab_size=vocab_size, model_type=model_type,
-        character_coverage=character_coverage, num_threads=1, unk_id=0, bos_id=-1, eos_id=-1, pad_id=-1,
-        hard_vocab_limit=False, seed_sentencepiece_size=seed_sentencepiece_size, minloglevel=2,
-    )
+    try:
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=iter(sentences), model_writer=buf, vocab_size=vocab_size, model_type=model_type,
+            character_coverage=character_coverage, num_threads=1, unk_id=0, bos_id=-1, eos_id=-1, pad_id=-1,
+            hard_vocab_limit=False, seed_sentencepiece_size=seed_sentencepiece_size, minloglevel=2,
+        )
+    except RuntimeError as e:
+        need = re.search(r"smaller than required_chars\. \d+ vs (\d+)", str(e))
+        if need is None:
+            raise
+        raise ForgetbenchError(f"SentencePiece vocabulary size {vocab_size} is smaller than the {need.group(1)} "
+                               f"characters the text needs at character coverage {character_coverage}; raise it "
+                               f"(make-tiny --vocab, train-mt spm.vocab_size) above {need.group(1)}") from None
     return buf.getvalue()
 
 
