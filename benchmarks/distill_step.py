@@ -1,6 +1,6 @@
 """Cost of a distillation step: CE only vs KD from the teacher cache vs online KD, side by side in one run.
 
-    python -m benchmarks.distill_step [--teacher artifacts/teacher] [--batches 6] [--rounds 3] [--threads 1]
+    python -m benchmarks.distill_step [--teacher artifacts/teacher] [--batches 6] [--rounds 3] [--threads 1] [--sentences 40]
 
 The student is the default config's (4 encoder / 1 decoder layers copied from the teacher, SMaLL-100 format);
 batches are FLORES-101 devtest sentences of the 28 English-centric directions, length-bucketed to the
@@ -61,6 +61,7 @@ def main():
     ap.add_argument("--batches", type=int, default=6)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--sentences", type=int, default=40, help="FLORES sentences per language (the cache's rows)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     teacher, tok, _ = load(a.teacher, with_signature=False)
@@ -68,7 +69,7 @@ def main():
     lines = {c: Path(a.flores, language(c).flores_file).read_text(encoding="utf-8").splitlines()
              for c in ["en", *LANGS]}
     rows = []
-    for i in range(40):
+    for i in range(a.sentences):
         for x in LANGS:
             s, t = ("en", x) if i % 2 == 0 else (x, "en")
             rows.append((s, t, enc(lines[s][i])[:126], enc(lines[t][i])[:126]))

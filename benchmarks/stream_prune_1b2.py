@@ -1,6 +1,6 @@
 """Streamed pruning of a synthetic sharded M2M-100 1.2B-shaped checkpoint (fp32, ~4.8 GB).
 
-    python -m benchmarks.stream_prune_1b2 [--workdir /tmp/fb-stream] [--keep]
+    python -m benchmarks.stream_prune_1b2 [--workdir /tmp/fb-stream] [--keep] [--config m2m100_1.2B] [--shard-mib 1024]
 
 Measured side by side in one run: raw disk bandwidth (copy of one shard, read + write, fsync),
 then `forgetbench compress-stream --recipe prune-30` in a child process (its own peak RSS), and
@@ -24,10 +24,10 @@ from safetensors.torch import save_file
 from benchmarks.common import environment
 
 
-def make_checkpoint(d: Path, shard_bytes: int = 1 << 30) -> int:
+def make_checkpoint(d: Path, shard_bytes: int = 1 << 30, config_name: str = "m2m100_1.2B") -> int:
     from forgetbench.models.device_map import empty_model, load_config
 
-    config = load_config("m2m100_1.2B")
+    config = load_config(config_name)
     config.save_pretrained(d)
     model = empty_model(config)
     names = {}
@@ -75,12 +75,15 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--workdir", default="/tmp/fb-stream")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--config", default="m2m100_1.2B", help="a known config or a model folder whose config.json "
+                                                             "shapes the synthetic checkpoint")
+    ap.add_argument("--shard-mib", type=int, default=1024, help="shard size of the synthetic checkpoint")
     a = ap.parse_args()
     w = Path(a.workdir)
     shutil.rmtree(w, ignore_errors=True)
     (w / "ckpt").mkdir(parents=True)
     t0 = time.perf_counter()
-    largest = make_checkpoint(w / "ckpt")
+    largest = make_checkpoint(w / "ckpt", a.shard_mib << 20, a.config)
     make_s = time.perf_counter() - t0
     total = sum(f.stat().st_size for f in (w / "ckpt").glob("*.safetensors"))
     first = sorted((w / "ckpt").glob("*.safetensors"))[0]

@@ -1,0 +1,159 @@
+"""Every benchmark and script run as a user runs it, on tiny inputs (seconds): exit 0 and the numbers or files it
+promises. Their full-size runs are what docs/BENCHMARKS.md and the model cards record."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from .conftest import REPO
+
+SHARED = REPO.parent / "shared" / "data"
+
+
+def _run(*args, cwd=REPO) -> str:
+    r = subprocess.run([sys.executable, *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return r.stdout
+
+
+def ship_and_check(script: str, run, out, records: tuple[str, ...]) -> None:
+    """Run ``scripts/<script>`` on a run folder: the shipped weights are the run model's rounded to fp16, the
+    tokenizer and record files are copied byte for byte."""
+    from safetensors.torch import load_file
+
+    _run(REPO / "scripts" / script, run, out)
+    a, b = load_file(str(run / "model" / "model.safetensors")), load_file(str(out / "model.safetensors"))
+    assert a.keys() == b.keys() and all(b[k].dtype == torch.float16 and torch.equal(b[k], a[k].half()) for k in a)
+    for f in ("vocab.json", "sentencepiece.bpe.model", "tokenizer_config.json", "training.json", *records):
+        src = run / "model" / f if (run / "model" / f).is_file() else run / f
+        assert (out / f).read_bytes() == src.read_bytes(), f
+
+
+def _json(out: str) -> dict:
+    return json.loads(out[out.index("{"): out.rindex("}") + 1])
+
+
+def test_threshold_benchmark_prunes_exactly(tmp_path):
+    r = _json(_run("-m", "benchmarks.threshold_525m", "--rows", "300", "--cols", "100", "--sparsity", "0.3"))
+    assert (r["numel"], r["k"], r["zeros"], r["exact"]) == (30_000, 9_000, 9_000, True)
+
+
+def test_batch1_speed_benchmark_times_every_model_on_the_same_sentences(tiny_dir, tmp_path):
+    import shutil
+
+    twin = shutil.copytree(tiny_dir, tmp_path / "twin")
+    r = _json(_run("-m", "benchmarks.batch1_speed", tiny_dir, twin, "--sentences", "4", "--max-new-tokens", "4"))
+    assert r["sentences"] == 4 and r["directions"] == ["en-de", "en-sw", "de-en", "sw-en"]
+    a, b = (r["models"][str(m)] for m in (tiny_dir, twin))
+    assert a["speedup_vs_first"] == 1.0 and a["tokens_per_sentence"] == b["tokens_per_sentence"]  # the same weights
+    lo, hi = b["speedup_ci95"]
+    assert b["sentences_per_s"] > 0 and lo <= b["speedup_vs_first"] <= hi
+
+
+def test_backends_benchmark_times_every_path_and_checks_the_hypotheses(tiny_dir):
+    r = _json(_run("-m", "benchmarks.backends", tiny_dir, "--pairs", "en-de", "--sentences", "4", "--repeats", "2",
+                   "--max-new-tokens", "4", "--batch-size", "4"))
+    paths = {"naive", "hf_batched", "sweep_torch", "ct2_fp32", "ct2_int8", "sweep_ct2_int8", "ptq_torch",
+             "sweep_torch_unit"}
+    assert set(r["seconds"]) == paths and all(v > 0 for v in r["sentences_per_s"].values())
+    ident = r["identical_to_sweep_torch"]
+    assert ident["naive"] == ident["hf_batched"] == ident["sweep_torch_unit"] == 4  # of 4 sentences
+
+
+def test_distill_step_benchmark_times_three_step_kinds():
+    r = _json(_run("-m", "benchmarks.distill_step", "--batches", "1", "--rounds", "1", "--sentences", "2"))
+    assert set(r["median_step_s"]) == {"ce", "cache", "online"} and 0 < sum(r["examples_per_batch"]) <= 28
+    assert r["cache"]["top_k"] == 8 and r["cache"]["positions"] > 0
+
+
+def test_stream_prune_benchmark_on_a_tiny_config(tiny_dir, tmp_path):
+    r = _json(_run("-m", "benchmarks.stream_prune_1b2", "--config", tiny_dir, "--shard-mib", "1",
+                   "--workdir", tmp_path / "w"))
+    assert r["shards"] >= 1 and r["bytes_moved"] > r["checkpoint_bytes"] and 0 < r["bandwidth_ratio"]
+    assert not (tmp_path / "w").exists()  # removed without --keep
+
+
+def test_parser_vs_supar_needs_its_optional_extra_and_says_how():
+    """SuPar is the benchmark's own optional dependency (``pip install -e ".[bench]"``), not the project's: its
+    command line is checked; the comparison itself runs where the extra is installed."""
+    out = _run("-m", "benchmarks.parser_vs_supar", "--help")
+    assert "--ours" in out and "--treebank" in out
+
+
+def test_make_calibration_alternates_directions_from_ntrex_lines(tmp_path):
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        import make_calibration as mc
+    finally:
+        sys.path.pop(0)
+    n = mc.START + 2 * mc.PER_DIRECTION
+    (tmp_path / "newstest2019-src.eng.txt").write_text("".join(f"en {i}\n" for i in range(n)))
+    for code in mc.LANGS:
+        (tmp_path / f"newstest2019-ref.{code}.txt").write_text("".join(f"{code} {i}\n" if i != mc.START + 3 else "\n"
+                                                                      for i in range(n)))
+    _run(REPO / "scripts" / "make_calibration.py", tmp_path, tmp_path / "c.tsv")
+    rows = [ln.split("\t") for ln in (tmp_path / "c.tsv").read_text().splitlines()]
+    assert len(rows) == len(mc.LANGS) * (2 * mc.PER_DIRECTION - 1)  # an empty line is skipped
+    assert rows[0] == ["en", "de", f"en {mc.START}", f"deu {mc.START}"]
+    assert rows[1] == ["de", "en", f"deu {mc.START + 1}", f"en {mc.START + 1}"]
+
+
+@pytest.mark.skipif(not (SHARED / "ntrex128").is_dir(), reason="needs ../shared/data/ntrex128 (the source of the "
+                    "shipped calibration set); a user's clone has only the result")
+def test_make_calibration_rebuilds_the_shipped_calibration_set(tmp_path):
+    _run(REPO / "scripts" / "make_calibration.py", SHARED / "ntrex128", tmp_path / "c.tsv")
+    assert (tmp_path / "c.tsv").read_bytes() == (REPO / "data" / "calibration" / "ntrex128-calib.tsv").read_bytes()
+
+
+@pytest.mark.parametrize("script", sorted(p.name for p in (REPO / "scripts").glob("*.sh")))
+def test_shell_scripts_parse(script):
+    r = subprocess.run(["bash", "-n", str(REPO / "scripts" / script)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+def test_model_and_student_cards_state_the_runs_numbers(tmp_path):
+    """One small distill-eval run (the teacher as base) feeds both card scripts, each writing into a copy of its
+    shipped model folder: the teacher card's per-language rows and the student card's batched speeds and group
+    table are the run's numbers."""
+    import shutil
+
+    from forgetbench.cli import main
+
+    art = REPO / "artifacts"
+    teacher, student = shutil.copytree(art / "teacher", tmp_path / "teacher"), shutil.copytree(art / "student-kd",
+                                                                                             tmp_path / "student-kd")
+    cfg = tmp_path / "distill-eval.yaml"
+    cfg.write_text(f"""name: distill-eval
+model: {teacher}
+variants: {{base: null, student-kd: {{model: {student}}}, student-nokd: {{model: {art / "student-nokd"}}}}}
+contrasts: [[student-kd, student-nokd], [student-kd, base]]
+benchmarks: [{{name: flores101, kind: flores101, path: {REPO / "data" / "flores101"}}}]
+languages: [de, sw]
+pairs: english-centric
+sentences: 3
+generation: {{num_beams: 1, max_new_tokens: 16, batch_size: 8}}
+analysis: {{bleu_filter: 0}}
+tiers: {{training: {{counts: {teacher / "training.json"}, thresholds: [1000, 10000, 30000]}}}}
+""")
+    run = tmp_path / "run"
+    assert main(["sweep", str(cfg), "--out", str(run), "--quiet"]) == 0
+    S = json.loads((run / "report" / "summary.json").read_text())
+    (teacher / "README.md").unlink()
+    _run(REPO / "scripts" / "model_card.py", teacher, run)
+    card = (teacher / "README.md").read_text()
+    sc = {(p["src"], p["tgt"]): p["scores"]["base"] for p in S["pairs"]}
+    row = " | ".join(f"{sc[k][m]:.1f}" for k in (("en", "de"), ("de", "en")) for m in ("chrF", "spBLEU"))
+    assert f"| German | de | 49,147 | High | High | {row} |" in card and "| Russian | ru |" in card
+    speed = tmp_path / "speed.json"
+    speed.write_text(_run("-m", "benchmarks.batch1_speed", teacher, student, art / "student-nokd", "--sentences", "4",
+                          "--max-new-tokens", "8"))
+    _run(REPO / "scripts" / "student_card.py", student, "student-kd", "student-nokd", "600", speed, run)
+    scard = (student / "README.md").read_text()
+    tim = S["run"]["timings_rank0"]
+    rate = {v: f"{tim[v]['translated'] / tim[v]['translate_s']:.2f}" for v in ("student-kd", "base")}
+    assert f"- speed, batched (batch 64, the sweep's translation pass): {rate['student-kd']} vs {rate['base']}" in scard
+    h2h = S["pair_groups"]["training"]["H2H"]
+    assert f"| H2H | 2 | 6 | {h2h['scores']['base']['chrF']:.2f} | {h2h['scores']['student-kd']['chrF']:.2f} |" in scard
