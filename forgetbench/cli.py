@@ -254,7 +254,7 @@ def cmd_parse(args) -> int:
         minutes = args.minutes or ptrain.DEFAULT_MINUTES[args.arch]
         info = ptrain.train(args.train, args.dev, args.out, minutes=minutes, threads=_thread_count(args.threads),
                             seed=args.seed, progress=not args.quiet, tags=args.tags, tagger_minutes=args.tagger_minutes,
-                            jackknife=args.jackknife, arch=args.arch, tagger_from=args.tagger_from, initial=args.initial,
+                            max_epochs=args.max_epochs, tagger_epochs=args.tagger_epochs, jackknife=args.jackknife, arch=args.arch, tagger_from=args.tagger_from, initial=args.initial,
                             iterations=args.iterations, train_iterations=args.train_iterations,
                             warm_start=args.warm_start, folds=args.folds, fold_minutes=args.fold_minutes,
                             refiner_graphs=args.refiner_graphs or ("kfold" if args.initial else "empty"), **graph_kw)
@@ -423,6 +423,9 @@ def build_parser() -> argparse.ArgumentParser:
     pt.add_argument("--tags", choices=["gold", "predicted"], default="predicted",
                     help="UPOS input: predicted by the parser's own tagger (trained on jackknifed tags), or gold")
     pt.add_argument("--tagger-minutes", type=_minutes, default=1.5, help="time budget of each tagger (predicted tags)")
+    pt.add_argument("--max-epochs", type=_positive, default=200,
+                    help="the parser's epoch budget; with a --minutes too large to bind, the run is deterministic")
+    pt.add_argument("--tagger-epochs", type=_positive, default=999, help="each tagger's epoch budget (predicted tags)")
     pt.add_argument("--jackknife", type=int, default=2, help="folds for the jackknifed training tags")
     pt.add_argument("--arch", choices=["biaffine", "syntr", "rngtr", "g2gtr"], default="biaffine",
                     help="biaffine (BiLSTM), syntr (Transformer + biaffine), rngtr (graph-to-graph refiner of an initial "

@@ -1,4 +1,7 @@
 import os
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -12,6 +15,14 @@ torch.set_num_threads(1)
 
 REPO = Path(__file__).resolve().parents[1]
 CALIB = REPO / "data" / "calibration" / "ntrex128-calib.tsv"
+
+
+def run_killed(code: str, cwd: Path = REPO) -> int:
+    """Run ``code`` in a fresh interpreter (repo on the path, offline) and return its exit code: -9 when the code
+    SIGKILLed itself at the point it names (a patched function: a kill point by a hook, never by a sleep)."""
+    env = dict(os.environ, PYTHONPATH=str(REPO), HF_HUB_OFFLINE="1")
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=cwd, env=env, capture_output=True,
+                          timeout=600).returncode
 
 
 def calib_rows(n=None):
@@ -57,6 +68,6 @@ def tiny_parser(tmp_path_factory):
 
     d = tmp_path_factory.mktemp("tiny_parser")
     tr, dv = _toy_treebank(d / "train.conllu", 40, 0), _toy_treebank(d / "dev.conllu", 10, 1)
-    train(tr, dv, d / "p", minutes=0.05, max_epochs=1, max_tokens=200, progress=False, lstm_hidden=16, arc_mlp=16,
+    train(tr, dv, d / "p", minutes=60, max_epochs=1, max_tokens=200, progress=False, lstm_hidden=16, arc_mlp=16,
           rel_mlp=8, word_dim=8, char_dim=4, char_hidden=8, tag_dim=4)
     return d

@@ -30,7 +30,7 @@ def _toy_treebank(path, n, seed):
 def test_parser_learns_a_toy_language_saves_loads_and_compresses(tmp_path):
     tr = _toy_treebank(tmp_path / "train.conllu", 120, 0)
     dv = _toy_treebank(tmp_path / "dev.conllu", 30, 1)
-    info = train(tr, dv, tmp_path / "model", minutes=0.5, max_epochs=15, max_tokens=100, progress=False, lstm_hidden=32,
+    info = train(tr, dv, tmp_path / "model", minutes=60, max_epochs=15, max_tokens=100, progress=False, lstm_hidden=32,
                  arc_mlp=32, rel_mlp=16, word_dim=16, char_dim=8, char_hidden=16, tag_dim=8)
     assert info["dev"]["las"] > 90.0, info["history"]
     model, vocab = load_parser(tmp_path / "model")
@@ -60,8 +60,10 @@ def test_parser_learns_a_toy_language_saves_loads_and_compresses(tmp_path):
     h.remove()
     grid = seen[0] / (st.activation_amax["lstm.input"] / 127)
     assert torch.allclose(grid, grid.round(), atol=1e-3)
+    # pruned and fake-quantised, the parser still parses the toy language (100 LAS measured; its training is
+    # deterministic, bounded by epochs)
     after = evaluate(model, vocab, sents)
-    assert after.las <= 100.0 and torch.is_tensor(b["words"])
+    assert after.invalid_trees == 0 and after.las > 90, after
 
 
 def test_predicted_tag_mode_trains_its_own_tagger_and_ignores_file_tags(tmp_path):
@@ -73,7 +75,9 @@ def test_predicted_tag_mode_trains_its_own_tagger_and_ignores_file_tags(tmp_path
     dv = _toy_treebank(tmp_path / "dev.conllu", 30, 1)
     kw = dict(max_epochs=15, max_tokens=100, progress=False, lstm_hidden=32, arc_mlp=32, rel_mlp=16, word_dim=16,
               char_dim=8, char_hidden=16, tag_dim=8)
-    info = train(tr, dv, tmp_path / "m", minutes=1.0, tags="predicted", tagger_minutes=0.05, jackknife=2, **kw)
+    # epoch budgets (the time budgets are too large to bind): the same run on any host
+    info = train(tr, dv, tmp_path / "m", minutes=60, tags="predicted", tagger_minutes=10, tagger_epochs=5, jackknife=2,
+                 **kw)
     assert info["tags"] == "predicted" and info["jackknife_folds"] == 2 and not (tmp_path / "m" / "_jackknife").exists()
     assert info["tagger_dev_upos"] > 90 and info["train_upos_jackknifed"] > 80
     model, vocab = load_parser(tmp_path / "m")
@@ -112,7 +116,7 @@ def test_parse_compress_report(tmp_path):
     tr = _toy_treebank(tmp_path / "train.conllu", 60, 0)
     dv = _toy_treebank(tmp_path / "dev.conllu", 12, 1)
     for name in ("a", "b", "c"):
-        train(tr, dv, tmp_path / name, minutes=0.05, max_epochs=2, max_tokens=200, progress=False, lstm_hidden=16,
+        train(tr, dv, tmp_path / name, minutes=60, max_epochs=2, max_tokens=200, progress=False, lstm_hidden=16,
               arc_mlp=16, rel_mlp=8, word_dim=8, char_dim=4, char_hidden=8, tag_dim=4)
     args = ["parse", "compress", "--models", *(str(tmp_path / n) for n in "abc"), "--test", *[str(dv)] * 3,
             "--dev", *[str(dv)] * 3, "--out", str(tmp_path / "rep")]
@@ -138,13 +142,15 @@ def test_parse_predict_scored_by_the_official_conll2018_scorer_equals_parse_eval
     output gives the UPOS, UAS and LAS that `parse eval` reports: the output carries the model's predictions only."""
     import json
 
-    udeval = __import__("pytest").importorskip("udtools.udeval")
+    from udtools import udeval  # a declared test dependency: a broken install fails here, never skips
+
     from forgetbench.cli import main
 
     tr = _toy_treebank(tmp_path / "train.conllu", 60, 0)
     dv = _toy_treebank(tmp_path / "dev.conllu", 12, 1)
-    assert main(["parse", "train", "--train", str(tr), "--dev", str(dv), "--out", str(tmp_path / "m"), "--minutes", "0.2",
-                 "--tagger-minutes", "0.03", "--jackknife", "2", "--quiet"]) == 0  # predicted tags (the default)
+    assert main(["parse", "train", "--train", str(tr), "--dev", str(dv), "--out", str(tmp_path / "m"), "--minutes", "30",
+                 "--tagger-minutes", "5", "--max-epochs", "4", "--tagger-epochs", "3", "--jackknife", "2",
+                 "--quiet"]) == 0  # predicted tags (the default); epoch budgets: the same run on any host
     capsys.readouterr()
     assert main(["parse", "eval", str(tmp_path / "m"), str(dv)]) == 0
     ours = json.loads(capsys.readouterr().out)

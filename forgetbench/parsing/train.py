@@ -91,13 +91,13 @@ def kfold_graphs(tr: list[Sentence], dv: list[Sentence], initial: parsers.Parser
 
 
 def jackknife_tags(tr: list[Sentence], dv: list[Sentence], vocab: Vocab, work: Path, folds: int, minutes: float,
-                   seed: int, progress: bool) -> list[list[str]]:
+                   seed: int, progress: bool, max_epochs: int = 999) -> list[list[str]]:
     """UPOS for every training sentence from a tagger trained on the other folds (folds by position mod k)."""
     tags: list[list[str] | None] = [None] * len(tr)
     for k in range(folds):
         held = [i for i in range(len(tr)) if i % folds == k]
         rest = [s for i, s in enumerate(tr) if i % folds != k]
-        train_tagger(rest, dv, vocab, work / f"fold{k}", minutes, seed=seed + k, progress=progress)
+        train_tagger(rest, dv, vocab, work / f"fold{k}", minutes, seed=seed + k, progress=progress, max_epochs=max_epochs)
         tg = load_tagger_dir(work / f"fold{k}")
         for i, t in zip(held, tag(tg, vocab, [tr[i] for i in held]), strict=True):
             tags[i] = t
@@ -166,12 +166,14 @@ def _reused_tags(tagger_from: Path, train_file, dev_file) -> dict:
 
 def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Path, minutes: float = 15.0,
           max_epochs: int = 200, seed: int = 1, threads: int = 1, max_tokens: int | None = None, lr: float | None = None,
-          progress: bool = True, tags: str = "gold", tagger_minutes: float = 1.0, jackknife: int = 4,
+          progress: bool = True, tags: str = "gold", tagger_minutes: float = 1.0, tagger_epochs: int = 999,
+          jackknife: int = 4,
           arch: str = "biaffine", tagger_from: str | Path | None = None, initial: str | Path | None = None,
           iterations: int = DEFAULT_ITERATIONS, train_iterations: int | None = None, warm_start: str | Path | None = None,
           refiner_graphs: str = "empty", folds: int = 2, fold_minutes: float = 6.0, **model_kw) -> dict:
     """Train a parser of ``arch`` on ``train_file``, select on ``dev_file`` (None: ``held_out_split`` of the
-    training file); ``minutes`` bounds the whole run (taggers included).
+    training file); ``minutes`` bounds the whole run (taggers included), ``max_epochs`` the parser's epochs and
+    ``tagger_epochs`` each tagger's (predicted tags): with time budgets too large to bind, a run is deterministic.
 
     ``tagger_from``: reuse another parser's tagger and jackknifed training tags (same training file), so that
     architectures are compared on the same tags. RNGTr: ``initial`` is the parser giving G^0 at evaluation (a
@@ -259,10 +261,11 @@ def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Pa
             tag_info |= {"tagger_from": str(tagger_from), "jackknife_folds": reused["jackknife_folds"]}
         elif tags == "predicted":
             work = tmp / "_jackknife"
-            tr_tags = jackknife_tags(tr, dv, vocab, work, jackknife, tagger_minutes, seed, progress)
+            tr_tags = jackknife_tags(tr, dv, vocab, work, jackknife, tagger_minutes, seed, progress, tagger_epochs)
             shutil.rmtree(work)
             jk_acc = upos_accuracy(tr, tr_tags)
-            tinfo = train_tagger(tr, dv, vocab, tmp / "tagger", tagger_minutes, seed=seed, progress=progress)
+            tinfo = train_tagger(tr, dv, vocab, tmp / "tagger", tagger_minutes, seed=seed, progress=progress,
+                                 max_epochs=tagger_epochs)
             tagger = load_tagger(tmp)
             save_training_tags(tmp / "tagger", train_file, dev_file, tr_tags, jackknife)
             tr = with_tags(tr, tr_tags)
