@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +21,8 @@ from forgetbench.distill.loss import LearnedAlpha, kd_cached, kd_online, kd_topk
 from forgetbench.distill.sampling import plan, quotas, realise
 from forgetbench.distill.student import build_student, layer_indices
 
-from .conftest import REPO, calib_rows
+from .conftest import REPO, calib_rows, run_killed
+from .test_scripts_smoke import ship_and_check
 
 # ---------------------------------------------------------------- sampling
 
@@ -208,22 +208,23 @@ def test_kill_9_and_resume_give_the_weights_of_an_uninterrupted_run(tiny_dir, tm
     from forgetbench.distill.run import distill
 
     distill(load_distill_config(cfg), tmp_path / "full", progress=False, log=lambda *_: None)
+    ship_and_check("ship_student.py", tmp_path / "full", tmp_path / "shipped",
+                   ("signals.jsonl", "train_log.jsonl", "quotas.json"))
     killed = tmp_path / "killed"
-    env = dict(os.environ, PYTHONPATH=str(REPO), HF_HUB_OFFLINE="1")
-    proc = subprocess.Popen([sys.executable, "-m", "forgetbench.cli", "distill", str(cfg), "--out", str(killed), "--quiet"],
-                            cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    state = killed / "checkpoint" / "state.json"
-    deadline = time.time() + 300
-    while time.time() < deadline and proc.poll() is None:
-        try:
-            if json.loads(state.read_text())["step"] >= 5:
-                break
-        except (OSError, ValueError):
-            pass
-        time.sleep(0.02)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    assert proc.returncode == -signal.SIGKILL and not (killed / "model").exists()
+    rc = run_killed(f"""
+        import os, signal
+        from forgetbench.distill import loop
+        real = loop.save_checkpoint
+        def killed(model, opt, state, ckpt):
+            real(model, opt, state, ckpt)
+            if state["step"] == 5:  # the step-5 checkpoint is in place; the run goes no further
+                os.kill(os.getpid(), signal.SIGKILL)
+        loop.save_checkpoint = killed
+        from forgetbench.cli import main
+        main(["distill", {str(cfg)!r}, "--out", {str(killed)!r}, "--quiet"])
+    """, cwd=tmp_path)
+    assert rc == -signal.SIGKILL and not (killed / "model").exists()
+    assert json.loads((killed / "checkpoint" / "state.json").read_text())["step"] == 5
     logs = []
     distill(load_distill_config(cfg), killed, progress=False, log=logs.append)
     assert any("resumed from" in m for m in logs)

@@ -2,27 +2,15 @@
 is written. Each rerun finishes from what is on disk and leaves no leftover."""
 
 import json
-import os
 import signal
-import subprocess
-import sys
-import textwrap
 
 import torch
 from safetensors.torch import load_file
 
 from forgetbench.cli import main
 
-from .conftest import REPO
+from .conftest import REPO, run_killed
 from .test_train_mt import _config, _shared
-
-
-def _run_killed(code: str, tmp_path) -> int:
-    """Run ``code`` in a fresh interpreter (repo on the path); returns its exit code (-9 when SIGKILLed)."""
-    script = tmp_path / "killed.py"
-    script.write_text(textwrap.dedent(code))
-    env = dict(os.environ, PYTHONPATH=str(REPO), HF_HUB_OFFLINE="1")
-    return subprocess.run([sys.executable, str(script)], cwd=REPO, env=env, capture_output=True, timeout=600).returncode
 
 
 def test_train_mt_killed_between_checkpoint_renames_resumes_from_the_last_checkpoint(tmp_path):
@@ -32,7 +20,7 @@ def test_train_mt_killed_between_checkpoint_renames_resumes_from_the_last_checkp
     full = train(_config(tmp_path, 8), tmp_path / "full", progress=False, log=lambda *_: None)
     killed = tmp_path / "killed"
     # the 5th checkpoint swap: 'checkpoint' (step 4) has been renamed to 'checkpoint.old', the new one not yet in place
-    rc = _run_killed(f"""
+    rc = run_killed(f"""
         import os, signal, sys
         sys.path.insert(0, {str(REPO)!r})
         from pathlib import Path
@@ -50,7 +38,7 @@ def test_train_mt_killed_between_checkpoint_renames_resumes_from_the_last_checkp
         loop.os.rename = rename
         from forgetbench.train.mt import train
         train(_config(Path({str(tmp_path)!r}), 8), Path({str(killed)!r}), progress=False, log=lambda *_: None)
-    """, tmp_path)
+    """)
     assert rc == -signal.SIGKILL
     assert not (killed / "checkpoint").exists() and (killed / "checkpoint.old" / "state.json").is_file()
     assert json.loads((killed / "checkpoint.old" / "state.json").read_text())["step"] == 4
@@ -64,7 +52,7 @@ def test_train_mt_killed_between_checkpoint_renames_resumes_from_the_last_checkp
 
 def test_compress_killed_midway_leaves_no_partial_and_the_rerun_completes(tiny_dir, tmp_path):
     out = tmp_path / "out"
-    rc = _run_killed(f"""
+    rc = run_killed(f"""
         import os, signal
         from forgetbench.compress import pipeline
         real = pipeline.write_artefacts
@@ -74,7 +62,7 @@ def test_compress_killed_midway_leaves_no_partial_and_the_rerun_completes(tiny_d
         pipeline.write_artefacts = killed
         from forgetbench.cli import main
         main(["compress", {str(tiny_dir)!r}, "--recipe", "prune-30", "--out", {str(out)!r}, "--quiet"])
-    """, tmp_path)
+    """)
     assert rc == -signal.SIGKILL
     assert not out.exists() and len(list(tmp_path.glob(".out.*.partial"))) == 1
     assert main(["compress", str(tiny_dir), "--recipe", "prune-30", "--out", str(out), "--quiet"]) == 0
@@ -88,7 +76,7 @@ def test_report_killed_mid_write_is_restored_complete_by_the_rerun(tiny_dir, tmp
     run = tmp_path / "run"
     assert main(["sweep", str(cfg), "--out", str(run), "--quiet"]) == 0
     complete = sorted(p.name for p in (run / "report").iterdir())
-    rc = _run_killed(f"""
+    rc = run_killed(f"""
         import os, signal
         from forgetbench.report import build
         real = build.atomic_write_text
@@ -101,7 +89,7 @@ def test_report_killed_mid_write_is_restored_complete_by_the_rerun(tiny_dir, tmp
         build.atomic_write_text = killed
         from forgetbench.cli import main
         main(["report", {str(run)!r}])
-    """, tmp_path)
+    """)
     assert rc == -signal.SIGKILL
     # the previous report is still whole: the new one was being built beside it
     assert sorted(p.name for p in (run / "report").iterdir()) == complete

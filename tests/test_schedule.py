@@ -2,7 +2,6 @@
 
 import json
 import threading
-import time
 
 import pytest
 
@@ -54,16 +53,20 @@ def test_a_unit_waits_for_its_variant_and_each_is_claimed_once(cfg, tmp_path):
     todo = [u for u in units(cfg) if u.kind != "xattn"]
     assert next_unit(a, todo, 0).key == "prepare:ptq-int8"
     # a launcher's rank 1 may not prepare: it waits (polling) until rank 0 has prepared the base
-    got = []
-    t = threading.Thread(target=lambda: got.append(next_unit(Store(tmp_path / "s.sqlite"), todo, 1, may_prepare=False)))
-    t.start()
     assert next_unit(a, todo, 0).key == "prepare:prune-30"
     assert next_unit(a, todo, 0).key == "prepare:base"
-    time.sleep(0.5)
-    assert not got  # nothing ready: the base is claimed, not done
+    got, waiting = [], threading.Event()
+
+    def rank1():  # `aborted` is asked each time a poll finds nothing ready: the wait is observed, not slept on
+        got.append(next_unit(Store(tmp_path / "s.sqlite"), todo, 1, may_prepare=False,
+                             aborted=lambda: waiting.set() or False))
+
+    t = threading.Thread(target=rank1)
+    t.start()
+    assert waiting.wait(timeout=60) and not got  # it polled and found nothing ready: the base is claimed, not done
     a.finish("prepare:base")
-    t.join(timeout=5)
-    assert got[0].key == "pairs:base:0"  # the first ready unit, though ptq and prune-30 come first in order
+    t.join(timeout=60)
+    assert not t.is_alive() and got[0].key == "pairs:base:0"  # the first ready unit, though ptq and prune-30 come first
     assert next_unit(b, todo, 1).key == "pairs:base:1"
     a.finish("prepare:prune-30")
     assert [next_unit(b, todo, 1).key, next_unit(a, todo, 0).key] == ["pairs:prune-30:0", "pairs:prune-30:1"]
