@@ -6,14 +6,18 @@ import subprocess
 import sys
 import textwrap
 
+import ctranslate2  # noqa: F401  (a declared dependency: a broken install fails here, not skips)
 import pytest
 import torch
 
 from tests.conftest import REPO, calib_rows
 
-ct2 = pytest.importorskip("ctranslate2")
-
 PAIRS = [("en", "de"), ("de", "en"), ("en", "fr"), ("fr", "de"), ("en", "sw"), ("hi", "en")]
+# The tiny random model's logits are nearly flat (std ~0.15; top-2 gaps down to 1e-4), so two correct fp32
+# implementations may pick different tokens where two logits tie to the last bits. Parity is asserted on the rows
+# whose torch decode keeps a top-2 gap of at least MARGIN at every step it takes: three orders of magnitude above
+# fp32 kernel differences, so no kernel can flip them; those rows must match exactly, and they must be most rows.
+MARGIN = 1e-3
 
 
 def _sources(n=12):
@@ -21,18 +25,42 @@ def _sources(n=12):
     return [r[2] for r in rows[:n]]
 
 
+def _clear_rows(model, tok, srcs, s, t, max_new_tokens=24) -> set[int]:
+    """Rows of ``srcs`` (pair s-t) whose greedy decode has a top-2 logit gap >= MARGIN at every free step."""
+    from forgetbench.models.generation import encode_sources, generation_kwargs
+
+    kw = generation_kwargs(tok, t)
+    with torch.no_grad():
+        out = model.generate(**encode_sources(tok, srcs, s, t), num_beams=1, do_sample=False,
+                             max_new_tokens=max_new_tokens, output_logits=True, return_dict_in_generate=True, **kw)
+    top = torch.stack(out.logits, 1).topk(2, -1).values
+    gap, gen = top[..., 0] - top[..., 1], out.sequences[:, 1:]  # gap[r, j]: the step that chose gen[r, j]
+    first = 1 if kw else 0  # a forced language code is not chosen by the logits
+    clear = set()
+    for r in range(len(srcs)):
+        ends = (gen[r] == model.config.eos_token_id).nonzero()
+        n = int(ends[0]) + 1 if len(ends) else gen.shape[1]
+        if n <= first or gap[r, first:n].min() >= MARGIN:
+            clear.add(r)
+    return clear
+
+
 def _parity(model, tok, folder, compute_type="float32"):
+    """(rows equal, clear-margin rows, all rows) over PAIRS; every clear-margin row must be among the equal."""
     from forgetbench.eval.backends import TorchTranslator
     from forgetbench.models.ct2 import Ct2Translator
 
     a, b = TorchTranslator(model, tok), Ct2Translator(folder, tok, compute_type=compute_type)
-    same = total = 0
+    same = clear = total = 0
     for s, t in PAIRS:
         srcs = _sources()
         x, y = a.translate(srcs, s, t, 1, 24), b.translate(srcs, s, t, 1, 24)
+        rows = _clear_rows(model, tok, srcs, s, t)
+        assert all(x[r] == y[r] for r in rows), [(x[r], y[r]) for r in rows if x[r] != y[r]]
         same += sum(p == q for p, q in zip(x, y, strict=True))
+        clear += len(rows)
         total += len(x)
-    return same, total
+    return same, clear, total
 
 
 @pytest.mark.parametrize("small100", [False, True])
@@ -49,8 +77,8 @@ def test_conversion_keeps_codes_at_their_ids_and_gives_the_torch_loop_tokens(tin
     assert len(codes) == 100
     assert all(vocab[i] == c for c, i in codes.items())  # every __xx__ at its id
     assert vocab[tok.get_lang_id("de")] == "__de__" and vocab[3] == "<unk>"
-    same, total = _parity(model, tok, out)
-    assert same >= 0.99 * total, (same, total)
+    same, clear, total = _parity(model, tok, out)
+    assert same >= clear >= 0.5 * total, (same, clear, total)
     # int8 conversion must not touch the source model (CTranslate2 quantises the tensors it is given in place)
     conv.convert(model, tok, tmp_path / "ct2-int8", "int8", "sha")
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
@@ -194,4 +222,5 @@ def test_rows_of_several_pairs_in_one_ctranslate2_batch(tiny_dir, tmp_path):
     mixed = tr.translate_rows(rows, 1, 24)
     assert mixed == [alone[p][k] for k in range(len(srcs)) for p in PAIRS]
     torch_rows = TorchTranslator(model, tok).translate_rows(rows, 1, 24)
-    assert sum(a == b for a, b in zip(mixed, torch_rows, strict=True)) >= 0.99 * len(rows)
+    clear = {k * len(PAIRS) + p for p, (s, t) in enumerate(PAIRS) for k in _clear_rows(model, tok, srcs, s, t)}
+    assert len(clear) >= 0.5 * len(rows) and all(mixed[i] == torch_rows[i] for i in clear)
