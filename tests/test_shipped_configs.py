@@ -1,6 +1,7 @@
 """Every shipped config loads (validated as its command would), and the no-KD twin differs from the KD
 student's config in nothing but its name and kd.source."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -25,9 +26,20 @@ def test_shipped_config_loads(path: Path):
     elif "spm" in raw:
         if not SHARED:
             pytest.skip("training configs read ../shared/data")
+        from dataclasses import asdict
+
         from forgetbench.train.config import load_config
 
-        load_config(path)
+        cfg = asdict(load_config(path))
+        assert Path(cfg["data"]["shared"]).is_dir()
+        for section, values in raw.items():  # every value written reaches the loaded config
+            assert {k: cfg[section][k] for k in values if k != "shared"} == {k: v for k, v in values.items() if k != "shared"}
+        if path.name == "teacher.yaml":  # the shipped teacher was trained with exactly this config
+            shipped = json.loads((REPO / "artifacts" / "teacher" / "training.json").read_text())["config"]
+            for c in (cfg, shipped):
+                c.pop("source")
+                c["data"].pop("shared")
+            assert cfg == shipped
     else:
         from forgetbench.sweep import load_sweep
 
