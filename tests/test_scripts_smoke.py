@@ -63,8 +63,14 @@ def test_backends_benchmark_times_every_path_and_checks_the_hypotheses(tiny_dir)
     assert ident["naive"] == ident["hf_batched"] == ident["sweep_torch_unit"] == 4  # of 4 sentences
 
 
-def test_distill_step_benchmark_times_three_step_kinds():
-    r = _json(_run("-m", "benchmarks.distill_step", "--batches", "1", "--rounds", "1", "--sentences", "2"))
+def test_distill_step_benchmark_times_three_step_kinds(tmp_path):
+    from forgetbench.cli import main
+
+    teacher = tmp_path / "t4"  # the student copies 4 encoder layers: a tiny teacher that has them
+    assert main(["make-tiny", str(REPO / "data" / "calibration" / "ntrex128-calib.tsv"), "--out", str(teacher),
+                 "--vocab", "1200", "--layers", "4"]) == 0
+    r = _json(_run("-m", "benchmarks.distill_step", "--teacher", teacher, "--batches", "1", "--rounds", "1",
+                   "--sentences", "2"))
     assert set(r["median_step_s"]) == {"ce", "cache", "online"} and 0 < sum(r["examples_per_batch"]) <= 28
     assert r["cache"]["top_k"] == 8 and r["cache"]["positions"] > 0
 
