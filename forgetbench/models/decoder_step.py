@@ -28,9 +28,8 @@ Rules of ``DirectStep`` (``direct_supported`` checks them; otherwise ``HFStep`` 
 3. From 4 rows, on CPU, the output projection may run in 1024-column blocks: an output column of a matrix
    product does not depend on how the columns are split, so either way gives the same logits, and the faster
    is taken — timed once per process on the real input, per weight shape and row range (4–7, 8–15, 16–31,
-   …), 3 alternated runs each. Measured: on the AMD EPYC (AVX2) hosts blocks are 1.3× faster at 64
-   rows and up to 1.7× at 4–15, where MKL packs the whole 8,111 × 256 head for a few rows; on a Xeon
-   (AVX-512) host the whole product is 1.15× faster from 16 rows and the blocks 1.2–1.3× faster at 4–8.
+   …), 3 alternated runs each: which is faster depends on the BLAS and the CPU (MKL packs the whole head for
+   a few rows with AVX2 kernels; docs/METHOD.md §2.9b).
 4. (``add``) Rows may join a batch that is decoding, as a cohort with its own step count, source padding and
    caches: the attentions and positions run per cohort, everything else on all rows at once; each cohort's
    logits equal those of a step over that cohort alone (see ``DirectStep``).
@@ -38,7 +37,7 @@ Rules of ``DirectStep`` (``direct_supported`` checks them; otherwise ``HFStep`` 
    attention reads its first t+1 positions as a view, where ``forward`` concatenates the cache every step (a
    copy of the whole cache per step and layer). Each matrix of the batched products keeps its layout (rows of
    ``head_dim`` contiguous values; only the stride between matrices differs), so the products are the same,
-   bit for bit (tested with rule 2); 4 % less translation time on a Xeon host, hypotheses identical.
+   bit for bit (tested with rule 2).
 """
 
 from __future__ import annotations
@@ -187,12 +186,12 @@ class DirectStep:
     padding and caches. The linear maps, layer norms, activations and residual additions run on every row at
     once; the two attentions and the position run per cohort, each exactly as a batch of that cohort alone would
     run them. A row of a matrix product does not depend on the other rows once the product has enough rows for
-    the BLAS's large-matrix kernel: from 4 rows on the AMD EPYC (AVX2) hosts measured, from 11 (16 for the
-    1024-wide ``fc2``) on the Xeon (AVX-512) ones; fewer rows take another kernel and round differently, as
-    they do in any batch whose other rows ended. So a cohort of at least that many rows gets the logits of a
+    the BLAS's large-matrix kernel, a threshold of the BLAS and the CPU (MKL: 4 to 16 rows, docs/METHOD.md
+    §2.9b); fewer rows take another kernel and round differently, as they do in any batch whose other rows
+    ended. So a cohort of at least that many rows gets the logits of a
     step over that cohort alone, bit for bit (tested), and the decoding loop can keep the batch full
     (``generation.greedy_stream``) without changing what it computes; a cohort below it may differ in the last
-    bits (a flipped token is rare: the stream's tokens equal the nominal batches' in the tests on both hosts)."""
+    bits (a flipped token is rare: the stream's tokens equal the nominal batches' in the tests)."""
 
     def __init__(self, model, hidden: torch.Tensor, attention_mask: torch.Tensor, max_steps: int):
         dec = model.get_decoder()

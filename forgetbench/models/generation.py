@@ -45,7 +45,7 @@ def greedy_supported(model) -> bool:
             and all(getattr(gc, k, None) in (None, v) for k, v in _NEUTRAL.items()))  # transformers 5: unset is None
 
 
-ENCODER_ROWS = 8  # rows per encoder call in encode_by_length (16 before session 11)
+ENCODER_ROWS = 8  # rows per encoder call in encode_by_length (docs/METHOD.md §2.9b: the fastest of 2-16)
 COMPACT_FRACTION = 8  # ended rows leave the batch once they are 1/COMPACT_FRACTION of it
 
 
@@ -59,10 +59,10 @@ def encode_by_length(encoder, input_ids: torch.Tensor, attention_mask: torch.Ten
                      rows: int = ENCODER_ROWS) -> torch.Tensor:
     """The encoder's states for a right-padded batch, computed in groups of ``rows`` sources of similar length,
     each cut to its own longest source: a batch padded to its longest sentence spends most encoder work on
-    padding (a 64-sentence FLORES batch: 2.5× less encoder time here). The states of real tokens equal those of
+    padding (a 64-sentence FLORES batch: 2.5× less encoder time). The states of real tokens equal those of
     one call over the whole batch (padding is masked out of every attention: tested bit for bit); what padding
     positions hold (a group's padded states, zeros past its longest source) the decoder's cross-attention masks
-    out, as before. A left-padded batch, or one that fits in a group, takes a single call."""
+    out. A left-padded batch, or one that fits in a group, takes a single call."""
     if input_ids.shape[0] <= rows or not _right_padded(attention_mask):
         return encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
     lengths = attention_mask.sum(1)
