@@ -60,3 +60,16 @@ def test_the_ctranslate2_demo_differs_only_in_backend_and_name():
     b = yaml.safe_load((REPO / "configs" / "demo-ctranslate2.yaml").read_text())
     assert b.pop("backend") == "ctranslate2" and "backend" not in a
     assert (a.pop("name"), b.pop("name")) == ("demo", "demo-ctranslate2") and a == b
+
+
+def test_the_readmes_annotated_sweep_config_is_valid(tmp_path):
+    """The README's one annotated example loads as written (its ``../`` paths read from configs/)."""
+    from forgetbench.sweep import load_sweep
+
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    block = text.split("## The sweep config", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    cfg = tmp_path / "readme.yaml"
+    cfg.write_text(block.replace("../", f"{REPO}/"))
+    loaded = load_sweep(cfg)
+    assert loaded.name == "demo" and len(loaded.jobs) == 8 and loaded.processes == 2
+    assert set(yaml.safe_load(block)["variants"]) == {"base", "prune-30", "ptq-int8"}
