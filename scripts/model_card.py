@@ -15,6 +15,14 @@ from safetensors import safe_open
 from forgetbench.eval.languages import language
 
 
+def _machine(record: dict) -> str:
+    """The CPU the training record names (``environment``, written by train-mt), or that it names none."""
+    cpu = (record.get("environment") or {}).get("cpu") or {}
+    if not cpu:
+        return "CPU not recorded"
+    return f"{cpu.get('cores', '?')}-core {cpu.get('model', 'CPU')}, flags {', '.join(cpu.get('flags', [])) or 'none listed'}"
+
+
 def main(model_dir: str, card_run: str) -> None:
     m, r = Path(model_dir), Path(card_run)
     t = json.loads((m / "training.json").read_text())
@@ -51,7 +59,7 @@ def main(model_dir: str, card_run: str) -> None:
         "- weights: fp16 safetensors (trained in fp32 with bf16 autocast); forgetbench loads them in fp32",
         f"- training: {t['steps']} steps ({epochs}), "
         f"{t['tokens']:,} tokens, {t['train_seconds'] / 60:.1f} min wall time on {t['threads']} CPU thread "
-        f"(2-core AMD EPYC, another process on the other core), stopped by {t['stopped_by']}",
+        f"({_machine(t)}), stopped by {t['stopped_by']}",
         f"- optimiser: AdamW (0.9, 0.98), lr {cfg['train']['lr']} inverse-sqrt after {cfg['train']['warmup']} warm-up steps, "
         f"label smoothing {cfg['train']['label_smoothing']}, dropout {cfg['model']['dropout']}, ≤ {cfg['train']['max_tokens']} "
         "padded tokens per batch, both directions of every pair, natural (unbalanced) language distribution", "",

@@ -43,6 +43,17 @@ def group_table(S: dict, me: str, twin: str, view: str = "training") -> list[str
     return rows
 
 
+def _batched_line(batched: dict, me: str, base: str) -> str:
+    """Batched speed of the student and the teacher from the sweep's timings, or why the run cannot give it: a
+    series resumed from the store translated nothing in that run."""
+    head = "- speed, batched (batch 64, the sweep's translation pass): "
+    missing = [v for v in (me, base) if v not in batched]
+    if missing:
+        return head + (f"not measured: this run took {' and '.join(missing)} from its store (a resumed series is "
+                       "not timed); a fresh eval run times both")
+    return head + f"{_f(batched[me])} vs {_f(batched[base])} sentences/s"
+
+
 def main(model_dir: str, me: str, twin: str, wall_s: str, speed_json: str, *evals: str) -> None:
     m = Path(model_dir)
     t = json.loads((m / "training.json").read_text())
@@ -103,8 +114,7 @@ def main(model_dir: str, me: str, twin: str, wall_s: str, speed_json: str, *eval
         f"per generated token "
         f"{_f(sp_me['ms_per_token'])} vs {_f(sp_t['ms_per_token'])} ms ({_f(sp_t['ms_per_token'] / sp_me['ms_per_token'])}×), "
         f"{_f(sp_me['tokens_per_sentence'], 1)} vs {_f(sp_t['tokens_per_sentence'], 1)} tokens per sentence",
-        f"- speed, batched (batch 64, the sweep's translation pass): {_f(batched.get(me))} vs {_f(batched.get(S['base']))} "
-        "sentences/s",
+        _batched_line(batched, me, S["base"]),
         "", "## Data", "",
         f"The teacher's corpus (WMT news + Tatoeba test, every pair overlapping FLORES-101 / NTREX-128 / TICO-19 removed, "
         f"the teacher's dev split held out), {cfg['data']['sampling']} sampling: every direction "
