@@ -37,28 +37,30 @@ def _threads(n: int | None) -> None:
 def cmd_compress(args) -> int:
     from forgetbench.compress.pipeline import compress_dir
     from forgetbench.compress.recipe import load_recipe
+    from forgetbench.console import Console
     from forgetbench.outputs import new_output
 
     new_output(args.out)
     recipe = load_recipe(args.recipe, calibration_override=args.calibration)  # validate before any work
     _threads(args.threads)
-    report = compress_dir(args.model_dir, recipe, args.out, progress=not args.quiet)
+    con = Console("compress", quiet=args.quiet)
+    report = compress_dir(args.model_dir, recipe, args.out, progress=con)
     sizes = report["sizes"]
     for step in report["steps"]:
         if "prune" in step:
             o = step["prune"]["overall"]
-            print(f"prune: {o['zeros']:,}/{o['numel']:,} weights zeroed (sparsity {o['sparsity']:.4f}) "
-                  f"over {len(step['prune']['units'])} units, {step['seconds']:.2f}s")
+            con.line(f"prune: {o['zeros']:,}/{o['numel']:,} weights zeroed (sparsity {o['sparsity']:.4f}) "
+                     f"over {len(step['prune']['units'])} units, {step['seconds']:.2f}s")
         else:
             q = step["quantize"]
-            print(f"quantize: {len(q['activation_amax'])} activation sites, {len(q['weights'])} weight matrices "
-                  f"({q['config']['calibrator']} calibration), {step['seconds']:.2f}s")
+            con.line(f"quantize: {len(q['activation_amax'])} activation sites, {len(q['weights'])} weight matrices "
+                     f"({q['config']['calibrator']} calibration), {step['seconds']:.2f}s")
     line = f"sizes: dense {sizes['dense_bytes']:,} B"
     for k in ("int8", "sparse"):
         if f"{k}_bytes" in sizes:
             line += f", {k} {sizes[f'{k}_bytes']:,} B ({sizes[f'{k}_ratio']:.3f}x)"
-    print(line + f"; nominal {sizes['nominal_ratio']:.3f}x")
-    print(f"wrote {args.out}")
+    con.line(line + f"; nominal {sizes['nominal_ratio']:.3f}x")
+    con.line(f"wrote {args.out}", result=True)
     return 0
 
 
@@ -122,6 +124,7 @@ def cmd_distill(args) -> int:
 
 
 def cmd_sweep(args) -> int:
+    from forgetbench.console import Console, clock
     from forgetbench.errors import ForgetbenchError
     from forgetbench.outputs import resumable_output
     from forgetbench.report.build import write_report
@@ -129,6 +132,7 @@ def cmd_sweep(args) -> int:
 
     started = time.perf_counter()
     cfg = load_sweep(args.config)  # validated before any work
+    con = Console(args.command, quiet=args.quiet)
     run_dir = Path(args.out or Path("runs") / cfg.name)
     if not run_dir.parent.exists() and args.out is None:
         run_dir.parent.mkdir(parents=True)
@@ -142,16 +146,19 @@ def cmd_sweep(args) -> int:
 
         state = PartialState(cpu=True)
         rank, world, barrier = state.process_index, state.num_processes, state.wait_for_everyone
-        summary = run_sweep(cfg, run_dir, progress=not args.quiet, rank=rank, world=world, barrier=barrier)
+        summary = run_sweep(cfg, run_dir, progress=con, rank=rank, world=world, barrier=barrier)
     elif processes > 1:
         from forgetbench.sweep.parallel import run_parallel
 
-        summary = run_parallel(cfg, run_dir, processes, progress=not args.quiet)
+        summary = run_parallel(cfg, run_dir, processes, progress=con)
     else:
-        summary = run_sweep(cfg, run_dir, progress=not args.quiet)
+        summary = run_sweep(cfg, run_dir, progress=con)
     if rank == 0:
-        html_path = write_report(summary, run_dir / "report", started=started)
-        print(f"report: {html_path}")
+        with con.stage(f"{cfg.name}: report"):
+            html_path = write_report(summary, run_dir / "report", started=started)
+        con.line(f"{cfg.name}: done in {clock(time.perf_counter() - started)} ({processes if world == 1 else world} "
+                 f"process(es))")
+        con.line(f"report: {html_path}", result=True)
     return 0
 
 
@@ -490,9 +497,9 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as e:  # argparse: --help (0) or one error line (2)
         return e.code if isinstance(e.code, int) else 2
-    from transformers.utils import logging as hf_logging
+    from forgetbench.console import quiet_libraries
 
-    hf_logging.disable_progress_bar()  # "Loading weights" bars: noise on stderr, and bad input must be one line
+    quiet_libraries(debug=args.debug)  # library chatter never precedes our one line (console rule 4)
     try:
         return args.func(args)
     except ForgetbenchError as e:

@@ -4,7 +4,7 @@
     models ← {compress, eval} ← sweep ← report ← cli      compress and eval side by side: neither imports the other
     train, distill, parsing: beside them — they may import the core layers below the sweep,
     and nothing below ``cli`` imports them.
-    errors, io, env, stats, configs, outputs: base modules every layer may use; they import no layer.
+    errors, io, env, stats, configs, outputs, console: base modules every layer may use; they import no layer.
 """
 
 import ast
@@ -15,7 +15,7 @@ import pytest
 PKG = Path(__file__).resolve().parents[1] / "forgetbench"
 RANK = {"models": 0, "compress": 1, "eval": 1, "sweep": 2, "report": 3, "cli": 4}
 BESIDE = {"train", "distill", "parsing"}
-BASE = {"errors", "io", "env", "stats", "configs", "outputs", "__init__"}
+BASE = {"errors", "io", "env", "stats", "configs", "outputs", "console", "__init__"}
 MAY_IMPORT_BESIDE = {"cli": BESIDE, "train": set(), "distill": {"train"}, "parsing": set()}
 
 

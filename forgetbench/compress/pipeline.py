@@ -24,6 +24,7 @@ from forgetbench.compress.artefacts import load_int8, load_sparse, save_int8, sa
 from forgetbench.compress.calibration import Seq2SeqCalibration
 from forgetbench.compress.ptq import QuantState, attach
 from forgetbench.compress.recipe import Recipe
+from forgetbench.console import Console
 from forgetbench.env import environment
 from forgetbench.errors import ForgetbenchError
 from forgetbench.io import atomic_directory, atomic_write_json, sha256_file
@@ -65,17 +66,22 @@ def load_model_dir(model_dir: str | Path, eager: bool = True):
     return model, tok
 
 
-def compress_dir(model_dir: str | Path, recipe: Recipe, out_dir: str | Path, progress: bool = True) -> dict:
+def compress_dir(model_dir: str | Path, recipe: Recipe, out_dir: str | Path, progress: bool | Console = True) -> dict:
+    """Apply ``recipe`` to the model in ``model_dir`` and write the output folder (model, artefacts,
+    ``compression.json``) atomically; ``progress``: stage lines (``console``) or not."""
+    con = progress if isinstance(progress, Console) else Console("compress", quiet=not progress)
     model_dir = Path(model_dir)
-    model, tok = load_model_dir(model_dir)
-    calibrate = Seq2SeqCalibration(tok, progress=progress)
+    with con.stage(f"load {model_dir}"):
+        model, tok = load_model_dir(model_dir)
+    calibrate = Seq2SeqCalibration(tok, progress=not con.quiet)
     check_recipe(recipe, calibrate)
     inputs = {str(p.relative_to(model_dir)): sha256_file(p) for p in sorted(model_dir.iterdir())
               if p.is_file() and p.suffix in (".safetensors", ".json", ".model", ".bin")}
     t0 = time.perf_counter()
-    report, qstate = apply_recipe(model, recipe, calibrate)
+    with con.stage(f"recipe {recipe.name}: {' -> '.join(s.kind for s in recipe.steps)}"):
+        report, qstate = apply_recipe(model, recipe, calibrate)
     seconds = time.perf_counter() - t0
-    with atomic_directory(out_dir) as tmp:
+    with con.stage(f"write {out_dir}"), atomic_directory(out_dir) as tmp:
         model.save_pretrained(tmp)
         if tok is not None:
             tok.save_pretrained(tmp)

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from forgetbench.console import Console
 from forgetbench.errors import ForgetbenchError
 from forgetbench.io import atomic_write_json
 
@@ -75,7 +76,6 @@ def build_cache(folder: Path, keys: dict, data, teacher, seed: int, max_tokens: 
     """Teacher targets for every unique example of ``data`` (a ``DistillData``) into ``folder``; returns the manifest."""
     from safetensors import safe_open
     from safetensors.numpy import save_file
-    from tqdm.auto import tqdm
 
     from forgetbench.distill.loss import teacher_targets
 
@@ -93,13 +93,13 @@ def build_cache(folder: Path, keys: dict, data, teacher, seed: int, max_tokens: 
     id_dtype = np.uint16 if keys["vocab_size"] <= 65535 else np.int32
     k, m, T = keys["top_k"], keys["tail_samples"], keys["temperature"]
     shards = []
-    bar = tqdm(total=n_unique, disable=None if progress else True, unit="ex", desc="teacher cache")
+    bar = Console("distill", quiet=not progress).stage("teacher cache", n_unique, "examples")
     for si, start in enumerate(range(0, n_unique, SHARD)):
         uids = np.arange(start, min(start + SHARD, n_unique))
         path = folder / f"shard-{si:05d}.safetensors"
         shards.append({"file": path.name, "first": int(start), "count": len(uids)})
         if path.is_file():
-            bar.update(len(uids))
+            bar.update(bar.done + len(uids))
             continue
         gen = torch.Generator().manual_seed(seed * 1_000_003 + si)
         entries = first[uids]
@@ -124,7 +124,7 @@ def build_cache(folder: Path, keys: dict, data, teacher, seed: int, max_tokens: 
             for r, u in enumerate(sel):
                 n = int(batch["content_len"][r])
                 per_uid[u] = {name: v[r, :n].numpy() for name, v in t.items()}
-            bar.update(len(sel))
+            bar.update(bar.done + len(sel))
             i = j
         arrays = {
             "top_ids": np.concatenate([e["top_ids"] for e in per_uid]).astype(id_dtype),

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
+from forgetbench.console import Console
 from forgetbench.distill.config import DistillConfig
 from forgetbench.distill.data import encode_batch
 from forgetbench.distill.loss import LearnedAlpha, kd_cached, kd_online, label_smoothed_ce
@@ -131,8 +131,9 @@ def train_loop(acc, cfg: DistillConfig, model, opt, data, step_loss: StepLoss, s
     unwrapped = acc.unwrap_model(model)
     batches = data.batches(tc.max_tokens, tc.seed, state["epoch"])
     t_start, last_ckpt = time.perf_counter() - state["elapsed"], time.perf_counter()
-    bar = tqdm(total=tc.steps, initial=state["step"], disable=None if (progress and acc.is_main_process) else True,
-               unit="step", desc=cfg.name)
+    stage = Console("distill", quiet=not (progress and acc.is_main_process)).stage(cfg.name, tc.steps, "steps", "tokens")
+    stage.update(state["step"])
+    tokens0 = state["tokens"]  # the rate is this run's: a resumed run's earlier tokens are not counted
     window: dict = {}
     main = acc.is_main_process
     log_f = open(out / "train_log.jsonl", "a", encoding="utf-8") if main else None
@@ -165,11 +166,10 @@ def train_loop(acc, cfg: DistillConfig, model, opt, data, step_loss: StepLoss, s
             for key, v in rec.items():
                 window[key] = window.get(key, 0.0) + v
             window["n"] = window.get("n", 0) + 1
-            bar.update(1)
+            stage.update(step, state["tokens"] - tokens0)
             elapsed = time.perf_counter() - t_start
             if step % tc.log_every == 0 or step == tc.steps:
                 _log(acc, window, step, phase, tc, elapsed, state, log_f, sig_f, alpha_module)
-                bar.set_postfix(loss=round(window.get("loss", 0.0) / max(window.get("n", 1), 1), 3))
                 window = {}
             if main and (step % tc.signal_every == 0 or step == tc.steps):
                 _write(sig_f, {"step": step, "phase": phase, "split": "probe", "groups": probe_fn(unwrapped)})
@@ -184,7 +184,7 @@ def train_loop(acc, cfg: DistillConfig, model, opt, data, step_loss: StepLoss, s
         for f in (log_f, sig_f):
             if f:
                 f.close()
-    bar.close()
+    stage.close()
     return "steps"
 
 

@@ -87,6 +87,10 @@ class Store:
         with self.db:
             self.db.executemany("INSERT OR IGNORE INTO translations VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
 
+    def translated(self) -> int:
+        """How many translations the store holds (every process's)."""
+        return self.db.execute("SELECT count(*) FROM translations").fetchone()[0]
+
     def translations(self, variant: str | None = None, benchmark: str | None = None, src: str | None = None,
                      tgt: str | None = None) -> list[sqlite3.Row]:
         q, args = "SELECT * FROM translations WHERE 1=1", []

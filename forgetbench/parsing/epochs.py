@@ -16,6 +16,7 @@ from collections.abc import Callable
 import torch
 from tqdm.auto import tqdm
 
+from forgetbench.console import Console, clock
 from forgetbench.parsing.batching import batches, batchify
 from forgetbench.parsing.conll import Sentence
 
@@ -41,10 +42,12 @@ def train_epochs(model, opt, sents: list[Sentence], vocab, rng: random.Random, m
     history)`` writes the model when the score improves; ``scheduler`` (optional) steps after every update.
     Returns (epochs run, history)."""
     best, history = -1.0, []
+    con = Console("parse train", quiet=not progress)  # a bar per epoch on a terminal, else one line per epoch
     epoch = 0
     for epoch in range(1, max_epochs + 1):
         model.train()
-        for bs in tqdm(batches(sents, max_tokens, True, rng), disable=None if progress else True, desc=f"{desc} {epoch}"):
+        for bs in tqdm(batches(sents, max_tokens, True, rng), disable=None if progress and con.tty else True,
+                       desc=f"{desc} {epoch}"):
             b = batchify(bs, vocab)
             drop = (torch.rand(b["words"].shape) < WORD_DROPOUT) & (b["words"] > 2)
             loss = batch_loss(b, b["words"].masked_fill(drop, 1))
@@ -56,6 +59,9 @@ def train_epochs(model, opt, sents: list[Sentence], vocab, rng: random.Random, m
                 scheduler.step()
         score, record = evaluate(epoch)
         history.append(record)
+        if not con.tty:
+            con.line(f"{desc}: epoch {epoch} of at most {max_epochs}, dev {score:.2f} (best {max(best, score):.2f}), "
+                     f"elapsed {clock(time.perf_counter() - t0)} of {minutes:g} min")
         if score > best:
             best = score
             save(epoch, history)

@@ -107,7 +107,8 @@ def with_tags(sents: list[Sentence], tags: list[list[str]]) -> list[Sentence]:
 
 
 def train_tagger(tr: list[Sentence], dv: list[Sentence], vocab, out_dir: Path, minutes: float, seed: int = 1,
-                 max_tokens: int = 1000, lr: float = 5e-3, progress: bool = True, max_epochs: int = 999) -> dict:
+                 max_tokens: int = 1000, lr: float = 5e-3, progress: bool = True, max_epochs: int = 999,
+                 desc: str = "tagger") -> dict:
     """Dev-selected tagger in ``out_dir`` within ``minutes`` and ``max_epochs``, whichever ends first (no epoch
     starts that would end past the time budget; an epoch budget alone makes the run deterministic).
     Small batches and a high rate: measured on English-LinES, 95.0 % dev UPOS after 87 s (1000 tokens,
@@ -132,7 +133,7 @@ def train_tagger(tr: list[Sentence], dv: list[Sentence], vocab, out_dir: Path, m
         save_tagger(tagger, out_dir, {"best_epoch": epoch, "dev_upos": acc, "history": history, "seed": seed})
 
     epoch, history = train_epochs(tagger, opt, tr, vocab, rng, max_tokens, batch_loss, dev_upos, save, minutes, max_epochs,
-                                  t0, desc="tagger", progress=progress)
+                                  t0, desc=desc, progress=progress)
     info = json.loads((out_dir / "training.json").read_text()) | {"history": history, "epochs": epoch,
                                                                   "train_seconds": round(time.perf_counter() - t0, 1)}
     atomic_write_json(out_dir / "training.json", info)

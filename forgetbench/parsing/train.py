@@ -97,7 +97,8 @@ def jackknife_tags(tr: list[Sentence], dv: list[Sentence], vocab: Vocab, work: P
     for k in range(folds):
         held = [i for i in range(len(tr)) if i % folds == k]
         rest = [s for i, s in enumerate(tr) if i % folds != k]
-        train_tagger(rest, dv, vocab, work / f"fold{k}", minutes, seed=seed + k, progress=progress, max_epochs=max_epochs)
+        train_tagger(rest, dv, vocab, work / f"fold{k}", minutes, seed=seed + k, progress=progress, max_epochs=max_epochs,
+                     desc=f"jackknife tagger {k + 1}/{folds}")
         tg = load_tagger_dir(work / f"fold{k}")
         for i, t in zip(held, tag(tg, vocab, [tr[i] for i in held]), strict=True):
             tags[i] = t
@@ -321,7 +322,7 @@ def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Pa
 
         dev = None
         epoch, history = train_epochs(model, opt, tr, vocab, rng, settings["max_tokens"], batch_loss, dev_las, save,
-                                      minutes, max_epochs, t0, t_first=t_parser, desc="epoch", progress=progress,
+                                      minutes, max_epochs, t0, t_first=t_parser, desc=f"{arch} parser", progress=progress,
                                       scheduler=sched)
         info = json.loads((tmp / "training.json").read_text()) | {"history": history, "epochs": epoch,
                                                                     "train_seconds": round(time.perf_counter() - t0, 1)}

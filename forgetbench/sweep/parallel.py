@@ -22,15 +22,19 @@ from forgetbench.errors import ForgetbenchError
 
 
 def _worker(config: str, run_dir: str, rank: int, world: int, barrier) -> None:
+    from forgetbench.console import quiet_libraries
     from forgetbench.sweep.config import load_sweep
     from forgetbench.sweep.run import run_sweep
+
+    quiet_libraries()  # a fresh interpreter: rank 0's stage lines are the run's only progress output
 
     run_sweep(load_sweep(config), run_dir, progress=False, rank=rank, world=world, barrier=barrier.wait, prepared=True,
               aborted=lambda: barrier.broken)
 
 
-def run_parallel(cfg, run_dir: str | Path, world: int, progress: bool = True) -> dict:
-    """``run_sweep`` on ``world`` processes; returns rank 0's summary."""
+def run_parallel(cfg, run_dir: str | Path, world: int, progress=True) -> dict:
+    """``run_sweep`` on ``world`` processes; returns rank 0's summary. ``progress``: a bool or rank 0's
+    ``console.Console``."""
     from forgetbench.sweep.run import prepare_run, run_sweep
     from forgetbench.sweep.schedule import SweepAborted
 

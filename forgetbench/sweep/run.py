@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
 import time
 from pathlib import Path
 
 import torch
 import yaml
-from tqdm.auto import tqdm
 
 from forgetbench.compress.pipeline import compress_dir, load_compressed, load_model_dir
+from forgetbench.console import Console
 from forgetbench.errors import ForgetbenchError
 from forgetbench.eval import bias as biasmod
 from forgetbench.eval.analysis import sentences_analysed
@@ -228,13 +229,37 @@ class _Worker:
         return {"bias": time.perf_counter() - t0}, 0
 
 
-def run_sweep(cfg: SweepConfig, run_dir: str | Path, progress: bool = True, rank: int = 0, world: int = 1,
+def _watch(run_dir: Path, stage, every: float = 2.0):
+    """Update ``stage`` from the store every ``every`` seconds (units done and sentences translated by every
+    process), in a thread with its own connection; returns the function that stops it."""
+    stop = threading.Event()
+
+    def poll():
+        store = Store(run_dir / "store.sqlite")
+        try:
+            while not stop.wait(every):
+                stage.update(done_count(store), store.translated())
+        finally:
+            store.close()
+
+    t = threading.Thread(target=poll, daemon=True, name="forgetbench-progress")
+    t.start()
+
+    def end():
+        stop.set()
+        t.join()
+
+    return end
+
+
+def run_sweep(cfg: SweepConfig, run_dir: str | Path, progress: bool | Console = True, rank: int = 0, world: int = 1,
               barrier=None, prepared: bool = False, aborted=lambda: False) -> dict:
     """Compress, translate, run every pass and summarise; returns the summary (rank 0; {} elsewhere). The run
     record holds rank 0's seconds per stage (the units it did) and its wait for the others. ``prepared``: the
     caller ran ``prepare_run`` before starting the processes (``sweep.parallel``), so nobody waits for rank 0."""
     run_dir = Path(run_dir)
     torch.set_num_threads(cfg.threads)
+    con = progress if isinstance(progress, Console) and rank == 0 else Console("sweep", quiet=not progress or rank != 0)
     t0 = time.perf_counter()
     stages = dict.fromkeys(("compress", "translate", "cross_attention", "bias", "waiting", "speed", "lid",
                             "second_aligner", "summarise"), 0.0)
@@ -247,11 +272,11 @@ def run_sweep(cfg: SweepConfig, run_dir: str | Path, progress: bool = True, rank
     todo = units(cfg)
     launched = torch.distributed.is_available() and torch.distributed.is_initialized()
     worker, timings = _Worker(cfg, run_dir, store, rank), {}
-    bar = tqdm(total=len(todo), desc="sweep", unit="unit", disable=None if progress and rank == 0 else True)
+    stage = con.stage(f"{cfg.name}: units of work (compress, translate, λ, bias)", len(todo), "units", "sentences")
+    watch = _watch(run_dir, stage) if not con.quiet else None
     t_idle = time.perf_counter()
     while (unit := next_unit(store, todo, rank, may_prepare=rank == 0 or not launched, aborted=aborted)) is not None:
         stages["waiting"] += time.perf_counter() - t_idle
-        bar.set_postfix_str(unit.key, refresh=False)
         spent, translated = worker.run(unit)
         store.finish(unit.key, spent[STAGE[unit.kind]])  # inline λ units were finished with their own seconds
         for k, v in spent.items():
@@ -263,29 +288,35 @@ def run_sweep(cfg: SweepConfig, run_dir: str | Path, progress: bool = True, rank
             rec["translated"] += translated
             for k, key in (("translate", "translate_s"), ("cross_attention", "xattn_s"), ("bias", "bias_s")):
                 rec[key] = round(rec[key] + spent.get(k, 0.0), 2)
-        bar.update(done_count(store) - bar.n)
         t_idle = time.perf_counter()
     worker = None
     wait()
     stages["waiting"] += time.perf_counter() - t_idle
-    bar.update(len(todo) - bar.n)
-    bar.close()
+    if watch is not None:
+        watch()
+    stage.update(len(todo), store.translated())
+    stage.close()
     if rank != 0:
         store.close()
         return {}
     t4 = time.perf_counter()
     if cfg.speed_sentences:  # alone on the machine: the other processes are done
-        deployment_pass(cfg, run_dir, store)
+        with con.stage(f"{cfg.name}: deployment speed of {len(cfg.series_names)} series"):
+            deployment_pass(cfg, run_dir, store)
     # passes over stored text (no model): language identity of every hypothesis and reference, fast_align
     t5 = time.perf_counter()
-    lid_pass(store, cfg.series_names, cfg.jobs)
+    with con.stage(f"{cfg.name}: language identification"):
+        lid_pass(store, cfg.series_names, cfg.jobs)
     t6 = time.perf_counter()
-    biasmod.fastalign_gender_pass(store, cfg.series_names, cfg.bias)
+    if cfg.bias is not None and cfg.bias.aligner_context is not None and cfg.bias.gender_jobs:
+        with con.stage(f"{cfg.name}: second gender aligner"):
+            biasmod.fastalign_gender_pass(store, cfg.series_names, cfg.bias)
     stages["speed"], stages["lid"], stages["second_aligner"] = t5 - t4, t6 - t5, time.perf_counter() - t6
     work = {f"rank{r}": {k: round(v, 1) for k, v in sorted(kinds.items())} for r, kinds in sorted(store.claim_seconds().items())}
     store.close()
     t7 = time.perf_counter()
-    summary = summarise(cfg, run_dir, {"processes": world, "timings_rank0": timings, "unit_seconds": work})
+    with con.stage(f"{cfg.name}: analysis and intervals"):
+        summary = summarise(cfg, run_dir, {"processes": world, "timings_rank0": timings, "unit_seconds": work})
     stages["summarise"] = time.perf_counter() - t7
     summary["run"] |= {"seconds": round(time.perf_counter() - t0, 1), "stages": {k: round(v, 1) for k, v in stages.items()}}
     return summary

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Protocol
 
 import torch
-from tqdm.auto import tqdm
 
+from forgetbench.console import Console
 from forgetbench.errors import ForgetbenchError
 from forgetbench.train.config import TrainCfg
 
@@ -108,7 +108,9 @@ def run(model, opt, data: BatchSource, step_loss: Callable[[dict], tuple[torch.T
     step's log record. ``state`` is updated in place."""
     batches = data.batches(tc.max_tokens, tc.seed, state["epoch"])
     t_start, last_ckpt = time.perf_counter() - state["elapsed"], time.perf_counter()
-    bar = tqdm(total=tc.steps, initial=state["step"], disable=None if progress else True, unit="step")
+    stage = Console("train-mt", quiet=not progress).stage("steps", tc.steps, "steps", "tokens")
+    stage.update(state["step"])
+    tokens0 = state["tokens"]  # the rate is this run's: a resumed run's earlier tokens are not counted
     run_loss, run_n = 0.0, 0
     stopped = "steps"
     with open(log_file, "a", encoding="utf-8") as log_f:
@@ -130,7 +132,7 @@ def run(model, opt, data: BatchSource, step_loss: Callable[[dict], tuple[torch.T
             state["step"] = step
             state["tokens"] += tokens
             run_loss, run_n = run_loss + loss.item(), run_n + 1
-            bar.update(1)
+            stage.update(step, state["tokens"] - tokens0)
             elapsed = time.perf_counter() - t_start
             if step % 100 == 0:
                 rec = {"step": step, "loss": round(run_loss / run_n, 4), "lr": inverse_sqrt(step, tc.lr, tc.warmup),
@@ -140,7 +142,6 @@ def run(model, opt, data: BatchSource, step_loss: Callable[[dict], tuple[torch.T
                 rec |= on_log(step) if on_log else {}
                 log_f.write(json.dumps(rec) + "\n")
                 log_f.flush()
-                bar.set_postfix(loss=rec["loss"])
             over_budget = tc.time_budget_minutes and elapsed > tc.time_budget_minutes * 60
             if time.perf_counter() - last_ckpt > tc.checkpoint_minutes * 60 or over_budget or step == tc.steps:
                 state["elapsed"] = elapsed
@@ -149,5 +150,5 @@ def run(model, opt, data: BatchSource, step_loss: Callable[[dict], tuple[torch.T
             if over_budget:
                 stopped = f"time budget ({tc.time_budget_minutes} min)"
                 break
-    bar.close()
+    stage.close()
     return stopped

@@ -1,0 +1,115 @@
+"""What long commands print while they work (``forgetbench.console``): stage lines with counts in a log, a live
+bar on a terminal, nothing but the result under ``--quiet``; and no library chatter before our one error line."""
+
+import io
+import json
+import re
+import subprocess
+import sys
+
+from forgetbench.console import Console
+
+from .conftest import REPO
+
+FLORES = REPO / "data" / "flores101"
+
+
+def _config(tmp_path, tiny_dir, extra=""):
+    cfg = tmp_path / "p.yaml"
+    cfg.write_text(f"""name: p
+model: {tiny_dir}
+variants: {{base: null, prune-30: prune-30}}
+benchmarks: [{{name: flores101, kind: flores101, path: {FLORES}}}]
+languages: [de, sw]
+pairs: [en-de, de-en, en-sw]
+sentences: 8
+generation: {{max_new_tokens: 8, batch_size: 4}}
+analysis: {{bleu_filter: 0}}
+{extra}""")
+    return cfg
+
+
+def _forgetbench(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "forgetbench.cli", *map(str, args)], cwd=cwd, capture_output=True,
+                          text=True, timeout=600)
+
+
+def test_a_sweep_logged_to_a_file_prints_stage_lines_with_counts_and_a_final_line(tiny_dir, tmp_path):
+    from forgetbench.sweep import load_sweep
+    from forgetbench.sweep.schedule import units
+
+    cfg = _config(tmp_path, tiny_dir)
+    total = len(units(load_sweep(cfg)))
+    r = _forgetbench("sweep", cfg, "--out", tmp_path / "run", cwd=tmp_path)  # stderr is a pipe: log lines
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [f"report: {tmp_path / 'run' / 'report' / 'report.html'}"]
+    lines = r.stderr.splitlines()
+    assert all(ln.startswith("[sweep] p: ") for ln in lines), lines  # nothing else: no library bars or warnings
+    work = [ln for ln in lines if "units of work" in ln]
+    assert work[0].endswith(f": 0/{total} units (0 %), 0 sentences, elapsed 0:00")
+    m = re.search(rf": done, {total}/{total} units \(100 %\), (\d+) sentences, [\d.]+ sentences/s, elapsed \d+:\d\d$",
+                  work[-1])
+    assert m and int(m.group(1)) == 2 * 3 * 8  # every translation of every series, counted from the store
+    for mid in work[1:-1]:  # in between: at most one line per tenth, with the time left
+        assert re.search(rf": (\d+)/{total} units \(\d+ %\), .*, left ~\d+:\d\d$", mid), mid
+    stages = [ln.split(": ")[1] for ln in lines if ": done," in ln]
+    assert stages == ["units of work (compress, translate, λ, bias)", "language identification",
+                      "analysis and intervals", "report"]
+    assert re.fullmatch(r"\[sweep\] p: done in \d+:\d\d \(1 process\(es\)\)", lines[-1])
+
+
+def test_quiet_keeps_only_the_result_path(tiny_dir, tmp_path):
+    r = _forgetbench("sweep", _config(tmp_path, tiny_dir), "--out", tmp_path / "run", "--quiet", cwd=tmp_path)
+    assert r.returncode == 0 and r.stderr == "" and r.stdout.startswith("report: ")
+    r = _forgetbench("compress", tiny_dir, "--recipe", "prune-30", "--out", tmp_path / "c", "--quiet", cwd=tmp_path)
+    assert r.returncode == 0 and r.stderr == "" and r.stdout == f"wrote {tmp_path / 'c'}\n"
+
+
+def test_a_log_gets_one_line_per_tenth_and_a_terminal_a_live_bar():
+    log = io.StringIO()
+    con = Console("x", stream=log, tty=False)
+    with con.stage("work", 20, "units", "sentences") as s:
+        for k in range(1, 21):
+            s.update(k, 10 * k)
+    lines = log.getvalue().splitlines()
+    assert lines[0] == "[x] work: 0/20 units (0 %), 0 sentences, elapsed 0:00"
+    assert [re.search(r"(\d+)/20", ln).group(1) for ln in lines] == ["0", "2", "4", "6", "8", "10", "12", "14", "16",
+                                                                      "18", "20"]
+    assert lines[-1].startswith("[x] work: done, 20/20 units (100 %), 200 sentences, ")
+    assert all("left ~" in ln for ln in lines[1:-1])
+    tty = io.StringIO()
+    with Console("x", stream=tty, tty=True).stage("work", 4, "units") as s:
+        s.update(3)
+    assert "work: " in tty.getvalue() and "3/4" in tty.getvalue() and "[x]" not in tty.getvalue()
+    quiet = io.StringIO()
+    q = Console("x", quiet=True, stream=quiet)
+    with q.stage("work", 4, "units") as s:
+        s.update(4)
+    q.line("said")
+    assert quiet.getvalue() == ""
+
+
+def test_a_config_that_disagrees_with_its_weights_is_exactly_one_stderr_line(tiny_dir, tmp_path):
+    """transformers prints its load report on its own; the CLI silences it, so our line is the only one."""
+    import shutil
+
+    bad = shutil.copytree(tiny_dir, tmp_path / "m")
+    c = json.loads((bad / "config.json").read_text())
+    c["vocab_size"] += 7
+    (bad / "config.json").write_text(json.dumps(c))
+    r = _forgetbench("compress", bad, "--recipe", "prune-30", "--out", tmp_path / "o", cwd=tmp_path)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.count("\n") == 1 and r.stderr.startswith("forgetbench: error: ")
+    assert "shapes do not match config.json" in r.stderr and "report" not in r.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_mucow_error_in_a_config_with_both_bias_blocks_names_the_config(tiny_dir, tmp_path):
+    cfg = _config(tmp_path, tiny_dir, f"""bias:
+  mt_gender: {{path: {REPO / "data" / "mt_gender"}, languages: [de], sentences: 4}}
+  mucow: {{path: {REPO / "data" / "mucow"}, pairs: [ende], sentences: 4}}
+""")
+    r = _forgetbench("sweep", cfg, "--out", tmp_path / "run", cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1
+    assert f"forgetbench: error: {cfg}: bias.mucow.pairs: 'ende' is not of the form en-xx" in r.stderr
+    assert not (tmp_path / "run").exists()
