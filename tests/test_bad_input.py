@@ -163,7 +163,7 @@ CASES = [
     ("compress-percentile", lambda w, t, p: ["compress", str(t), "--recipe", str(_recipe(w, f"steps:\n  - quantize: {{calibrator: percentile, percentile: abc, calibration: {{data: {CALIB}}}}}\n")), "--out", str(w / "o")], "percentile must be in (0, 100]"),
     ("compress-not-a-model", lambda w, t, p: ["compress", str(_write(w / "d" / "x.txt", "x").parent), "--recipe", "prune-30", "--out", str(w / "o")], "not a model folder"),
     ("compress-truncated-weights", lambda w, t, p: ["compress", str(_truncated(t, w)), "--recipe", "prune-30", "--out", str(w / "o")], "weights cannot be loaded"),
-    ("compress-config-mismatch", lambda w, t, p: ["compress", str(_mismatched(t, w)), "--recipe", "prune-30", "--out", str(w / "o")], "weights cannot be loaded"),
+    ("compress-config-mismatch", lambda w, t, p: ["compress", str(_mismatched(t, w)), "--recipe", "prune-30", "--out", str(w / "o")], "shapes do not match config.json"),
     ("compress-nan-weights", lambda w, t, p: ["compress", str(_nan(t, w)), "--recipe", "prune-30", "--out", str(w / "o")], "contains NaN"),
     ("compress-parent-is-a-file", lambda w, t, p: ["compress", str(t), "--recipe", "prune-30", "--out", str(_write(w / "f", "x") / "o")], "does not exist"),
     ("compress-calibration-missing", lambda w, t, p: ["compress", str(t), "--recipe", "ptq-int8", "--calibration", str(w / "nope.tsv"), "--out", str(w / "o")], "nope.tsv not found"),

@@ -116,6 +116,10 @@ def load(name_or_dir: str | Path, dtype: str | torch.dtype | None = None, device
     except ForgetbenchError:
         raise
     except Exception as e:  # truncated or foreign weight files, shapes that do not match config.json, ...
+        if "ignore_mismatched_sizes" in str(e):  # transformers' own report of which tensor is silenced (cli)
+            raise ForgetbenchError(f"{name_or_dir}: the weights' shapes do not match config.json (a tensor of another "
+                                   "size, e.g. vocab_size or d_model changed); restore the config.json saved with "
+                                   "these weights") from None
         raise ForgetbenchError(f"{name_or_dir}: the weights cannot be loaded ({type(e).__name__}: {_first_line(e)}); "
                                "check that the model files are complete and match config.json") from None
     check_finite(model, name_or_dir)

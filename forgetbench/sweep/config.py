@@ -301,9 +301,10 @@ def load_bias(spec: dict | None, base_dir: Path, src: Path | str = "<config>") -
         langs = g.get("languages", list(COVERED))
         bad = [x for x in langs if x not in COVERED]
         if bad:
-            raise ForgetbenchError(f"mt_gender: no gender reader for {bad}; covered: {', '.join(COVERED)}")
-        src = SourceSet("mt_gender", tuple(r.sentence for r in rows), sha256_file(folder / "en.txt"))
-        gjobs = [Job(src, "en", lang) for lang in langs]
+            raise ForgetbenchError(f"{src}: bias.mt_gender.languages: no gender reader for {bad}; covered: "
+                                   f"{', '.join(COVERED)}")
+        sentences = SourceSet("mt_gender", tuple(r.sentence for r in rows), sha256_file(folder / "en.txt"))
+        gjobs = [Job(sentences, "en", lang) for lang in langs]
         context = g.get("aligner_context") or g.get("eflomal_context")  # eflomal_context: the key before fast_align
         if context:
             ctx = open_benchmark("aligner-context", "flores101", resolve_path(base_dir, context))
