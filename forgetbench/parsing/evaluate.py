@@ -32,7 +32,7 @@ def parse_file(parser: parsers.Parser, data: str | Path, record: bool = False) -
     pred_tags = tag(parser.tagger, parser.vocab, sents) if parser.tagger is not None else None
     tagged = with_tags(sents, pred_tags) if pred_tags else sents
     t0 = time.perf_counter()
-    out = parser.parse(tagged, record=record and parser.arch == "rngtr")
+    out = parser.parse(tagged, record=record and parser.architecture.refines)
     seconds = time.perf_counter() - t0
     preds, per_it, ran = out if isinstance(out, tuple) else (out, None, None)
     return {"gold": [(s.heads, s.deprels) for s in sents], "preds": preds, "per_iteration": per_it, "ran": ran,
@@ -48,7 +48,7 @@ def evaluate_parser(model_dir: str | Path, data: str | Path, initial: str | None
           "data_sha256": sha256_file(data), "sent_per_s": round(len(r["gold"]) / r["seconds"], 1)}
     if r["tags"] is not None:
         s["upos"] = upos_accuracy(r["sents"], r["tags"])
-    if parser.arch == "rngtr":
+    if parser.architecture.refines:
         s["initial"] = "empty" if parser.initial is None else parser.initial.arch
         s["max_iterations"] = parser.iterations
         s["per_iteration"] = [{"iteration": t + 1, **{k: v for k, v in score(r["gold"], p).to_dict().items()

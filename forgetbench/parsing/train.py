@@ -24,14 +24,13 @@ from forgetbench.env import environment
 from forgetbench.errors import ForgetbenchError
 from forgetbench.io import atomic_directory, atomic_write_json, sha256_file
 from forgetbench.parsing import parsers
+from forgetbench.parsing.architectures import INITIAL_PARSERS
 from forgetbench.parsing.batching import Vocab, with_initial_graphs
 from forgetbench.parsing.conll import Sentence, read_conllu, with_predictions, write_conllu
 from forgetbench.parsing.epochs import train_epochs
-from forgetbench.parsing.g2gtr import transition_loss
 from forgetbench.parsing.metrics import ParseScores, score
 from forgetbench.parsing.model import BiaffineParser, ParserConfig
-from forgetbench.parsing.parsers import ARCHS
-from forgetbench.parsing.refine import DEFAULT_ITERATIONS, refinement_loss
+from forgetbench.parsing.refine import DEFAULT_ITERATIONS
 from forgetbench.parsing.saving import load_module_dir
 from forgetbench.parsing.tagger import (
     load_tagger,
@@ -41,15 +40,6 @@ from forgetbench.parsing.tagger import (
     upos_accuracy,
     with_tags,
 )
-
-
-def loss_fn(arc, rel_at_gold, b):
-    """Head cross-entropy + label cross-entropy given the gold head; ``rel_at_gold`` [B, R, L]."""
-    mask = b["heads"] != -100
-    arc_loss = torch.nn.functional.cross_entropy(arc[mask], b["heads"][mask])
-    rmask = b["rels"] != -100
-    rel_loss = torch.nn.functional.cross_entropy(rel_at_gold.transpose(1, 2)[rmask], b["rels"][rmask])
-    return arc_loss + rel_loss
 
 
 def predict(model, vocab: Vocab, sents: list[Sentence], max_tokens: int = 4000, progress: bool = False,
@@ -141,16 +131,6 @@ def held_out_split(sents: list[Sentence]) -> tuple[list[Sentence], list[Sentence
     return [s for i, s in enumerate(sents) if i % HELD_OUT_EVERY != HELD_OUT_EVERY - 1], dev
 
 
-DEFAULT_MINUTES = {"biaffine": 15.0, "syntr": 6.0, "rngtr": 6.0, "g2gtr": 10.0}  # the README's measured budgets
-ARCH_SETTINGS = {
-    # the measured settings (README, "Graph-to-graph parsers"): Adam rate, betas, linear warm-up steps, token budget
-    "biaffine": {"lr": 2e-3, "betas": (0.9, 0.9), "warmup": 0, "max_tokens": 3000},
-    "syntr": {"lr": 1e-3, "betas": (0.9, 0.98), "warmup": 100, "max_tokens": 1000},
-    "rngtr": {"lr": 1e-3, "betas": (0.9, 0.98), "warmup": 100, "max_tokens": 1000},
-    "g2gtr": {"lr": 1e-3, "betas": (0.9, 0.98), "warmup": 200, "max_tokens": 150},
-}
-
-
 def _reused_tags(tagger_from: Path, train_file, dev_file) -> dict:
     """The jackknifed training tags saved beside another parser's tagger; refused unless made on this training file
     with the same dev setting."""
@@ -185,8 +165,7 @@ def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Pa
     ``train_iterations`` (default ``iterations``) is trained on the previous iteration's output;
     ``warm_start``: a SynTr folder (same vocabulary) whose weights initialise the refiner — every weight but the
     relation embeddings, so the refiner starts as that SynTr (whose training time is then part of the refiner's)."""
-    if arch not in ARCHS:
-        raise ForgetbenchError(f"unknown parser architecture {arch!r}; use one of {', '.join(ARCHS)}")
+    architecture = parsers.architecture(arch)
     if tags not in ("gold", "predicted"):
         raise ForgetbenchError(f"tags must be 'gold' or 'predicted', got {tags!r}")
     if tags == "predicted" and tagger_from is None and (jackknife < 2 or (jackknife + 1) * tagger_minutes >= minutes):
@@ -194,24 +173,18 @@ def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Pa
                                f"got {jackknife} folds x {tagger_minutes} min of {minutes} min")
     if tagger_from is not None and tags != "predicted":
         raise ForgetbenchError("--tagger-from reuses a tagger: it needs --tags predicted")
-    if initial is not None and arch != "rngtr":
-        raise ForgetbenchError(f"--initial is the initial parser of an RNGTr refiner; --arch is {arch}")
     if refiner_graphs not in ("empty", "kfold"):
         raise ForgetbenchError(f"refiner training graphs {refiner_graphs!r}: use empty or kfold")
-    if refiner_graphs == "kfold" and (arch != "rngtr" or initial is None or folds < 2):
-        raise ForgetbenchError("kfold training graphs are k-fold predictions of an RNGTr's initial parser: give --arch "
-                               "rngtr, --initial PARSER and --folds >= 2")
+    architecture.check_options(initial, warm_start, refiner_graphs, folds, model_kw)
     if iterations < 1 or (train_iterations is not None and train_iterations < 1):
         raise ForgetbenchError("refinement iterations must be at least 1")
-    if warm_start is not None and arch != "rngtr":
-        raise ForgetbenchError(f"--warm-start initialises an RNGTr refiner from a SynTr; --arch is {arch}")
     warm = parsers.load(warm_start) if warm_start is not None else None
-    if warm is not None and warm.arch != "syntr":
+    if warm is not None and warm.arch not in ("syntr",):
         raise ForgetbenchError(f"{warm_start}: a refiner is warm-started from a syntr folder, not {warm.arch}")
     init_parser = parsers.load(initial) if initial is not None else None
-    if init_parser is not None and init_parser.arch not in ("biaffine", "syntr"):
+    if init_parser is not None and init_parser.arch not in INITIAL_PARSERS:
         raise ForgetbenchError(f"{initial}: an RNGTr initial parser must be biaffine or syntr, not {init_parser.arch}")
-    settings = ARCH_SETTINGS[arch] | {k: v for k, v in (("lr", lr), ("max_tokens", max_tokens)) if v is not None}
+    settings = architecture.settings | {k: v for k, v in (("lr", lr), ("max_tokens", max_tokens)) if v is not None}
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
     rng = random.Random(seed)
@@ -230,12 +203,7 @@ def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Pa
         raise ForgetbenchError(f"{warm_start}: its vocabulary differs from this run's; warm-start from a SynTr trained on "
                                "the same file (and the same --tagger-from)")
     dims = {"n_words": len(vocab.words), "n_chars": len(vocab.chars), "n_tags": len(vocab.tags), "n_rels": len(vocab.rels)}
-    if arch == "rngtr":
-        model_kw = {"graph": "labelled"} | model_kw
-        if warm is not None:  # the SynTr's sizes; only the graph settings may be given
-            model_kw = {k: v for k, v in warm.model.cfg.to_dict().items() if k not in dims and k != "graph"} | model_kw
-    if arch == "syntr" and model_kw.get("graph", "none") != "none":
-        raise ForgetbenchError("SynTr has no input graph; for graph input use --arch rngtr")
+    model_kw = architecture.model_kw(model_kw, warm, dims)
     try:
         model = parsers.build(arch, dims | model_kw)
     except (TypeError, ValueError) as e:
@@ -291,14 +259,7 @@ def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Pa
         def batch_loss(b, words):
             nonlocal tokens
             tokens += int((b["heads"] != -100).sum())
-            if arch == "g2gtr":
-                return transition_loss(model, b, words)
-            if arch == "rngtr":
-                empty = torch.full_like(b["heads"], -1)
-                return refinement_loss(model, words, b["chars"], b["tags"], b.get("g0_heads", empty),
-                                       b.get("g0_rels", empty), b["heads"], b["rels"], loss_fn, t_iter)
-            arc, rel_dep, rel_head = model.encode(words, b["chars"], b["tags"])
-            return loss_fn(arc, model.label_scores(rel_dep, rel_head, b["heads"]), b)
+            return architecture.loss(model, b, words, t_iter)
 
         def dev_las(epoch):
             nonlocal dev
@@ -312,13 +273,8 @@ def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Pa
                 "arch": arch, "best_epoch": epoch, "dev": dev.to_dict(), "history": history, "threads": threads,
                 "seed": seed, "train": str(train_file), "minutes": minutes, "optimiser": settings,
                 "dev_data": str(dev_file) if dev_file else f"held out: every {HELD_OUT_EVERY}th training sentence",
-                "environment": environment()} | tag_info | ({
-                    "initial": str(initial) if initial is not None else "empty", "iterations": iterations,
-                    "train_iterations": t_iter, "warm_start": str(warm_start) if warm_start is not None else None,
-                    "refiner_training_graphs": (f"{folds}-fold predictions of the initial parser's architecture"
-                                                if refiner_graphs == "kfold" else "empty") +
-                                               " (then each iteration's own output)"} | kfold_info
-                    if arch == "rngtr" else {}))
+                "environment": environment()} | tag_info | architecture.training_record(
+                    initial, iterations, t_iter, warm_start, refiner_graphs, folds, kfold_info))
 
         dev = None
         epoch, history = train_epochs(model, opt, tr, vocab, rng, settings["max_tokens"], batch_loss, dev_las, save,
