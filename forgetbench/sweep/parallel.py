@@ -9,12 +9,14 @@ Rules:
    the barrier (a watchdog thread polls the workers every second), so no process waits forever — neither at
    the barrier nor polling for a unit (``aborted``); rank 0 then stops the others and reports one line.
    Everything stored so far stays: rerunning the command resumes.
-3. Under ``accelerate launch --num_processes N`` the launcher's processes are used instead (``cli``).
+3. Under ``accelerate launch --num_processes N`` the launcher's processes are used instead (``run_in_processes``
+   decides: a launcher's ``WORLD_SIZE`` first, then ``processes``).
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import threading
 from pathlib import Path
 
@@ -30,6 +32,25 @@ def _worker(config: str, run_dir: str, rank: int, world: int, barrier) -> None:
 
     run_sweep(load_sweep(config), run_dir, progress=False, rank=rank, world=world, barrier=barrier.wait, prepared=True,
               aborted=lambda: barrier.broken)
+
+
+def run_in_processes(cfg, run_dir: str | Path, processes: int, progress=True) -> tuple[dict, int, int]:
+    """Run the sweep in the process mode the environment and ``processes`` ask for: under a launcher
+    (``accelerate launch --num_processes N`` sets ``WORLD_SIZE``) as one of its ranks; else ``processes`` spawned
+    workers (``run_parallel``), or this process alone. Returns (summary — empty off rank 0 —, rank, world)."""
+    from forgetbench.sweep.run import run_sweep
+
+    if processes < 1:
+        raise ForgetbenchError(f"--processes {processes}: must be a positive number of processes")
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        from accelerate import PartialState
+
+        state = PartialState(cpu=True)
+        rank, world = state.process_index, state.num_processes
+        return run_sweep(cfg, run_dir, progress, rank=rank, world=world, barrier=state.wait_for_everyone), rank, world
+    if processes > 1:
+        return run_parallel(cfg, run_dir, processes, progress), 0, processes
+    return run_sweep(cfg, run_dir, progress), 0, 1
 
 
 def run_parallel(cfg, run_dir: str | Path, world: int, progress=True) -> dict:

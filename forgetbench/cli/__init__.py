@@ -1,0 +1,55 @@
+"""The ``forgetbench`` command line: the entry point and its error policy (``mt`` and ``parse`` hold the commands).
+
+Bad input: one line on stderr (``forgetbench: error: what, where, how to fix``), exit 2, nothing
+written; every command checks its inputs and its output (``forgetbench.outputs``) before any work.
+An unexpected exception also ends in one line (exit 1), with ``--debug`` for the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from forgetbench.cli import mt, parse
+from forgetbench.cli.common import _Parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="forgetbench", description="Who pays for compression? Compress, translate, score and report "
+                                                "per language, tier, gender and word sense.")
+    p.add_argument("--debug", action="store_true", help="show the traceback of an unexpected error")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    mt.add_commands(sub)
+    parse.add_commands(sub)
+    mt.add_recipes(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    from forgetbench.errors import ForgetbenchError
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:  # argparse: --help (0) or one error line (2)
+        return e.code if isinstance(e.code, int) else 2
+    from forgetbench.console import quiet_libraries
+
+    quiet_libraries(debug=args.debug)  # library chatter never precedes our one line (console rule 4)
+    try:
+        return args.func(args)
+    except ForgetbenchError as e:
+        print(f"forgetbench: error: {' '.join(str(e).split())}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("forgetbench: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # noqa: BLE001 - the one place that turns any other failure into one line
+        if args.debug:
+            raise
+        first = (str(e).strip().splitlines() or [""])[0][:300]
+        print(f"forgetbench: error: unexpected {type(e).__name__}: {first} (rerun with --debug for the traceback)",
+              file=sys.stderr)
+        return 1

@@ -1,0 +1,290 @@
+"""The MT commands: compress, compress-stream, make-tiny, train-mt, distill, sweep/eval, report, plan-devices,
+convert-fairseq, recipes. Each is a thin adapter over a function the Python API offers: check the inputs and
+the output, call it, print the result."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from forgetbench.cli.common import THREADS_HELP, _positive, _threads
+
+
+def cmd_compress(args) -> int:
+    from forgetbench.compress.pipeline import compress_dir
+    from forgetbench.compress.recipe import load_recipe
+    from forgetbench.console import Console
+    from forgetbench.outputs import new_output
+
+    new_output(args.out)
+    recipe = load_recipe(args.recipe, calibration_override=args.calibration)  # validate before any work
+    _threads(args.threads)
+    con = Console("compress", quiet=args.quiet)
+    report = compress_dir(args.model_dir, recipe, args.out, progress=con)
+    sizes = report["sizes"]
+    for step in report["steps"]:
+        if "prune" in step:
+            o = step["prune"]["overall"]
+            con.line(f"prune: {o['zeros']:,}/{o['numel']:,} weights zeroed (sparsity {o['sparsity']:.4f}) "
+                     f"over {len(step['prune']['units'])} units, {step['seconds']:.2f}s")
+        else:
+            q = step["quantize"]
+            con.line(f"quantize: {len(q['activation_amax'])} activation sites, {len(q['weights'])} weight matrices "
+                     f"({q['config']['calibrator']} calibration), {step['seconds']:.2f}s")
+    line = f"sizes: dense {sizes['dense_bytes']:,} B"
+    for k in ("int8", "sparse"):
+        if f"{k}_bytes" in sizes:
+            line += f", {k} {sizes[f'{k}_bytes']:,} B ({sizes[f'{k}_ratio']:.3f}x)"
+    con.line(line + f"; nominal {sizes['nominal_ratio']:.3f}x")
+    con.line(f"wrote {args.out}", result=True)
+    return 0
+
+
+def cmd_make_tiny(args) -> int:
+    from forgetbench.errors import ForgetbenchError
+    from forgetbench.io import atomic_directory, read_text
+    from forgetbench.models.tiny import build_tiny_m2m100
+    from forgetbench.outputs import new_output
+
+    new_output(args.out)
+    src = Path(args.text)
+    if not src.is_file():
+        raise ForgetbenchError(f"{src} not found; give a text file (one sentence per line) or a calibration TSV")
+    for flag, v, lo in (("--vocab", args.vocab, 16), ("--d-model", args.d_model, 4), ("--layers", args.layers, 1)):
+        if v < lo:
+            raise ForgetbenchError(f"make-tiny {flag} {v}: must be at least {lo}")
+    if args.d_model % 4:
+        raise ForgetbenchError(f"make-tiny --d-model {args.d_model}: must be a multiple of 4 (the attention heads)")
+    lines = [ln for ln in read_text(src).splitlines() if ln.strip()]
+    if not lines:
+        raise ForgetbenchError(f"{src}: no text to train the SentencePiece vocabulary on")
+    sents = [c for ln in lines for c in (ln.split("\t")[2:] if ln.count("\t") == 3 else [ln])]
+    _threads(1)
+    with atomic_directory(args.out) as tmp:
+        model, _ = build_tiny_m2m100(tmp, sents, spm_vocab=args.vocab, seed=args.seed, d_model=args.d_model,
+                                     layers=args.layers)
+    print(f"wrote {args.out}: random M2M100 with {sum(p.numel() for p in model.parameters()):,} parameters")
+    return 0
+
+
+def cmd_train_mt(args) -> int:
+    from forgetbench.errors import ForgetbenchError
+    from forgetbench.outputs import resumable_output
+    from forgetbench.train.mt import load_config, train
+
+    cfg = load_config(args.config)
+    resumable_output(args.out, "train-run.json", "train-mt run folder")
+    if args.steps is not None:
+        if args.steps < 1:
+            raise ForgetbenchError(f"train-mt --steps {args.steps}: must be a positive number of steps")
+        cfg.train.steps = args.steps
+    train(cfg, args.out, progress=not args.quiet)
+    return 0
+
+
+def cmd_distill(args) -> int:
+    from forgetbench.distill.config import load_distill_config
+    from forgetbench.distill.run import RUN_MARKER, distill
+    from forgetbench.errors import ForgetbenchError
+    from forgetbench.outputs import resumable_output
+
+    cfg = load_distill_config(args.config)
+    resumable_output(args.out, RUN_MARKER, "distill run folder")
+    if args.steps is not None:
+        if args.steps < 1:
+            raise ForgetbenchError(f"distill --steps {args.steps}: must be a positive number of steps")
+        cfg.train.steps = args.steps
+        cfg.train.phase1_steps = min(cfg.train.phase1_steps, args.steps)
+    distill(cfg, args.out, progress=not args.quiet)
+    return 0
+
+
+def cmd_sweep(args) -> int:
+    from forgetbench.console import Console, clock
+    from forgetbench.outputs import resumable_output
+    from forgetbench.report.build import write_report
+    from forgetbench.sweep import load_sweep
+    from forgetbench.sweep.parallel import run_in_processes
+
+    started = time.perf_counter()
+    cfg = load_sweep(args.config)  # validated before any work
+    con = Console(args.command, quiet=args.quiet)
+    run_dir = Path(args.out or Path("runs") / cfg.name)
+    if not run_dir.parent.exists() and args.out is None:
+        run_dir.parent.mkdir(parents=True)
+    resumable_output(run_dir, "store.sqlite", "sweep run folder")
+    summary, rank, world = run_in_processes(cfg, run_dir, args.processes or cfg.processes, con)
+    if rank == 0:
+        with con.stage(f"{cfg.name}: report"):
+            html_path = write_report(summary, run_dir / "report", started=started)
+        con.line(f"{cfg.name}: done in {clock(time.perf_counter() - started)} ({world} process(es))")
+        con.line(f"report: {html_path}", result=True)
+    return 0
+
+
+def cmd_report(args) -> int:
+    from forgetbench.errors import ForgetbenchError
+    from forgetbench.eval.store import Store
+    from forgetbench.report.build import write_report
+    from forgetbench.sweep import load_sweep, summarise
+
+    run = Path(args.run_dir)
+    if not (run / "store.sqlite").is_file():
+        raise ForgetbenchError(f"{run}: not a run folder (no store.sqlite); run `forgetbench sweep` first")
+    store = Store(run / "store.sqlite")
+    try:
+        source = args.config or store.meta("config_source")
+    finally:
+        store.close()
+    if not source or not Path(source).is_file():
+        raise ForgetbenchError(f"{run}: its sweep config {source} is gone; pass --config CONFIG.yaml")
+    previous = run / "report" / "summary.json"
+    try:
+        info = json.loads(previous.read_text(encoding="utf-8"))["run"] if previous.is_file() else None
+    except (ValueError, KeyError, TypeError):
+        info = None  # a damaged previous summary: the run record is rebuilt without its timings
+    summary = summarise(load_sweep(source), run, info)
+    print(f"report: {write_report(summary, run / 'report')}")
+    return 0
+
+
+def cmd_plan_devices(args) -> int:
+    from forgetbench.models.device_map import plan
+
+    r = plan(args.model, args.gpus, args.gpu_memory, args.dtype, args.cpu_memory)
+    if args.json:
+        print(json.dumps(r, indent=1))
+        return 0
+    print(f"{r['model']}: {r['parameters'] / 1e9:.2f} B parameters, {r['dtype']}, {r['gpus']} x {r['gpu_memory']}")
+    for dev, b in sorted(r["bytes_per_device"].items()):
+        mods = [m for m, d in r["device_map"].items() if str(d) == dev]
+        print(f"  device {dev}: {b / 2**30:6.2f} GiB  {len(mods):3d} modules  {mods[0]} … {mods[-1]}")
+    tied = set(map(str, r["tied_devices"].values()))
+    print(f"  tied shared/embed_tokens/lm_head on device(s): {', '.join(sorted(tied))}"
+          + ("" if len(tied) == 1 else "  WARNING: split across devices"))
+    return 0
+
+
+def cmd_convert_fairseq(args) -> int:
+    from forgetbench.models.fairseq import convert
+    from forgetbench.outputs import new_output
+
+    new_output(args.out)
+    _threads(1)
+    model = convert(args.checkpoint, args.dict, args.spm, args.out, small100=args.small100)
+    print(f"wrote {args.out}: M2M100ForConditionalGeneration, {sum(p.numel() for p in model.parameters()):,} parameters")
+    return 0
+
+
+def cmd_compress_stream(args) -> int:
+    from forgetbench.compress.recipe import load_recipe
+    from forgetbench.compress.streaming import stream_compress
+    from forgetbench.outputs import new_output
+
+    new_output(args.out)
+    recipe = load_recipe(args.recipe)
+    _threads(args.threads)
+    skeleton = None
+    cfg = Path(args.model_dir) / "config.json"
+    if cfg.is_file() and json.loads(cfg.read_text()).get("model_type", "").startswith("forgetbench-"):
+        from forgetbench.parsing.train import parser_skeleton
+
+        skeleton = parser_skeleton(args.model_dir)
+    rep = stream_compress(args.model_dir, recipe, args.out, skeleton=skeleton)
+    print(f"streamed {recipe.name}: read {rep['bytes_read'] / 2**20:.1f} MiB, wrote {rep['bytes_written'] / 2**20:.1f} MiB "
+          f"in {rep['seconds']:.1f}s; wrote {args.out}")
+    return 0
+
+
+def cmd_recipes(args) -> int:
+    from forgetbench.compress.recipe import RECIPE_DIRS, load_recipe
+
+    seen = set()
+    for d in RECIPE_DIRS:
+        for f in sorted(d.glob("*.yaml")) if d.is_dir() else []:
+            if f.stem in seen:
+                continue
+            seen.add(f.stem)
+            r = load_recipe(str(f))
+            print(f"{r.name:12s} {' -> '.join(s.kind for s in r.steps):20s} {r.description}")
+    return 0
+
+
+def add_commands(sub) -> None:
+    """Every MT command but ``recipes`` (listed last, after ``parse``)."""
+    c = sub.add_parser("compress", help="apply a compression recipe to a model folder")
+    c.add_argument("model_dir", help="a Hugging Face model folder (config.json + safetensors + tokenizer files)")
+    c.add_argument("--recipe", required=True, help="a recipe YAML file or a shipped name (prune-30, prune-45, ptq-int8)")
+    c.add_argument("--out", required=True, help="output folder (must not exist)")
+    c.add_argument("--calibration", help="calibration TSV overriding the recipe's (src_lang, tgt_lang, source, target)")
+    c.add_argument("--threads", type=_positive, help=THREADS_HELP)
+    c.add_argument("--quiet", action="store_true", help="no progress bars")
+    c.set_defaults(func=cmd_compress)
+
+    t = sub.add_parser("make-tiny", help="build a tiny random M2M-100 with its own SPM vocabulary (tests, demos)")
+    t.add_argument("text", help="training text for the SPM: one sentence per line, or a calibration TSV")
+    t.add_argument("--out", required=True, help="output folder (must not exist)")
+    t.add_argument("--vocab", type=int, default=2000, help="SentencePiece vocabulary size")
+    t.add_argument("--d-model", type=int, default=64, help="model width")
+    t.add_argument("--layers", type=int, default=2, help="encoder and decoder layers")
+    t.add_argument("--seed", type=int, default=0, help="weight initialisation seed")
+    t.set_defaults(func=cmd_make_tiny)
+
+    tm = sub.add_parser("train-mt", help="train a multilingual M2M-100-architecture model from scratch (resumable)")
+    tm.add_argument("config", help="training config YAML (see configs/teacher.yaml)")
+    tm.add_argument("--out", required=True, help="run folder: new, or a train-mt run folder to resume")
+    tm.add_argument("--steps", type=int, help="override train.steps")
+    tm.add_argument("--quiet", action="store_true", help="no progress bars")
+    tm.set_defaults(func=cmd_train_mt)
+
+    ds = sub.add_parser("distill", help="distil a SMaLL-100-style student from an M2M-100 teacher (resumable; "
+                        "accelerate launch for several processes)")
+    ds.add_argument("config", help="distillation config YAML (see configs/distill-kd.yaml)")
+    ds.add_argument("--out", required=True, help="run folder: new, or a distill run folder to resume")
+    ds.add_argument("--steps", type=int, help="override train.steps")
+    ds.add_argument("--quiet", action="store_true", help="no progress bars")
+    ds.set_defaults(func=cmd_distill)
+
+    for name, text in (("sweep", "compress variants, translate, score, analyse and report (resumable)"),
+                       ("eval", "same as sweep; for a config whose only variant is the base model")):
+        sw = sub.add_parser(name, help=text)
+        sw.add_argument("config", help="sweep config YAML (see configs/demo.yaml)")
+        sw.add_argument("--out", help="run folder: new, or a run folder of this kind to resume (default runs/<name>)")
+        sw.add_argument("--quiet", action="store_true", help="no progress bars")
+        sw.add_argument("--processes", type=int, help="worker processes (overrides the config's processes)")
+        sw.set_defaults(func=cmd_sweep)
+
+    rp = sub.add_parser("report", help="recompute the summary of a run from its store and rewrite the report")
+    rp.add_argument("run_dir", help="a sweep run folder")
+    rp.add_argument("--config", help="the sweep config (default: the one the run was made with)")
+    rp.set_defaults(func=cmd_report)
+
+    pd = sub.add_parser("plan-devices", help="layer -> device split on the meta device (no weights loaded)")
+    pd.add_argument("model", help="a model folder or a known config: m2m100_418M, m2m100_1.2B, m2m100_12B, small100")
+    pd.add_argument("--gpus", type=_positive, required=True, help="number of GPUs")
+    pd.add_argument("--gpu-memory", required=True, help="per GPU, e.g. 40GiB")
+    pd.add_argument("--cpu-memory", help="allow CPU offload up to this size")
+    pd.add_argument("--dtype", default="bf16", help="weight dtype: fp32, fp16, bf16")
+    pd.add_argument("--json", action="store_true", help="print the plan as JSON")
+    pd.set_defaults(func=cmd_plan_devices)
+
+    cf = sub.add_parser("convert-fairseq", help="fairseq M2M-100/SMaLL-100 .pt -> Hugging Face folder (no fairseq)")
+    cf.add_argument("checkpoint", help="fairseq checkpoint .pt (allow-listed unpickling)")
+    cf.add_argument("--dict", required=True, help="fairseq dict.txt")
+    cf.add_argument("--spm", required=True, help="SentencePiece model")
+    cf.add_argument("--out", required=True, help="output folder (must not exist)")
+    cf.add_argument("--small100", action="store_true", help="SMaLL-100 input format (target code on the encoder side)")
+    cf.set_defaults(func=cmd_convert_fairseq)
+
+    cs = sub.add_parser("compress-stream", help="prune / weight-quantise a sharded safetensors checkpoint group by group")
+    cs.add_argument("model_dir", help="a model folder with model.safetensors or a sharded index")
+    cs.add_argument("--recipe", required=True, help="a recipe without activation quantisation")
+    cs.add_argument("--out", required=True, help="output folder (must not exist)")
+    cs.add_argument("--threads", type=_positive, help=THREADS_HELP)
+    cs.set_defaults(func=cmd_compress_stream)
+
+
+def add_recipes(sub) -> None:
+    r = sub.add_parser("recipes", help="list shipped compression recipes")
+    r.set_defaults(func=cmd_recipes)
