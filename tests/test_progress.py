@@ -56,11 +56,13 @@ def test_a_sweep_logged_to_a_file_prints_stage_lines_with_counts_and_a_final_lin
     assert stages == ["units of work (compress, translate, λ, bias)", "language identification",
                       "analysis and intervals", "report"]
     assert re.fullmatch(r"\[sweep\] p: done in \d+:\d\d \(1 process\(es\)\)", lines[-1])
+    # --quiet (here on the finished run: resumed, it only recomputes the report): the result path alone
+    r = _forgetbench("sweep", cfg, "--out", tmp_path / "run", "--quiet", cwd=tmp_path)
+    assert r.returncode == 0 and r.stderr == ""
+    assert r.stdout == f"report: {tmp_path / 'run' / 'report' / 'report.html'}\n"
 
 
 def test_quiet_keeps_only_the_result_path(tiny_dir, tmp_path):
-    r = _forgetbench("sweep", _config(tmp_path, tiny_dir), "--out", tmp_path / "run", "--quiet", cwd=tmp_path)
-    assert r.returncode == 0 and r.stderr == "" and r.stdout.startswith("report: ")
     r = _forgetbench("compress", tiny_dir, "--recipe", "prune-30", "--out", tmp_path / "c", "--quiet", cwd=tmp_path)
     assert r.returncode == 0 and r.stderr == "" and r.stdout == f"wrote {tmp_path / 'c'}\n"
 
