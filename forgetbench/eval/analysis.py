@@ -573,6 +573,51 @@ def languages(run: RunData, pairs: list[PairResult], groups: dict[str, DeltaGrou
 
 
 @dataclass
+class Difference:
+    """A mean difference over pairs (a − b, or low − high) with its stratified paired-bootstrap interval."""
+    difference: float | None
+    ci: list
+
+
+@dataclass
+class TierContrast:
+    """Low-resource pairs' mean relative difference minus the High pairs' (None where a side has no pair)."""
+    low_pairs: int
+    high_pairs: int
+    difference: float | None
+    ci: list
+
+
+@dataclass
+class PairGroup:
+    """A group of kept pairs (VL2VL … H2H, low, all): sizes, each variant's mean scores, each contrast."""
+    pairs: int
+    sentences: int
+    scores: dict  # variant -> metric -> mean corpus score
+    contrasts: dict[str, dict[str, Difference]]  # "a vs b" -> metric -> a − b
+
+
+@dataclass
+class ParityRow:
+    pair: str
+    benchmark: str
+    sentences: int
+    identical: int
+    chrF: dict
+    spBLEU: dict
+
+
+@dataclass
+class BackendParity:
+    """One other backend's base series against the base: per pair and the mean over pairs."""
+    of: str
+    pairs: list[ParityRow]
+    mean: dict[str, Difference]
+    identical: int
+    sentences: int
+
+
+@dataclass
 class Analysis:
     base: str
     variants: list[str]
@@ -587,16 +632,16 @@ class Analysis:
     hallucination: dict[str, dict[str, LambdaResult]] = field(default_factory=dict)
     examples: dict[str, dict[str, list[Example]]] = field(default_factory=dict)
     languages: list[LanguageResult] = field(default_factory=list)
-    tier_contrasts: dict = field(default_factory=dict)  # view -> variant -> metric -> Low-minus-High difference
-    pair_groups: dict = field(default_factory=dict)  # view -> group (VL2VL … H2H, low, all) -> scores and contrasts
+    tier_contrasts: dict[str, dict[str, dict[str, TierContrast]]] = field(default_factory=dict)  # view, variant, metric
+    pair_groups: dict[str, dict[str, PairGroup]] = field(default_factory=dict)  # view -> group (VL2VL … H2H, low, all)
     bases: dict = field(default_factory=dict)  # variant -> the base series it is compared with (its backend's)
-    backend_parity: dict = field(default_factory=dict)  # other base series -> per pair and mean difference vs base
+    backend_parity: dict[str, BackendParity] = field(default_factory=dict)  # other base series -> vs the base
 
     def to_dict(self) -> dict:
         return {f.name: plain(getattr(self, f.name)) for f in fields(self)}
 
 
-def tier_contrasts(run: RunData, pairs: list[PairResult], samples: RelSamples) -> dict:
+def tier_contrasts(run: RunData, pairs: list[PairResult], samples: RelSamples) -> dict[str, dict[str, dict[str, TierContrast]]]:
     """Per tier view, variant and metric: mean relative difference of the low-resource pairs (Very-Low and Low)
     minus that of the High pairs, with its stratified interval — the test of "low-resource pairs lose most"."""
     kept = [p for p in pairs if p.kept]
@@ -609,19 +654,17 @@ def tier_contrasts(run: RunData, pairs: list[PairResult], samples: RelSamples) -
             out[vw.name][v] = {}
             for m in ("chrF", "spBLEU"):
                 if not low or not high:
-                    out[vw.name][v][m] = {"low_pairs": len(low), "high_pairs": len(high), "difference": None,
-                                          "ci": [None, None]}
+                    out[vw.name][v][m] = TierContrast(len(low), len(high), None, [None, None])
                     continue
                 lo = bs.nanmean(np.vstack([samples[((p.benchmark, p.src, p.tgt), v, m)] for p in low]), axis=0)
                 hi = bs.nanmean(np.vstack([samples[((p.benchmark, p.src, p.tgt), v, m)] for p in high]), axis=0)
                 ml, mh = mean(p.rel[v][m] for p in low), mean(p.rel[v][m] for p in high)
-                out[vw.name][v][m] = {"low_pairs": len(low), "high_pairs": len(high),
-                                      "difference": None if ml is None or mh is None else ml - mh,
-                                      "ci": bs.percentile_interval(lo - hi).to_dict()}
+                out[vw.name][v][m] = TierContrast(len(low), len(high), None if ml is None or mh is None else ml - mh,
+                                                  bs.percentile_interval(lo - hi).to_dict())
     return out
 
 
-def pair_groups(run: RunData, pairs: list[PairResult]) -> dict:
+def pair_groups(run: RunData, pairs: list[PairResult]) -> dict[str, dict[str, PairGroup]]:
     """Per tier view: the kept pairs grouped by (source tier, target tier) as the SMaLL-100 study's table
     (``VL2VL`` … ``H2H``), plus ``low`` (pairs whose tier is Very-Low or Low) and ``all``. Each group: the
     mean corpus chrF and spBLEU of every variant, and for every contrast (a, b) the mean difference a − b
@@ -640,36 +683,33 @@ def pair_groups(run: RunData, pairs: list[PairResult]) -> dict:
             ps = groups[g]
             if not ps:
                 continue
-            cell = {"pairs": len(ps), "sentences": sum(p.n for p in ps),
-                    "scores": {v: {m: mean(p.scores[v][m] for p in ps) for m in ("chrF", "spBLEU")} for v in run.variants},
-                    "contrasts": {}}
-            for a, b in run.contrasts:
-                cell["contrasts"][f"{a} vs {b}"] = {}
-                for m in ("chrF", "spBLEU"):
-                    obs = [run.contrast_samples[((p.benchmark, p.src, p.tgt), f"{a}|{b}", m)] for p in ps]
-                    cell["contrasts"][f"{a} vs {b}"][m] = {"difference": mean(o[0] for o in obs),
-                                                          "ci": bs.group_mean([o[1] for o in obs]).to_dict()}
-            out[vw.name][g] = cell
+            out[vw.name][g] = PairGroup(
+                len(ps), sum(p.n for p in ps),
+                {v: {m: mean(p.scores[v][m] for p in ps) for m in ("chrF", "spBLEU")} for v in run.variants},
+                {f"{a} vs {b}": {m: _mean_difference(run, ps, f"{a}|{b}", m) for m in ("chrF", "spBLEU")}
+                 for a, b in run.contrasts})
     return out
 
 
-def backend_parity(run: RunData, pairs: list[PairResult]) -> dict:
+def _mean_difference(run: RunData, ps: list[PairResult], key: str, m: str) -> Difference:
+    """The mean over ``ps`` of a contrast's per-pair differences, with the stratified interval."""
+    obs = [run.contrast_samples[((p.benchmark, p.src, p.tgt), key, m)] for p in ps]
+    return Difference(mean(o[0] for o in obs), bs.group_mean([o[1] for o in obs]).to_dict())
+
+
+def backend_parity(run: RunData, pairs: list[PairResult]) -> dict[str, BackendParity]:
     """Per base series of another backend (``base@torch`` …): per pair (every pair, kept or not) its chrF and
     spBLEU minus the base's on the same sentences, with the paired-bootstrap interval and the count of identical
     hypotheses; and the mean over pairs with its stratified interval. A difference here is the backend's, never
     forgetting: each variant is compared with the base of its own backend."""
     out = {}
     for b2 in run.base_series[1:]:
-        rows = [{"pair": f"{p.src}-{p.tgt}", "benchmark": p.benchmark, "sentences": p.n,
-                 "identical": p.parity[b2]["identical"],
-                 **{m: p.parity[b2][m].to_dict() for m in ("chrF", "spBLEU")}} for p in pairs if b2 in p.parity]
-        mean_ = {}
-        for m in ("chrF", "spBLEU"):
-            obs = [run.contrast_samples[((p.benchmark, p.src, p.tgt), f"{b2}|{run.base}", m)] for p in pairs
-                   if b2 in p.parity]
-            mean_[m] = {"difference": mean(o[0] for o in obs), "ci": bs.group_mean([o[1] for o in obs]).to_dict()}
-        out[b2] = {"of": run.base, "pairs": rows, "mean": mean_,
-                   "identical": sum(r["identical"] for r in rows), "sentences": sum(r["sentences"] for r in rows)}
+        compared = [p for p in pairs if b2 in p.parity]
+        rows = [ParityRow(f"{p.src}-{p.tgt}", p.benchmark, p.n, p.parity[b2]["identical"], p.parity[b2]["chrF"].to_dict(),
+                          p.parity[b2]["spBLEU"].to_dict()) for p in compared]
+        out[b2] = BackendParity(run.base, rows, {m: _mean_difference(run, compared, f"{b2}|{run.base}", m)
+                                                 for m in ("chrF", "spBLEU")},
+                                sum(r.identical for r in rows), sum(r.sentences for r in rows))
     return out
 
 
