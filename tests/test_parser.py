@@ -165,3 +165,22 @@ def test_parse_predict_scored_by_the_official_conll2018_scorer_equals_parse_eval
     for ours_key, theirs in (("uas", "UAS"), ("las", "LAS"), ("clas", "CLAS"), ("upos", "UPOS")):
         assert abs(100 * official[theirs].f1 - ours[ours_key]) < 1e-9, (ours_key, official[theirs].f1, ours[ours_key])
     assert official["Lemmas"].f1 == 0  # the gold lemmas are not copied into the output
+
+
+def test_parse_train_options_are_one_config_by_name():
+    """Every `parse train` option lands in ``ParseTrainConfig`` under its own name; network options only when
+    given; ``train_parser`` resolves the per-architecture time budget and the refiner's graphs."""
+    from dataclasses import fields
+
+    from forgetbench.cli import build_parser
+    from forgetbench.parsing.train import MODEL_OPTIONS, ParseTrainConfig
+
+    args = build_parser().parse_args(["parse", "train", "--train", "t.conllu", "--out", "o", "--arch", "rngtr",
+                                      "--initial", "b", "--no-relation-norm", "--tagger-epochs", "3"])
+    cfg = ParseTrainConfig.from_options(args, threads=2)
+    assert (cfg.train, cfg.out, cfg.arch, cfg.initial, cfg.tagger_epochs, cfg.threads) == ("t.conllu", "o", "rngtr",
+                                                                                            "b", 3, 2)
+    assert cfg.model == {"relation_norm": False} and cfg.minutes is None and cfg.refiner_graphs is None
+    options = {a.dest for a in build_parser()._subparsers._group_actions[0].choices["parse"]._subparsers
+               ._group_actions[0].choices["train"]._actions} - {"help", "quiet"}
+    assert options == {f.name for f in fields(ParseTrainConfig)} - {"model"} | set(MODEL_OPTIONS)

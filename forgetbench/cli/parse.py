@@ -11,7 +11,6 @@ from forgetbench.cli.common import THREADS_HELP, _minutes, _Parser, _positive, _
 def cmd_parse(args) -> int:
     from forgetbench.outputs import new_output
     from forgetbench.parsing import train as ptrain
-    from forgetbench.parsing.architectures import architecture
 
     if args.action == "compress":
         from forgetbench.io import atomic_directory
@@ -29,15 +28,8 @@ def cmd_parse(args) -> int:
         return 0
     if args.action == "train":
         new_output(args.out)
-        graph_kw = {k: v for k, v in (("attention", args.attention), ("relation_norm", args.relation_norm),
-                                      ("value_relations", args.value_relations), ("graph", args.graph)) if v is not None}
-        minutes = args.minutes or architecture(args.arch).minutes
-        info = ptrain.train(args.train, args.dev, args.out, minutes=minutes, threads=_thread_count(args.threads),
-                            seed=args.seed, progress=not args.quiet, tags=args.tags, tagger_minutes=args.tagger_minutes,
-                            max_epochs=args.max_epochs, tagger_epochs=args.tagger_epochs, jackknife=args.jackknife, arch=args.arch, tagger_from=args.tagger_from, initial=args.initial,
-                            iterations=args.iterations, train_iterations=args.train_iterations,
-                            warm_start=args.warm_start, folds=args.folds, fold_minutes=args.fold_minutes,
-                            refiner_graphs=args.refiner_graphs or ("kfold" if args.initial else "empty"), **graph_kw)
+        cfg = ptrain.ParseTrainConfig.from_options(args, threads=_thread_count(args.threads))
+        info = ptrain.train_parser(cfg, progress=not args.quiet)
         tags = f", dev UPOS {info['tagger_dev_upos']:.2f}" if "tagger_dev_upos" in info else ""
         print(f"{args.arch}: best dev LAS {info['dev']['las']:.2f} ({args.tags} tags{tags}; epoch {info['best_epoch']} of "
               f"{info['epochs']}, {info['train_seconds']:.0f}s); wrote {args.out}")
@@ -62,8 +54,8 @@ def add_commands(sub) -> None:
     pt.add_argument("--dev", help="dev CoNLL-U for model selection; without it every 10th training sentence is "
                                   "held out as dev (documented in training.json)")
     pt.add_argument("--out", required=True, help="output folder (must not exist)")
-    pt.add_argument("--minutes", type=_minutes, help="time budget of the whole run, taggers included (default: the "
-                                                      "README's measured setting, biaffine 15, syntr 6, rngtr 6, g2gtr 10)")
+    pt.add_argument("--minutes", type=_minutes, help="time budget of the whole run, taggers included (default per "
+                                                      "architecture: biaffine 15, syntr 6, rngtr 6, g2gtr 10)")
     pt.add_argument("--seed", type=int, default=1, help="seed")
     pt.add_argument("--tags", choices=["gold", "predicted"], default="predicted",
                     help="UPOS input: predicted by the parser's own tagger (trained on jackknifed tags), or gold")

@@ -16,6 +16,7 @@ import json
 import random
 import shutil
 import time
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import torch
@@ -24,7 +25,7 @@ from forgetbench.env import environment
 from forgetbench.errors import ForgetbenchError
 from forgetbench.io import atomic_directory, atomic_write_json, sha256_file
 from forgetbench.parsing import parsers
-from forgetbench.parsing.architectures import INITIAL_PARSERS
+from forgetbench.parsing.architectures import INITIAL_PARSERS, architecture
 from forgetbench.parsing.batching import Vocab, with_initial_graphs
 from forgetbench.parsing.conll import Sentence, read_conllu, with_predictions, write_conllu
 from forgetbench.parsing.epochs import train_epochs
@@ -143,6 +144,55 @@ def _reused_tags(tagger_from: Path, train_file, dev_file) -> dict:
         raise ForgetbenchError(f"{tagger_from}: its tagger's training tags were made on another training file or dev "
                                f"setting than {train_file}; --tagger-from needs the same --train (and --dev or not)")
     return saved
+
+
+MODEL_OPTIONS = ("attention", "relation_norm", "value_relations", "graph")  # network settings `parse train` sets
+
+
+@dataclass(frozen=True)
+class ParseTrainConfig:
+    """Every setting of ``parse train`` in one place, named as the command's options (``from_options`` reads
+    them); ``train_parser`` runs it. Defaults are the command's."""
+
+    train: str
+    out: str
+    dev: str | None = None
+    arch: str = "biaffine"
+    minutes: float | None = None  # None: the architecture's budget (``architectures``)
+    max_epochs: int = 200
+    seed: int = 1
+    threads: int = 1
+    tags: str = "predicted"
+    tagger_minutes: float = 1.5
+    tagger_epochs: int = 999
+    jackknife: int = 2
+    tagger_from: str | None = None
+    initial: str | None = None
+    iterations: int = DEFAULT_ITERATIONS
+    train_iterations: int | None = 2
+    warm_start: str | None = None
+    refiner_graphs: str | None = None  # None: k-fold graphs with an initial parser, else empty ones
+    folds: int = 2
+    fold_minutes: float = 6.0
+    model: dict = field(default_factory=dict)  # network settings given (MODEL_OPTIONS); the rest are defaults
+
+    @classmethod
+    def from_options(cls, options, **given) -> ParseTrainConfig:
+        """From parsed command-line options (an ``argparse.Namespace``); ``given`` overrides by name."""
+        names = {f.name for f in fields(cls)} - {"model"} - set(given)
+        model = {k: getattr(options, k) for k in MODEL_OPTIONS if getattr(options, k, None) is not None}
+        return cls(**{k: getattr(options, k) for k in names if hasattr(options, k)}, model=model, **given)
+
+
+def train_parser(cfg: ParseTrainConfig, progress: bool = True) -> dict:
+    """``parse train``: ``train`` with the config's settings and the command's defaults resolved."""
+    return train(cfg.train, cfg.dev, cfg.out, minutes=cfg.minutes or architecture(cfg.arch).minutes,
+                 max_epochs=cfg.max_epochs, seed=cfg.seed, threads=cfg.threads, progress=progress, tags=cfg.tags,
+                 tagger_minutes=cfg.tagger_minutes, tagger_epochs=cfg.tagger_epochs, jackknife=cfg.jackknife,
+                 arch=cfg.arch, tagger_from=cfg.tagger_from, initial=cfg.initial, iterations=cfg.iterations,
+                 train_iterations=cfg.train_iterations, warm_start=cfg.warm_start, folds=cfg.folds,
+                 fold_minutes=cfg.fold_minutes,
+                 refiner_graphs=cfg.refiner_graphs or ("kfold" if cfg.initial else "empty"), **cfg.model)
 
 
 def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Path, minutes: float = 15.0,
