@@ -191,6 +191,7 @@ CASES = [
     ("sweep-variants-list", lambda w, t, p: ["sweep", str(_sweep_cfg(w, t, variants="[base]")), "--out", str(w / "o")], "variants must be a mapping"),
     ("sweep-tiers-list", lambda w, t, p: ["sweep", str(_sweep_cfg(w, t, tiers="[training]")), "--out", str(w / "o")], "tiers: expected a mapping"),
     ("sweep-tier-view-escapes", lambda w, t, p: ["sweep", str(_sweep_cfg(w, t, tiers=f"{{'../x': {{counts: {REPO / 'artifacts/teacher/training.json'}}}}}")), "--out", str(w / "o")], "not a plain file name"),
+    ("sweep-metrics-unknown-key", lambda w, t, p: ["sweep", str(_sweep_cfg(w, t, extra="metrics: {spm_file: x.model}\n")), "--out", str(w / "o")], "metrics: unknown key(s) ['spm_file']; allowed: spm, spm_official"),
     ("sweep-bias-missing-path", lambda w, t, p: ["sweep", str(_sweep_cfg(w, t, extra="bias: {mucow: {pairs: [en-de]}}\n")), "--out", str(w / "o")], "bias.mucow needs 'path'"),
     ("sweep-benchmark-utf8", lambda w, t, p: ["sweep", str(_sweep_cfg(w, t, benchmarks=_flores_list(w, BAD_UTF8))), "--out", str(w / "o")], "is not valid UTF-8"),
     ("sweep-benchmark-empty-line", lambda w, t, p: ["sweep", str(_sweep_cfg(w, t, benchmarks=_flores_list(w, EMPTY_LINE))), "--out", str(w / "o")], "empty line"),

@@ -24,7 +24,8 @@ from forgetbench.eval.gender_metrics import GenderItem, gender_scores, resampled
 from forgetbench.eval.gender_readers import read_gender
 from forgetbench.eval.store import Store
 from forgetbench.eval.translate import Job, pair_batches
-from forgetbench.eval.word_sense import mucow_scores
+from forgetbench.eval.word_sense import mucow_scores, read_mucow
+from forgetbench.io import sha256_file
 from forgetbench.stats import mean, rel
 
 FASTALIGN_STAT = "gender_pred_fastalign"
@@ -83,6 +84,29 @@ class BiasConfig:
     gender_jobs: list[Job]
     mucow: dict  # pair -> (items, job)
     aligner_context: object = None  # a FLORES-101 Benchmark: co-occurrence statistics for the second aligner, or None
+
+
+def gender_jobs(folder: Path, languages: list[str], sentences: int | None) -> tuple[list[GenderRow], list[Job]]:
+    """MT-Gender's items with a male or female gold — with ``sentences``, a balanced sample (ψ* and ΔS need both
+    pro- and anti-stereotypical items) — and one translation job per target language."""
+    rows = [r for r in read_mt_gender(folder) if r.gold in ("male", "female")]
+    if sentences is not None:
+        pro = [r for r in rows if r.stereotype == "pro"][: sentences // 2]
+        anti = [r for r in rows if r.stereotype == "anti"][: sentences - sentences // 2]
+        rows = [r for pair in zip(pro, anti, strict=False) for r in pair] + pro[len(anti):] + anti[len(pro):]
+    source = SourceSet("mt_gender", tuple(r.sentence for r in rows), sha256_file(folder / "en.txt"))
+    return rows, [Job(source, "en", lang) for lang in languages]
+
+
+def mucow_jobs(folder: Path, pairs: list[str], sentences: int | None) -> dict:
+    """Per MuCoW pair ``en-xx``: its first ``sentences`` items and their translation job."""
+    out = {}
+    for pair in pairs:
+        s, t = pair.split("-")
+        srcs, _, items = read_mucow(folder, pair)
+        srcs, items = srcs[:sentences], items[:sentences]
+        out[pair] = (items, Job(SourceSet(f"mucow:{pair}", tuple(srcs), sha256_file(folder / f"{pair}.key.txt")), s, t))
+    return out
 
 
 def jobs(bias: BiasConfig | None) -> list[Job]:

@@ -27,7 +27,7 @@ Everything is validated before any work starts.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from forgetbench.compress.recipe import Recipe, load_recipe
@@ -36,12 +36,10 @@ from forgetbench.errors import ForgetbenchError
 from forgetbench.eval.analysis import Thresholds, TierView
 from forgetbench.eval.backends import BackendConfig, parse_backend, series_name, variant_backend
 from forgetbench.eval.benchmarks import Benchmark, open_benchmark
-from forgetbench.eval.bias import BiasConfig, SourceSet, read_mt_gender
+from forgetbench.eval.bias import BiasConfig, gender_jobs, mucow_jobs
 from forgetbench.eval.gender_readers import COVERED
 from forgetbench.eval.languages import language, tiers_from_counts
 from forgetbench.eval.translate import Job
-from forgetbench.eval.word_sense import read_mucow
-from forgetbench.io import sha256_file
 from forgetbench.outputs import confined_name
 
 TOP_KEYS = {"name", "model", "variants", "benchmarks", "languages", "pairs", "sentences", "generation", "metrics",
@@ -142,8 +140,26 @@ def training_tiers(counts_file: Path, thresholds: list[int]) -> dict[str, str]:
     return tiers_from_counts(counts, thresholds)
 
 
+@dataclass(frozen=True)
+class GenerationConfig:
+    """``generation:`` decoding settings (greedy by default)."""
+
+    num_beams: int = 1
+    max_new_tokens: int = 128
+    batch_size: int = 64
+
+
+@dataclass(frozen=True)
+class MetricsConfig:
+    """``metrics:`` the SentencePiece model of spBLEU (null: the model's own) and whether it is FLORES-101's."""
+
+    spm: str | None = None
+    spm_official: bool = False
+
+
 def load_sweep(path: str | Path) -> SweepConfig:
-    """The sweep config in ``path``, every key, type, path and benchmark file checked before any work."""
+    """The sweep config in ``path``, every key, type, path and benchmark file checked before any work, one
+    section at a time (each reader names its section in its errors)."""
     src = Path(path)
     raw = load_yaml_mapping(src, "sweep config")
     extra = set(raw) - TOP_KEYS
@@ -155,6 +171,26 @@ def load_sweep(path: str | Path) -> SweepConfig:
     model = resolve_path(base_dir, expect(raw["model"], str, f"{src}: model"))
     if not (model / "config.json").is_file():
         _err(src, f"model {model} is not a model folder (no config.json)")
+    variants, variant_models, base = _variants(raw, base_dir, src)
+    contrasts = _contrasts(raw, variants, src)
+    speed_n = _speed(raw, src)
+    jobs = _jobs(raw, base_dir, src)
+    gen = _generation(raw, src)
+    spm, spm_official = _metrics(raw, base_dir, src, model)
+    th = _thresholds(raw, src)
+    views = _tier_views(raw, base_dir, src)
+    threads, processes = _positive(raw, "threads", src), _positive(raw, "processes", src)
+    name = str(raw.get("name") or src.stem)
+    confined_name(name, "name", str(src))  # it names the default run folder
+    bias = load_bias(raw.get("bias"), base_dir, src)
+    backend = parse_backend(raw.get("backend"), f"{src}: backend")
+    _check_backend(backend, variants, variant_models, model, src)
+    return SweepConfig(name, model, variants, base, jobs, gen, spm, spm_official, th, views, threads, src, raw, bias,
+                       variant_models, contrasts, speed_n, backend, processes)
+
+
+def _variants(raw: dict, base_dir: Path, src) -> tuple[dict[str, Recipe | None], dict[str, Path], str]:
+    """``variants:`` name -> recipe (null: the base), or {model, recipe} for another model; and the base's name."""
     variants_raw = raw.get("variants") or {"base": None}
     if not isinstance(variants_raw, dict):
         _err(src, "variants must be a mapping name -> recipe (null for the uncompressed base)")
@@ -177,17 +213,31 @@ def load_sweep(path: str | Path) -> SweepConfig:
     base = raw.get("base") or next((n for n, r in variants.items() if r is None and n not in variant_models), None)
     if base not in variants or variants[base] is not None:
         _err(src, "one variant must be the uncompressed base (recipe null)")
+    return variants, variant_models, base
+
+
+def _contrasts(raw: dict, variants: dict, src) -> list[tuple[str, str]]:
     contrasts = []
     for c in expect(raw.get("contrasts") or [], list, f"{src}: contrasts"):
         if not isinstance(c, list) or len(c) != 2 or not all(x in variants for x in c) or c[0] == c[1]:
             _err(src, f"contrasts: {c!r} is not a pair of two different variant names ({', '.join(variants)})")
         contrasts.append((str(c[0]), str(c[1])))
+    return contrasts
+
+
+def _speed(raw: dict, src) -> int:
+    """``speed: {sentences: n}``: n sentences per variant (20 when the block is empty); 0 without the block."""
     speed = mapping(raw.get("speed"), f"{src}: speed")
     if set(speed) - {"sentences"}:
         _err(src, f"speed: unknown key(s) {sorted(set(speed) - {'sentences'})}; allowed: sentences")
     speed_n = speed.get("sentences", 20 if speed else 0)
     if not is_type(speed_n, int) or speed_n < (1 if speed else 0):
         _err(src, f"speed.sentences must be a positive integer, got {speed_n!r}")
+    return speed_n
+
+
+def _jobs(raw: dict, base_dir: Path, src) -> list[Job]:
+    """``languages``, ``pairs``, ``sentences`` and ``benchmarks``: one job per benchmark and pair, files checked."""
     langs = [str(x) for x in expect(raw.get("languages") or [], list, f"{src}: languages")]
     for c in langs:
         language(c)
@@ -212,22 +262,37 @@ def load_sweep(path: str | Path) -> SweepConfig:
         for s, t in pairs:
             bench.pair(s, t)  # validates files and line counts now
             jobs.append(Job(bench, s, t, limit))
-    gen = {"num_beams": 1, "max_new_tokens": 128, "batch_size": 64} | mapping(raw.get("generation"), f"{src}: generation")
+    return jobs
+
+
+def _generation(raw: dict, src) -> dict:
+    values = mapping(raw.get("generation"), f"{src}: generation")
     for k in ("num_beams", "max_new_tokens", "batch_size"):
-        if not is_type(gen.get(k), int) or gen[k] < 1:
-            _err(src, f"generation.{k} must be a positive integer, got {gen.get(k)!r}")
-    unknown_gen = set(gen) - {"num_beams", "max_new_tokens", "batch_size"}
-    if unknown_gen:
-        _err(src, f"generation: unknown key(s) {sorted(unknown_gen)}; allowed: batch_size, max_new_tokens, num_beams")
-    metrics = mapping(raw.get("metrics"), f"{src}: metrics")
-    spm = resolve_path(base_dir, metrics["spm"]) if metrics.get("spm") else model / "sentencepiece.bpe.model"
+        v = values.get(k, getattr(GenerationConfig, k))
+        if not is_type(v, int) or v < 1:
+            _err(src, f"generation.{k} must be a positive integer, got {v!r}")
+    return asdict(dataclass_from(GenerationConfig, values, f"{src}: generation"))
+
+
+def _metrics(raw: dict, base_dir: Path, src, model: Path) -> tuple[Path, bool]:
+    m = dataclass_from(MetricsConfig, raw.get("metrics"), f"{src}: metrics")
+    spm = resolve_path(base_dir, m.spm) if m.spm else model / "sentencepiece.bpe.model"
     if not spm.is_file():
         _err(src, f"SentencePiece model for spBLEU {spm} not found (metrics.spm)")
+    return spm, bool(m.spm_official)
+
+
+def _thresholds(raw: dict, src) -> Thresholds:
     th = dataclass_from(Thresholds, raw.get("analysis"), f"{src}: analysis")
     if not isinstance(th.bleu_filter, (int, float)) or th.bleu_filter < 0:
         _err(src, f"analysis.bleu_filter must be a number >= 0, got {th.bleu_filter!r}")
     if not isinstance(th.delta, (int, float)) or th.delta < 0:
         _err(src, f"analysis.delta must be a number >= 0, got {th.delta!r}")
+    return th
+
+
+def _tier_views(raw: dict, base_dir: Path, src) -> list[TierView]:
+    """The thesis tiers, then every ``tiers:`` view (tiers from a training.json's pair counts)."""
     views = [TierView("thesis")]
     for vname, spec in mapping(raw.get("tiers"), f"{src}: tiers").items():
         confined_name(str(vname), "tier view name", f"{src}: tiers")  # it names report files
@@ -242,16 +307,17 @@ def load_sweep(path: str | Path) -> SweepConfig:
             _err(src, f"tiers.{vname}.thresholds must be 3 increasing integers (Very-Low/Low/Medium/High bounds), "
                       f"got {thresholds!r}")
         views.append(TierView(str(vname), training_tiers(counts, thresholds)))
-    threads = raw.get("threads", 1)
-    if not is_type(threads, int) or threads < 1:
-        _err(src, f"threads must be a positive integer, got {threads!r}")
-    processes = raw.get("processes", 1)
-    if not is_type(processes, int) or processes < 1:
-        _err(src, f"processes must be a positive integer, got {processes!r}")
-    name = str(raw.get("name") or src.stem)
-    confined_name(name, "name", str(src))  # it names the default run folder
-    bias = load_bias(raw.get("bias"), base_dir, src)
-    backend = parse_backend(raw.get("backend"), f"{src}: backend")
+    return views
+
+
+def _positive(raw: dict, key: str, src) -> int:
+    value = raw.get(key, 1)
+    if not is_type(value, int) or value < 1:
+        _err(src, f"{key} must be a positive integer, got {value!r}")
+    return value
+
+
+def _check_backend(backend: BackendConfig, variants: dict, variant_models: dict, model: Path, src) -> None:
     if backend.name == "ctranslate2":
         for v, r in variants.items():
             m = variant_models.get(v, model)
@@ -259,9 +325,6 @@ def load_sweep(path: str | Path) -> SweepConfig:
             if variant_backend(r, backend) == "ctranslate2" and mtype != "m2m_100":
                 _err(src, f"backend: ctranslate2 converts M2M-100 / SMaLL-100 (model_type m2m_100), not {mtype!r} "
                           f"(variant {v}, {m}); set backend: torch")
-    return SweepConfig(name, model, variants, base, jobs, gen, spm,
-                       bool(metrics.get("spm_official", False)), th, views, threads, src, raw, bias, variant_models,
-                       contrasts, speed_n, backend, processes)
 
 
 def load_bias(spec: dict | None, base_dir: Path, src: Path | str = "<config>") -> BiasConfig | None:
@@ -291,35 +354,22 @@ def load_bias(spec: dict | None, base_dir: Path, src: Path | str = "<config>") -
     rows, gjobs, mucow, ctx = [], [], {}, None
     if "mt_gender" in spec:
         g = spec["mt_gender"]
-        folder = resolve_path(base_dir, g["path"])
-        rows = [r for r in read_mt_gender(folder) if r.gold in ("male", "female")]
-        n = g.get("sentences")
-        if n is not None:  # a balanced sample: ψ* and ΔS need both pro- and anti-stereotypical items
-            pro = [r for r in rows if r.stereotype == "pro"][: n // 2]
-            anti = [r for r in rows if r.stereotype == "anti"][: n - n // 2]
-            rows = [r for pair in zip(pro, anti, strict=False) for r in pair] + pro[len(anti):] + anti[len(pro):]
         langs = g.get("languages", list(COVERED))
         bad = [x for x in langs if x not in COVERED]
         if bad:
             raise ForgetbenchError(f"{src}: bias.mt_gender.languages: no gender reader for {bad}; covered: "
                                    f"{', '.join(COVERED)}")
-        sentences = SourceSet("mt_gender", tuple(r.sentence for r in rows), sha256_file(folder / "en.txt"))
-        gjobs = [Job(sentences, "en", lang) for lang in langs]
+        rows, gjobs = gender_jobs(resolve_path(base_dir, g["path"]), langs, g.get("sentences"))
         context = g.get("aligner_context") or g.get("eflomal_context")  # eflomal_context: the key before fast_align
         if context:
             ctx = open_benchmark("aligner-context", "flores101", resolve_path(base_dir, context))
     if "mucow" in spec:
         m = spec["mucow"]
-        folder = resolve_path(base_dir, m["path"])
-        for pair in m.get("pairs", ["en-de", "en-ru"]):
+        pairs = m.get("pairs", ["en-de", "en-ru"])
+        for pair in pairs:
             if not isinstance(pair, str) or len(pair.split("-")) != 2:
                 raise ForgetbenchError(f"{src}: bias.mucow.pairs: {pair!r} is not of the form en-xx")
-            s, t = pair.split("-")
-            srcs, _, items = read_mucow(folder, pair)
-            n = m.get("sentences")
-            srcs, items = srcs[:n], items[:n]
-            job = Job(SourceSet(f"mucow:{pair}", tuple(srcs), sha256_file(folder / f"{pair}.key.txt")), s, t)
-            mucow[pair] = (items, job)
+        mucow = mucow_jobs(resolve_path(base_dir, m["path"]), pairs, m.get("sentences"))
     return BiasConfig(rows, gjobs, mucow, ctx)
 
 
