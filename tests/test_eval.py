@@ -184,6 +184,12 @@ def test_sweep_writes_every_report_file_and_html_matches_summary(tiny_dir, tmp_p
                f"<td>{row['size']['nominal_ratio']:.2f}</td>" in html
         assert f"<td>{row['spBLEU']:.2f}</td><td>{row['chrF']:.2f}</td>" in html
     assert html.count("data:image/png;base64,") >= 3
+    # sections are described once: every Markdown section is an HTML section, with its title, in the same order
+    import html as htmlmod
+
+    md_titles = [ln[3:] for ln in (rep / "report.md").read_text().splitlines() if ln.startswith("## ")]
+    html_titles = iter(htmlmod.unescape(t) for t in re.findall(r"<h2>(.*?)</h2>", html))
+    assert len(md_titles) >= 10 and all(t in html_titles for t in md_titles), md_titles
     assert {c["lang"] for c in S["lid_coverage"]} == {"en", "de", "sw"}
     st = Store(run / "store.sqlite")
     assert len(st.translations()) == 3 * 3 * 6

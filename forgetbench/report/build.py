@@ -10,13 +10,13 @@ import base64
 import csv
 import html
 import io
-import json
 import math
 from pathlib import Path
 
 from forgetbench.eval.findings import comparisons
 from forgetbench.eval.languages import PAIR_GROUPS, TIERS, language
 from forgetbench.io import atomic_write_json, atomic_write_text
+from forgetbench.report.sections import render_html, render_markdown, sections
 
 
 def _f(x, nd=2, pct=False):
@@ -265,15 +265,6 @@ def _deploy_speeds(sp: dict, b1, bb, env: dict) -> list[str]:
             f"{sp['loadavg'][0]}–{sp['loadavg'][1]}, {env.get('model', '?')} [{' '.join(env.get('flags', [])) or 'no AVX2'}]"]
 
 
-DEPLOY_NOTE = ("Deployable form: CTranslate2 int8 (per-row int8 weights, int8 GEMMs with dynamic activation scales) for "
-               "dense and pruned models; CTranslate2 stores a pruned model's zeros densely, so pruning saves no disk or "
-               "time in this form (the sparse artefact's size is in the variants table: no fast backend executes it). A "
-               "fake-quantised PTQ variant's form is its int8 artefact (static scales), which no runtime here executes: "
-               "its size is given, its speed is not (the torch emulation is no deployment speed; its decode cost against "
-               "the base's torch loop is measured by benchmarks/backends.py). int8 speed depends on the CPU's "
-               "AVX-512/VNNI/AMX (flags in the last column).")
-
-
 def _model_name(path: str) -> str:
     p = Path(path)
     return f"{p.parent.name}/{p.name}" if p.name == "model" else p.name
@@ -292,38 +283,17 @@ def _disk(size: dict) -> str:
     return "1.000× (dense)" if size else "–"
 
 
-def markdown(S: dict, T: dict) -> str:
-    def md(headers, rows):
-        return "\n".join(["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-                         + ["| " + " | ".join(str(c).replace("|", "\\|") for c in r) + " |" for r in rows])
+def _sections(S: dict, T: dict) -> list:
+    comps = comparisons(S)
+    return sections(S, T, lambda v: _examples_html(S, v), lambda: _languages_html(S, comps),
+                    lambda: _aligners_html(S))
 
+
+def markdown(S: dict, T: dict) -> str:
     parts = [f"# forgetbench report: {S['name']}", "",
              f"Base `{S['base']}`; {len([p for p in S['pairs'] if p['kept']])} of {len(S['pairs'])} pairs kept "
-             f"(base spBLEU ≥ {S['thresholds']['bleu_filter']}); ΔchrF threshold ±{S['thresholds']['delta']}.", "",
-             "## Size and score per variant", md(*T["variants"]), "",
-             "## Findings: the study's claims tested at 95 %", md(*T["findings"]), ""]
-    if "deploy" in T:
-        parts += ["## Deployment: size and speed of each variant's deployable form", DEPLOY_NOTE, "", md(*T["deploy"]), ""]
-    for k in [k for k in T if k.startswith("parity_")]:
-        parts += [f"## Backend parity: {k[7:]} vs {S['base']} (the same model; a difference is the backend's)",
-                  md(*T[k]), ""]
-    for k in [k for k in T if k.startswith("groups_")]:
-        parts += [f"## Per pair group ({k[7:]} tiers): scores and head-to-head contrasts", md(*T[k]), ""]
-    if "signals" in T:
-        parts += ["## Distillation signal per pair group (the students' training probe)", md(*T["signals"]), ""]
-    for view in S["tiers"]:
-        parts += [f"## Relative difference by pair tier ({view} tiers)", md(*T[f"tier_{view}"]), ""]
-    parts += ["## ΔchrF losers and winners", md(*T["delta"]), "", "## Off-target translations", md(*T["off_target"]), "",
-              "## Cross-attention λ", md(*T["hallucination"]), ""]
-    if "gender" in T:
-        parts += ["## Gender bias (MT-Gender)", md(*T["gender"]), "", md(*T["gender_languages"]), ""]
-        if "aligners" in T:
-            parts += ["### Aligners compared (cross-attention vs fast_align)", md(*T["aligners"]), ""]
-    if "word_sense" in T:
-        parts += ["## Word sense (MuCoW)", md(*T["word_sense"]), ""]
-    parts += ["## Language identification coverage", md(*T["lid"]), "",
-              "## Signatures", "```", json.dumps(S["signatures"], indent=1, ensure_ascii=False), "```", ""]
-    return "\n".join(parts)
+             f"(base spBLEU ≥ {S['thresholds']['bleu_filter']}); ΔchrF threshold ±{S['thresholds']['delta']}.", ""]
+    return "\n".join(parts + render_markdown(_sections(S, T), T))
 
 
 CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}
@@ -337,62 +307,33 @@ img{max-width:100%}.lang{display:inline-block;vertical-align:top;margin:0 1.2em 
 
 def html_report(S: dict, T: dict, figs: dict[str, str]) -> str:
     e = html.escape
-    base = S["base"]
     comps = comparisons(S)
-    img = lambda k, alt: f'<img alt="{e(alt)}" src="data:image/png;base64,{figs[k]}">' if k in figs else ""  # noqa: E731
-    out = [f"<!doctype html><html><head><meta charset='utf-8'><title>forgetbench: {e(S['name'])}</title>",
-           f"<style>{CSS}</style></head><body>", f"<h1>Who pays for compression? — {e(S['name'])}</h1>",
-           f"<p>Base <b>{e(base)}</b> vs {', '.join(e(v) for v in comps)}. "
-           f"{len([p for p in S['pairs'] if p['kept']])} of {len(S['pairs'])} pairs kept (base spBLEU ≥ "
-           f"{S['thresholds']['bleu_filter']}); ΔchrF losers &lt; −{S['thresholds']['delta']}, winners &gt; "
-           f"+{S['thresholds']['delta']}; {_times(S['run'])}; {S['run']['threads']} thread(s); intervals: paired "
-           f"bootstrap, {S['thresholds'].get('resamples', '–')} resamples, seed {S['thresholds'].get('seed', '–')}; "
-           "▼/▲ = significantly worse/better (Benjamini–Hochberg, q = "
-           f"{S['thresholds'].get('fdr', 0.05)}).</p>",
-           "<h2>Size and score per variant</h2>", _table(*T["variants"]),
-           "<h2>Findings: the study's claims tested at 95 %</h2>", _findings_table(T["findings"]),
-           *(["<h2>Deployment: size and speed of each variant's deployable form</h2>", f"<p>{e(DEPLOY_NOTE)}</p>",
-              _table(*T["deploy"])] if "deploy" in T else []),
-           *[x for k in T if k.startswith("parity_") for x in (
-               f"<h2>Backend parity: {e(k[7:])} vs {e(base)}</h2>",
-               "<p>The same base model translated by two backends, on the same sentences: a difference here is the "
-               "backend's (numerics, int8 compute), not forgetting. Every variant is compared with the base of its own "
-               "backend (column <i>compared with</i>). Intervals: paired bootstrap per pair; the mean, stratified.</p>",
-               _table(*T[k]))],
-           *[x for k in T if k.startswith("groups_") for x in (
-               f"<h2>Per pair group ({e(k[7:])} tiers): scores and head-to-head contrasts</h2>",
-               "<p>Groups as the SMaLL-100 study's table (source tier 2 target tier); <i>low</i> = pairs whose tier is "
-               "Very-Low or Low. Contrasts: mean corpus-score difference over the group's pairs, stratified paired "
-               "bootstrap.</p>", _table(*T[k]))],
-           *(["<h2>Distillation signal per pair group</h2><p>Exact KL(teacher ‖ student) and the student's CE on its "
-              "training probe (held-out pairs), when its layers were just copied and at the end of training.</p>",
-              _table(*T["signals"])] if "signals" in T else []),
-           "<h2>Relative difference vs resource of the pair</h2>", img("scatter", "relative difference vs bitext")]
-    for view in S["tiers"]:
-        out += [f"<h2>By resource tier ({e(view)} tiers)</h2>", img(f"tiers_{view}", f"per-tier bars {view}")]
-        for axis in ("tier", "src_tier", "tgt_tier"):
-            out += [f"<h3>{e(axis.replace('_', ' '))}</h3>", _table(*T[f"{axis}_{view}"])]
-    out += ["<h2>ΔchrF per sentence</h2>", _table(*T["delta"]), img("delta_hist", "delta chrF histogram by tier"),
-            "<h2>Off-target translations</h2>", _table(*T["off_target"]),
-            "<h2>Hallucination: cross-attention λ</h2>", _table(*T["hallucination"])]
-    if "gender" in T:
-        out += ["<h2>Gender bias (MT-Gender)</h2>", "<p>ψ = (F1<sub>m</sub> − F1<sub>f</sub>)/(F1<sub>m</sub> + F1<sub>f</sub>); "
-                "ψ* = |ψ<sub>anti</sub> − ψ<sub>pro</sub>|; profession aligned by the model's cross-attention.</p>",
-                _table(*T["gender"]), _table(*T["gender_languages"])]
-        if "aligners" in T:
-            ac = S["bias"]["aligner_comparison"]
-            out += [f"<h3>Aligners compared</h3><p>Same gender read by both aligners for {_f(ac['same_gender_read_pct'], pct=True)} "
-                    f"of {ac['items']} items.</p>", _table(*T["aligners"])]
-    if "word_sense" in T:
-        out += ["<h2>Word sense (MuCoW)</h2>", _table(*T["word_sense"])]
-    for v in comps:
-        out += [f"<h2>Pairs, most losing first — {e(v)}</h2>", _table(*T[f"pairs_{v}"])]
-        for subset in ("losers", "winners"):
-            rows = [[x["pair"], _f(x["delta_chrF"]), x["source"], x["reference"], x["base"], x["compressed"]]
-                    for x in S["examples"][v][subset]]
-            out += [f"<h3>Example {subset} — {e(v)}</h3>",
-                    _table(["pair", "ΔchrF", "source", "reference", (S.get("bases") or {}).get(v, base), v], rows, "ex")]
-    out.append("<h2>Per language</h2>")
+    head = [f"<!doctype html><html><head><meta charset='utf-8'><title>forgetbench: {e(S['name'])}</title>",
+            f"<style>{CSS}</style></head><body>", f"<h1>Who pays for compression? — {e(S['name'])}</h1>",
+            f"<p>Base <b>{e(S['base'])}</b> vs {', '.join(e(v) for v in comps)}. "
+            f"{len([p for p in S['pairs'] if p['kept']])} of {len(S['pairs'])} pairs kept (base spBLEU ≥ "
+            f"{S['thresholds']['bleu_filter']}); ΔchrF losers &lt; −{S['thresholds']['delta']}, winners &gt; "
+            f"+{S['thresholds']['delta']}; {_times(S['run'])}; {S['run']['threads']} thread(s); intervals: paired "
+            f"bootstrap, {S['thresholds'].get('resamples', '–')} resamples, seed {S['thresholds'].get('seed', '–')}; "
+            "▼/▲ = significantly worse/better (Benjamini–Hochberg, q = "
+            f"{S['thresholds'].get('fdr', 0.05)}).</p>"]
+    return "\n".join(head + render_html(_sections(S, T), T, figs, _table, _findings_table) + ["</body></html>"])
+
+
+def _examples_html(S: dict, v: str) -> str:
+    """The most losing and winning sentences of a variant, model text escaped."""
+    out = []
+    for subset in ("losers", "winners"):
+        rows = [[x["pair"], _f(x["delta_chrF"]), x["source"], x["reference"], x["base"], x["compressed"]]
+                for x in S["examples"][v][subset]]
+        out += [f"<h3>Example {subset} — {html.escape(v)}</h3>",
+                _table(["pair", "ΔchrF", "source", "reference", (S.get("bases") or {}).get(v, S["base"]), v], rows, "ex")]
+    return "\n".join(out)
+
+
+def _languages_html(S: dict, comps: list[str]) -> str:
+    """One card per language: its pairs as source and as target, per variant."""
+    e, out = html.escape, []
     for L in S["languages"]:
         rows = []
         for role in ("as_source", "as_target"):
@@ -402,10 +343,12 @@ def html_report(S: dict, T: dict, figs: dict[str, str]) -> str:
         out += [f"<div class='lang'><h3>{e(L['name'])} ({e(L['lang'])})</h3><p>tier {e(L['tier'])}, bitext "
                 f"{L['bitext_m']} M, LID: {e(L['identifier'])}</p>",
                 _table(["role", "pairs", "base spBLEU"] + [f"{v}: rel. % / losers" for v in comps], rows), "</div>"]
-    out += ["<h2>Language identification coverage</h2>", _table(*T["lid"]),
-            "<h2>Signatures</h2>", f"<pre>{e(json.dumps(S['signatures'], indent=1, ensure_ascii=False))}</pre>",
-            "</body></html>"]
     return "\n".join(out)
+
+
+def _aligners_html(S: dict) -> str:
+    ac = S["bias"]["aligner_comparison"]
+    return f"<p>Same gender read by both aligners for {_f(ac['same_gender_read_pct'], pct=True)} of {ac['items']} items.</p>"
 
 
 def _times(run: dict) -> str:

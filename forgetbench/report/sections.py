@@ -1,0 +1,148 @@
+"""The MT report's sections, each described once — title, note, what it shows — and rendered by both
+``report.md`` and ``report.html`` (``render_markdown``, ``render_html``).
+
+A section is a title, an optional note (both formats) or HTML note (markup: formulas), and blocks: a table
+(a key of ``build.tables``), a figure (HTML only), a sub-heading, a JSON block, or HTML-only content (example
+sentences, the per-language cards). ``sections(S, T)`` lists the sections a summary has, in report order.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import dataclass, field
+
+from forgetbench.eval.findings import comparisons
+
+BOTH, HTML_ONLY = ("md", "html"), ("html",)
+
+
+@dataclass(frozen=True)
+class Block:
+    kind: str  # table | figure | heading | json | raw
+    key: str = ""  # table or figure key; heading text; raw HTML
+    formats: tuple = BOTH
+    css: str = ""  # table class (HTML)
+
+
+@dataclass(frozen=True)
+class Section:
+    title: str
+    blocks: list[Block] = field(default_factory=list)
+    note: str = ""  # a paragraph under the title, in both formats (plain text)
+    html_note: str = ""  # a paragraph in HTML only (trusted markup written here, never model text)
+    formats: tuple = BOTH
+
+
+DEPLOY_NOTE = ("Deployable form: CTranslate2 int8 (per-row int8 weights, int8 GEMMs with dynamic activation scales) for "
+               "dense and pruned models; CTranslate2 stores a pruned model's zeros densely, so pruning saves no disk or "
+               "time in this form (the sparse artefact's size is in the variants table: no fast backend executes it). A "
+               "fake-quantised PTQ variant's form is its int8 artefact (static scales), which no runtime here executes: "
+               "its size is given, its speed is not (the torch emulation is no deployment speed; its decode cost against "
+               "the base's torch loop is measured by benchmarks/backends.py). int8 speed depends on the CPU's "
+               "AVX-512/VNNI/AMX (flags in the last column).")
+PARITY_NOTE = ("The same base model translated by two backends, on the same sentences: a difference here is the "
+               "backend's (numerics, int8 compute), not forgetting. Every variant is compared with the base of its own "
+               "backend (column <i>compared with</i>). Intervals: paired bootstrap per pair; the mean, stratified.")
+GROUPS_NOTE = ("Groups as the SMaLL-100 study's table (source tier 2 target tier); <i>low</i> = pairs whose tier is "
+               "Very-Low or Low. Contrasts: mean corpus-score difference over the group's pairs, stratified paired "
+               "bootstrap.")
+SIGNALS_NOTE = ("Exact KL(teacher ‖ student) and the student's CE on its training probe (held-out pairs), when its "
+                "layers were just copied and at the end of training.")
+GENDER_NOTE = ("ψ = (F1<sub>m</sub> − F1<sub>f</sub>)/(F1<sub>m</sub> + F1<sub>f</sub>); ψ* = |ψ<sub>anti</sub> − "
+               "ψ<sub>pro</sub>|; profession aligned by the model's cross-attention.")
+
+
+def sections(S: dict, T: dict, examples_html, languages_html, aligners_html) -> list[Section]:
+    """The report's sections in order. ``examples_html(v)``, ``languages_html()`` and ``aligners_html()`` give
+    the HTML-only content built from model text (escaped there)."""
+    base = S["base"]
+    out = [Section("Size and score per variant", [Block("table", "variants")]),
+           Section("Findings: the study's claims tested at 95 %", [Block("table", "findings", css="findings")])]
+    if "deploy" in T:
+        out.append(Section("Deployment: size and speed of each variant's deployable form", [Block("table", "deploy")],
+                           note=DEPLOY_NOTE))
+    out += [Section(f"Backend parity: {k[7:]} vs {base} (the same model; a difference is the backend's)",
+                    [Block("table", k)], html_note=PARITY_NOTE) for k in T if k.startswith("parity_")]
+    out += [Section(f"Per pair group ({k[7:]} tiers): scores and head-to-head contrasts", [Block("table", k)],
+                    html_note=GROUPS_NOTE) for k in T if k.startswith("groups_")]
+    if "signals" in T:
+        out.append(Section("Distillation signal per pair group (the students' training probe)",
+                           [Block("table", "signals")], html_note=SIGNALS_NOTE))
+    out.append(Section("Relative difference vs resource of the pair", [Block("figure", "scatter")], formats=HTML_ONLY))
+    for view in S["tiers"]:
+        out.append(Section(f"Relative difference by pair tier ({view} tiers)", [
+            Block("figure", f"tiers_{view}", HTML_ONLY), Block("heading", "tier", HTML_ONLY), Block("table", f"tier_{view}"),
+            *[b for axis in ("src_tier", "tgt_tier") for b in (Block("heading", axis.replace("_", " "), HTML_ONLY),
+                                                              Block("table", f"{axis}_{view}", HTML_ONLY))]]))
+    out += [Section("ΔchrF losers and winners", [Block("table", "delta"), Block("figure", "delta_hist", HTML_ONLY)]),
+            Section("Off-target translations", [Block("table", "off_target")]),
+            Section("Cross-attention λ", [Block("table", "hallucination")])]
+    if "gender" in T:
+        blocks = [Block("table", "gender"), Block("table", "gender_languages")]
+        if "aligners" in T:
+            blocks += [Block("heading", "Aligners compared (cross-attention vs fast_align)"),
+                       Block("raw", aligners_html(), HTML_ONLY), Block("table", "aligners")]
+        out.append(Section("Gender bias (MT-Gender)", blocks, html_note=GENDER_NOTE))
+    if "word_sense" in T:
+        out.append(Section("Word sense (MuCoW)", [Block("table", "word_sense")]))
+    out += [Section(f"Pairs, most losing first — {v}", [Block("table", f"pairs_{v}"), Block("raw", examples_html(v))],
+                    formats=HTML_ONLY) for v in comparisons(S)]
+    out += [Section("Per language", [Block("raw", languages_html())], formats=HTML_ONLY),
+            Section("Language identification coverage", [Block("table", "lid")]),
+            Section("Signatures", [Block("json", json.dumps(S["signatures"], indent=1, ensure_ascii=False))])]
+    return out
+
+
+def _md_table(headers, rows) -> str:
+    return "\n".join(["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+                     + ["| " + " | ".join(str(c).replace("|", "\\|") for c in r) + " |" for r in rows])
+
+
+def render_markdown(secs: list[Section], T: dict) -> list[str]:
+    """The sections' lines: ``## title``, the note, each block followed by a blank line."""
+    parts: list[str] = []
+    for s in secs:
+        if "md" not in s.formats:
+            continue
+        parts.append(f"## {s.title}")
+        if s.note:
+            parts += [s.note, ""]
+        for b in s.blocks:
+            if "md" not in b.formats:
+                continue
+            if b.kind == "table":
+                parts += [_md_table(*T[b.key]), ""]
+            elif b.kind == "heading":
+                parts.append(f"### {b.key}")
+            elif b.kind == "json":
+                parts += ["```", b.key, "```", ""]
+    return parts
+
+
+def render_html(secs: list[Section], T: dict, figs: dict[str, str], table, findings_table) -> list[str]:
+    """The sections' HTML: ``<h2>``, notes, tables (``table(headers, rows, css)``), figures, sub-headings."""
+    e = lambda x: html.escape(x, quote=False)  # noqa: E731 - text content; the alt attribute quotes in full
+    out: list[str] = []
+    for s in secs:
+        if "html" not in s.formats:
+            continue
+        out.append(f"<h2>{e(s.title)}</h2>")
+        if s.note:
+            out.append(f"<p>{e(s.note)}</p>")
+        if s.html_note:
+            out.append(f"<p>{s.html_note}</p>")
+        for b in s.blocks:
+            if "html" not in b.formats:
+                continue
+            if b.kind == "table":
+                out.append(findings_table(T[b.key]) if b.css == "findings" else table(*T[b.key], b.css))
+            elif b.kind == "figure" and b.key in figs:
+                out.append(f'<img alt="{html.escape(b.key.replace("_", " "))}" src="data:image/png;base64,{figs[b.key]}">')
+            elif b.kind == "heading":
+                out.append(f"<h3>{e(b.key)}</h3>")
+            elif b.kind == "json":
+                out.append(f"<pre>{e(b.key)}</pre>")
+            elif b.kind == "raw":
+                out.append(b.key)
+    return out
