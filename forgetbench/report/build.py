@@ -118,21 +118,33 @@ def _table(headers: list[str], rows: list[list], cls: str = "") -> str:
     return f'<table class="{cls}"><thead><tr>{h}</tr></thead><tbody>{b}</tbody></table>'
 
 
-def tables(S: dict) -> dict[str, tuple[list[str], list[list]]]:
-    """Every table of the report as (headers, rows) — shared by HTML, Markdown and CSV."""
-    base = S["base"]
-    comps = comparisons(S)
-    bases, backends = S.get("bases") or {}, S.get("backends") or {}
-    T = {}
-    T["variants"] = (["variant", "backend", "compared with", "nominal size", "disk (real artefact)", "avg spBLEU",
-                      "avg chrF", "rel. spBLEU % [95 % CI]", "rel. chrF % [95 % CI]", "pairs improved",
-                      "pairs sig. worse / better (spBLEU)"],
-                     [[r["variant"], backends.get(r["variant"], "torch"),
-                       bases.get(r["variant"], "–" if r["variant"] == base else base), _f(r["size"].get("nominal_ratio")),
-                       _disk(r["size"]), _f(r["spBLEU"]), _f(r["chrF"]), _fci(r.get("rel_spBLEU"), r.get("rel_spBLEU_ci")),
-                       _fci(r.get("rel_chrF"), r.get("rel_chrF_ci")), r.get("improved_pairs", "–"),
-                       (f"{r['significantly']['spBLEU']['worse']} / {r['significantly']['spBLEU']['better']}"
-                        if r.get("significantly") else "–")] for r in S["variant_table"]])
+Table = tuple[list[str], list[list]]
+
+
+def tables(S: dict) -> dict[str, Table]:
+    """Every table of the report as (headers, rows) — shared by HTML, Markdown and CSV; one builder per table
+    (``TABLES``), each giving the tables its summary section has (none where the summary lacks it)."""
+    T: dict[str, Table] = {}
+    for build in TABLES:
+        T |= build(S)
+    return T
+
+
+def _variants_table(S: dict) -> dict[str, Table]:
+    base, bases, backends = S["base"], S.get("bases") or {}, S.get("backends") or {}
+    return {"variants": (["variant", "backend", "compared with", "nominal size", "disk (real artefact)", "avg spBLEU",
+                          "avg chrF", "rel. spBLEU % [95 % CI]", "rel. chrF % [95 % CI]", "pairs improved",
+                          "pairs sig. worse / better (spBLEU)"],
+                         [[r["variant"], backends.get(r["variant"], "torch"),
+                           bases.get(r["variant"], "–" if r["variant"] == base else base), _f(r["size"].get("nominal_ratio")),
+                           _disk(r["size"]), _f(r["spBLEU"]), _f(r["chrF"]), _fci(r.get("rel_spBLEU"), r.get("rel_spBLEU_ci")),
+                           _fci(r.get("rel_chrF"), r.get("rel_chrF_ci")), r.get("improved_pairs", "–"),
+                           (f"{r['significantly']['spBLEU']['worse']} / {r['significantly']['spBLEU']['better']}"
+                            if r.get("significantly") else "–")] for r in S["variant_table"]])}
+
+
+def _tier_tables(S: dict) -> dict[str, Table]:
+    comps, T = comparisons(S), {}
     for view, tiers in S["tiers"].items():
         for axis in ("tier", "src_tier", "tgt_tier"):
             T[f"{axis}_{view}"] = ([axis.replace("_", " "), "pairs"] + [f"{v} rel. spBLEU % [95 % CI]" for v in comps]
@@ -141,29 +153,34 @@ def tables(S: dict) -> dict[str, tuple[list[str], list[list]]]:
                                     + [_fci(tiers[axis][t][v]["spBLEU"], tiers[axis][t][v].get("spBLEU_ci")) for v in comps]
                                     + [_fci(tiers[axis][t][v]["chrF"], tiers[axis][t][v].get("chrF_ci")) for v in comps]
                                     for t in TIERS])
-    T["delta"] = (["variant", "sentences", "losers", "losers % [95 % CI]", "winners", "winners % [95 % CI]"],
-                  [[v, S["delta"][v]["sentences"], S["delta"][v]["losers"],
-                    _fci(S["delta"][v]["losers_pct"], S["delta"][v].get("losers_pct_ci"), 1),
-                    S["delta"][v]["winners"], _fci(S["delta"][v]["winners_pct"], S["delta"][v].get("winners_pct_ci"), 1)]
-                   for v in comps])
-    T["off_target"] = (["variant", "losers: base", "losers: compressed", "losers: change pp [95 % CI]", "n (losers)",
+    return T
+
+
+def _delta_tables(S: dict) -> dict[str, Table]:
+    """ΔchrF losers and winners, off-target rates, λ."""
+    comps, D, OT, H = comparisons(S), S["delta"], S["off_target"], S["hallucination"]
+    return {
+        "delta": (["variant", "sentences", "losers", "losers % [95 % CI]", "winners", "winners % [95 % CI]"],
+                  [[v, D[v]["sentences"], D[v]["losers"], _fci(D[v]["losers_pct"], D[v].get("losers_pct_ci"), 1),
+                    D[v]["winners"], _fci(D[v]["winners_pct"], D[v].get("winners_pct_ci"), 1)] for v in comps]),
+        "off_target": (["variant", "losers: base", "losers: compressed", "losers: change pp [95 % CI]", "n (losers)",
                         "overall: base", "overall: compressed", "overall: change pp [95 % CI]"],
-                       [[v, _f(S["off_target"][v]["losers"]["base"]["off_target_pct"], pct=True),
-                         _f(S["off_target"][v]["losers"]["compressed"]["off_target_pct"], pct=True),
-                         _ci(S["off_target"][v].get("losers_change_ci"), 1),
-                         S["off_target"][v]["losers"]["base"]["n"],
-                         _f(S["off_target"][v]["overall"]["base"]["off_target_pct"], pct=True),
-                         _f(S["off_target"][v]["overall"]["compressed"]["off_target_pct"], pct=True),
-                         _ci(S["off_target"][v].get("overall_change_ci"), 1)] for v in comps])
-    T["hallucination"] = (["variant", "λ losers [95 % CI]", "λ winners [95 % CI]", "λ all [95 % CI]",
+                       [[v, _f(OT[v]["losers"]["base"]["off_target_pct"], pct=True),
+                         _f(OT[v]["losers"]["compressed"]["off_target_pct"], pct=True),
+                         _ci(OT[v].get("losers_change_ci"), 1), OT[v]["losers"]["base"]["n"],
+                         _f(OT[v]["overall"]["base"]["off_target_pct"], pct=True),
+                         _f(OT[v]["overall"]["compressed"]["off_target_pct"], pct=True),
+                         _ci(OT[v].get("overall_change_ci"), 1)] for v in comps]),
+        "hallucination": (["variant", "λ losers [95 % CI]", "λ winners [95 % CI]", "λ all [95 % CI]",
                            "median per-sentence ratio (losers)", "n losers"],
-                          [[v] + [_fci(S["hallucination"][v][k]["lambda"], S["hallucination"][v][k].get("lambda_ci"), 3)
-                                  for k in ("losers", "winners", "all")] + [
-                            _f(S["hallucination"][v]["losers"]["per_sentence"]["median"]),
-                            S["hallucination"][v]["losers"]["n"]] for v in comps])
-    T["findings"] = (["claim", "variant", "outcome (95 %)", "numbers"],
-                     [[f["claim"], f["variant"], f["outcome"], f["numbers"]] for f in S.get("findings", [])])
-    bias = S.get("bias") or {}
+                          [[v] + [_fci(H[v][k]["lambda"], H[v][k].get("lambda_ci"), 3) for k in ("losers", "winners", "all")]
+                           + [_f(H[v]["losers"]["per_sentence"]["median"]), H[v]["losers"]["n"]] for v in comps]),
+        "findings": (["claim", "variant", "outcome (95 %)", "numbers"],
+                     [[f["claim"], f["variant"], f["outcome"], f["numbers"]] for f in S.get("findings", [])])}
+
+
+def _gender_tables(S: dict) -> dict[str, Table]:
+    bias, T = S.get("bias") or {}, {}
     if bias.get("gender"):
         T["gender"] = (["variant", "accuracy [95 % CI]", "F1 male", "F1 female", "ΔG", "ΔS", "ψ [95 % CI]", "ψ* [95 % CI]",
                         "ψ* change [95 % CI]", "rel. ψ %", "rel. accuracy %"],
@@ -184,23 +201,37 @@ def tables(S: dict) -> dict[str, tuple[list[str], list[list]]]:
                          [[v, a, _f(ac[v][a]["accuracy"], 3), _f(ac[v][a]["psi"], 3), _f(ac[v][a]["psi_star"], 3)]
                           for v in ac if isinstance(ac[v], dict) and "fast_align" in ac[v]
                           for a in ("cross_attention", "fast_align") if a in ac[v]])
-    if bias.get("word_sense"):
-        T["word_sense"] = (["pair", "variant", "n", "accuracy [95 % CI]", "accuracy change [95 % CI]", "wrong-sense rate",
+    return T
+
+
+def _word_sense_table(S: dict) -> dict[str, Table]:
+    ws = (S.get("bias") or {}).get("word_sense")
+    if not ws:
+        return {}
+    return {"word_sense": (["pair", "variant", "n", "accuracy [95 % CI]", "accuracy change [95 % CI]", "wrong-sense rate",
                             "miss rate", "rel. accuracy %"],
                            [[pair, v, d["n"], _fci(d["accuracy"], d.get("accuracy_ci"), 3),
                              _ci(d.get("accuracy_change_ci"), 3) if "accuracy_change_ci" in d else "–",
                              _f(d["wrong_rate"], 3), _f(d["miss_rate"], 3),
-                             _f(d.get("relative_accuracy"))] for pair, res in bias["word_sense"].items() for v, d in res.items()])
-    if S.get("speed"):
-        sp0 = S["speed"].get(base, {})
-        b1, bb = sp0.get("sentences_per_s"), (sp0.get("batched") or {}).get("sentences_per_s")
-        env = (S.get("run") or {}).get("environment", {}).get("cpu", {})
-        T["deploy"] = (["variant", "model", "deployable form", "disk MiB", "batch-1 sentences/s", "batch-1 tokens/s",
+                             _f(d.get("relative_accuracy"))] for pair, res in ws.items() for v, d in res.items()])}
+
+
+def _deploy_table(S: dict) -> dict[str, Table]:
+    if not S.get("speed"):
+        return {}
+    sp0 = S["speed"].get(S["base"], {})
+    b1, bb = sp0.get("sentences_per_s"), (sp0.get("batched") or {}).get("sentences_per_s")
+    env = (S.get("run") or {}).get("environment", {}).get("cpu", {})
+    return {"deploy": (["variant", "model", "deployable form", "disk MiB", "batch-1 sentences/s", "batch-1 tokens/s",
                         "batch-1 speed-up vs base", "batched sentences/s", "batched speed-up vs base", "measured on"],
                        [[v, _model_name(S.get("variant_models", {}).get(v, S["model"])), sp.get("form", "torch fp32"),
                          f"{sp['disk_bytes'] / 2**20:.1f}" if sp.get("disk_bytes") else _disk_mib(S, v),
                          *_deploy_speeds(sp, b1, bb, env)]
-                        for v, sp in S["speed"].items()])
+                        for v, sp in S["speed"].items()])}
+
+
+def _group_tables(S: dict) -> dict[str, Table]:
+    T = {}
     for view, groups in (S.get("pair_groups") or {}).items():
         if not any(c["contrasts"] for c in groups.values()) and len(S["variants"]) < 2:
             continue
@@ -215,18 +246,30 @@ def tables(S: dict) -> dict[str, tuple[list[str], list[list]]]:
                                 + [_fci(c["contrasts"][n]["spBLEU"]["difference"], c["contrasts"][n]["spBLEU"]["ci"])
                                    for n in names]
                                 for g, c in groups.items()])
+    return T
+
+
+def _signals_table(S: dict) -> dict[str, Table]:
     sig = S.get("distillation_signals") or {}
-    if sig:
-        groups = [g for g in PAIR_GROUPS if any(g in s["last"]["groups"] for s in sig.values())]
-        T["signals"] = (["pair group"] + [f"{v}: KL(teacher‖student) start → end" for v in sig]
+    if not sig:
+        return {}
+    groups = [g for g in PAIR_GROUPS if any(g in s["last"]["groups"] for s in sig.values())]
+    return {"signals": (["pair group"] + [f"{v}: KL(teacher‖student) start → end" for v in sig]
                         + [f"{v}: CE start → end" for v in sig],
                         [[g] + [f"{_f(s['first']['groups'].get(g, {}).get('kl'), 3)} → {_f(s['last']['groups'].get(g, {}).get('kl'), 3)}"
                                 for s in sig.values()]
                          + [f"{_f(s['first']['groups'].get(g, {}).get('ce'), 3)} → {_f(s['last']['groups'].get(g, {}).get('ce'), 3)}"
-                            for s in sig.values()] for g in groups])
-    T["lid"] = (["language", "code", "identifier"], [[c["name"], c["lang"], c["identifier"]] for c in S["lid_coverage"]])
+                            for s in sig.values()] for g in groups])}
+
+
+def _lid_table(S: dict) -> dict[str, Table]:
+    return {"lid": (["language", "code", "identifier"], [[c["name"], c["lang"], c["identifier"]] for c in S["lid_coverage"]])}
+
+
+def _parity_tables(S: dict) -> dict[str, Table]:
+    T = {}
+    scores = {(p["benchmark"], f"{p['src']}-{p['tgt']}"): p["scores"] for p in S["pairs"]}
     for b2, par in (S.get("backend_parity") or {}).items():
-        scores = {(p["benchmark"], f"{p['src']}-{p['tgt']}"): p["scores"] for p in S["pairs"]}
         T[f"parity_{b2}"] = (["pair", "benchmark", "sentences", "identical hypotheses", f"{par['of']} chrF", f"{b2} chrF",
                               "chrF diff. [95 % CI]", f"{par['of']} spBLEU", f"{b2} spBLEU", "spBLEU diff. [95 % CI]"],
                              [[r["pair"], r["benchmark"], r["sentences"], r["identical"]]
@@ -237,8 +280,14 @@ def tables(S: dict) -> dict[str, tuple[list[str], list[list]]]:
                              + [["mean over pairs", "", par["sentences"], par["identical"]]
                                 + [x for m in ("chrF", "spBLEU") for x in (
                                     "", "", _fci(par["mean"][m]["difference"], par["mean"][m]["ci"]))]])
-    for v in comps:
-        b = bases.get(v, base)
+    return T
+
+
+def _pair_tables(S: dict) -> dict[str, Table]:
+    """Per compared variant: its kept pairs, most losing first."""
+    T, bases = {}, S.get("bases") or {}
+    for v in comparisons(S):
+        b = bases.get(v, S["base"])
         ranked = sorted((p for p in S["pairs"] if p["kept"]), key=lambda p: p["rel"][v]["spBLEU"] or 0)
         T[f"pairs_{v}"] = (["pair", "benchmark", "tier", f"{b} spBLEU", f"{v} spBLEU", "rel. % [95 % CI]", "p", "sig. (BH)",
                             f"{b} chrF", f"{v} chrF", "rel. chrF % [95 % CI]"],
@@ -251,6 +300,10 @@ def tables(S: dict) -> dict[str, tuple[list[str], list[list]]]:
                              _fci(p["rel"][v]["chrF"], p.get("intervals", {}).get(v, {}).get("chrF", {}).get("rel_ci"))]
                             for p in ranked])
     return T
+
+
+TABLES = (_variants_table, _tier_tables, _delta_tables, _gender_tables, _word_sense_table, _deploy_table,
+          _group_tables, _signals_table, _lid_table, _parity_tables, _pair_tables)
 
 
 def _deploy_speeds(sp: dict, b1, bb, env: dict) -> list[str]:
