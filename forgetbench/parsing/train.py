@@ -216,6 +216,39 @@ def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Pa
     ``warm_start``: a SynTr folder (same vocabulary) whose weights initialise the refiner — every weight but the
     relation embeddings, so the refiner starts as that SynTr (whose training time is then part of the refiner's)."""
     architecture = parsers.architecture(arch)
+    _check_settings(architecture, tags, tagger_from, jackknife, tagger_minutes, minutes, refiner_graphs, initial,
+                    warm_start, folds, model_kw, iterations, train_iterations)
+    warm, init_parser = _given_parsers(warm_start, initial)
+    settings = architecture.settings | {k: v for k, v in (("lr", lr), ("max_tokens", max_tokens)) if v is not None}
+    torch.set_num_threads(threads)
+    torch.manual_seed(seed)
+    tr, dv = _read_split(train_file, dev_file)
+    reused = _reused_tags(Path(tagger_from), train_file, dev_file) if tagger_from is not None else None
+    vocab = Vocab(**json.loads((Path(tagger_from) / "vocab.json").read_text())) if reused is not None else Vocab.build(tr)
+    model = _build(architecture, vocab, model_kw, warm, warm_start)
+    parser = parsers.Parser(arch, model, vocab, initial=init_parser, iterations=iterations)
+    t_iter = train_iterations or iterations
+    t0 = time.perf_counter()
+    with atomic_directory(Path(out_dir)) as tmp:
+        tr, dv, tag_info = _tag_phase(tmp, tr, dv, vocab, tags, reused, tagger_from, train_file, dev_file, jackknife,
+                                      tagger_minutes, tagger_epochs, seed, progress, t0)
+        if init_parser is not None:
+            shutil.copytree(initial, tmp / "initial", ignore=shutil.ignore_patterns("tagger"))
+        kfold_info: dict = {}
+        if refiner_graphs == "kfold":
+            tr, kfold_info = _kfold_phase(tmp, tr, dv, init_parser, folds, fold_minutes, seed, threads, progress)
+            t0 += kfold_info["kfold"]["seconds"]  # the refiner's own budget starts now
+        record = {"arch": arch, "threads": threads, "seed": seed, "train": str(train_file), "minutes": minutes,
+                  "optimiser": settings,
+                  "dev_data": str(dev_file) if dev_file else f"held out: every {HELD_OUT_EVERY}th training sentence",
+                  "environment": environment()} | tag_info | architecture.training_record(
+                      initial, iterations, t_iter, warm_start, refiner_graphs, folds, kfold_info)
+        return _fit(tmp, parser, tr, dv, settings, t_iter, record, minutes, max_epochs, seed, t0, progress)
+
+
+def _check_settings(architecture, tags, tagger_from, jackknife, tagger_minutes, minutes, refiner_graphs, initial,
+                    warm_start, folds, model_kw, iterations, train_iterations) -> None:
+    """Every training option checked before any work, one line each."""
     if tags not in ("gold", "predicted"):
         raise ForgetbenchError(f"tags must be 'gold' or 'predicted', got {tags!r}")
     if tags == "predicted" and tagger_from is None and (jackknife < 2 or (jackknife + 1) * tagger_minutes >= minutes):
@@ -228,111 +261,115 @@ def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Pa
     architecture.check_options(initial, warm_start, refiner_graphs, folds, model_kw)
     if iterations < 1 or (train_iterations is not None and train_iterations < 1):
         raise ForgetbenchError("refinement iterations must be at least 1")
+
+
+def _given_parsers(warm_start, initial):
+    """The SynTr a refiner is warm-started from and the parser giving its initial graphs, each checked."""
     warm = parsers.load(warm_start) if warm_start is not None else None
     if warm is not None and warm.arch not in ("syntr",):
         raise ForgetbenchError(f"{warm_start}: a refiner is warm-started from a syntr folder, not {warm.arch}")
     init_parser = parsers.load(initial) if initial is not None else None
     if init_parser is not None and init_parser.arch not in INITIAL_PARSERS:
         raise ForgetbenchError(f"{initial}: an RNGTr initial parser must be biaffine or syntr, not {init_parser.arch}")
-    settings = architecture.settings | {k: v for k, v in (("lr", lr), ("max_tokens", max_tokens)) if v is not None}
-    torch.set_num_threads(threads)
-    torch.manual_seed(seed)
-    rng = random.Random(seed)
+    return warm, init_parser
+
+
+def _read_split(train_file, dev_file) -> tuple[list[Sentence], list[Sentence]]:
     tr = read_conllu(train_file)
-    if dev_file is None:
-        tr, dv = held_out_split(tr)
-        if not dv:
-            raise ForgetbenchError(f"{train_file}: {len(tr)} sentences are too few to hold out a dev set "
-                                   f"(every {HELD_OUT_EVERY}th); give --dev")
-    else:
-        dv = read_conllu(dev_file)
-    reused = _reused_tags(Path(tagger_from), train_file, dev_file) if tagger_from is not None else None
-    vocab = (Vocab(**json.loads((Path(tagger_from) / "vocab.json").read_text())) if reused is not None
-             else Vocab.build(tr))
+    if dev_file is not None:
+        return tr, read_conllu(dev_file)
+    tr, dv = held_out_split(tr)
+    if not dv:
+        raise ForgetbenchError(f"{train_file}: {len(tr)} sentences are too few to hold out a dev set "
+                               f"(every {HELD_OUT_EVERY}th); give --dev")
+    return tr, dv
+
+
+def _build(architecture, vocab: Vocab, model_kw: dict, warm, warm_start):
+    """The network, sized by the vocabulary; a warm start's weights loaded (all but the relation embeddings)."""
     if warm is not None and warm.vocab.to_dict() != vocab.to_dict():
         raise ForgetbenchError(f"{warm_start}: its vocabulary differs from this run's; warm-start from a SynTr trained on "
                                "the same file (and the same --tagger-from)")
     dims = {"n_words": len(vocab.words), "n_chars": len(vocab.chars), "n_tags": len(vocab.tags), "n_rels": len(vocab.rels)}
-    model_kw = architecture.model_kw(model_kw, warm, dims)
     try:
-        model = parsers.build(arch, dims | model_kw)
+        model = architecture.build(dims | architecture.model_kw(model_kw, warm, dims))
     except (TypeError, ValueError) as e:
-        raise ForgetbenchError(f"bad {arch} model setting: {e}") from None
+        raise ForgetbenchError(f"bad {architecture.name} model setting: {e}") from None
     if warm is not None:
         missing, unexpected = model.load_state_dict(warm.model.state_dict(), strict=False)
         if unexpected or any(".rel_" not in k for k in missing):
             raise ForgetbenchError(f"{warm_start}: its SynTr does not match the refiner's layout "
                                    f"(missing {missing[:3]}, unexpected {unexpected[:3]}); give the same model sizes")
+    return model
+
+
+def _tag_phase(tmp: Path, tr, dv, vocab, tags, reused, tagger_from, train_file, dev_file, jackknife, tagger_minutes,
+               tagger_epochs, seed, progress, t0) -> tuple[list[Sentence], list[Sentence], dict]:
+    """The UPOS the parser trains and selects on: gold; another parser's tagger and training tags; or its own
+    tagger (in ``tmp/tagger``) with jackknifed training tags. Returns the tagged sentences and their record."""
+    tag_info: dict = {"tags": tags}
+    if reused is not None:
+        shutil.copytree(Path(tagger_from) / "tagger", tmp / "tagger")
+        tagger = load_tagger(tmp)
+        tag_info |= {"tagger_from": str(tagger_from), "jackknife_folds": reused["jackknife_folds"]}
+        return with_tags(tr, reused["tags"]), with_tags(dv, tag(tagger, vocab, dv)), tag_info
+    if tags != "predicted":
+        return tr, dv, tag_info
+    work = tmp / "_jackknife"
+    tr_tags = jackknife_tags(tr, dv, vocab, work, jackknife, tagger_minutes, seed, progress, tagger_epochs)
+    shutil.rmtree(work)
+    jk_acc = upos_accuracy(tr, tr_tags)
+    tinfo = train_tagger(tr, dv, vocab, tmp / "tagger", tagger_minutes, seed=seed, progress=progress,
+                         max_epochs=tagger_epochs)
+    tagger = load_tagger(tmp)
+    save_training_tags(tmp / "tagger", train_file, dev_file, tr_tags, jackknife)
+    tag_info |= {"jackknife_folds": jackknife, "train_upos_jackknifed": round(jk_acc, 2),
+                 "tagger_dev_upos": round(tinfo["dev_upos"], 2), "tagger_seconds": round(time.perf_counter() - t0, 1)}
+    return with_tags(tr, tr_tags), with_tags(dv, tag(tagger, vocab, dv)), tag_info  # dev tagged once
+
+
+def _kfold_phase(tmp: Path, tr, dv, init_parser, folds, fold_minutes, seed, threads, progress):
+    """The refiner's first training graphs: k-fold predictions of its initial parser's architecture."""
+    t_k = time.perf_counter()
+    preds, kfold_info = kfold_graphs(tr, dv, init_parser, tmp / "_kfold", folds, fold_minutes, seed, threads, progress)
+    shutil.rmtree(tmp / "_kfold")
+    kfold_info["kfold"]["seconds"] = round(time.perf_counter() - t_k, 1)
+    return with_initial_graphs(tr, preds), kfold_info
+
+
+def _fit(tmp: Path, parser, tr, dv, settings: dict, t_iter: int, record: dict, minutes, max_epochs, seed, t0,
+         progress) -> dict:
+    """The epoch loop: Adam with linear warm-up, dev LAS after every epoch (the parser's own decoding), the best
+    model saved in ``tmp`` with ``record``; returns the final training record."""
+    model, architecture = parser.model, parser.architecture
     opt = torch.optim.Adam(model.parameters(), lr=settings["lr"], betas=settings["betas"])
     steps_up = settings["warmup"]
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda k: min(1.0, (k + 1) / steps_up)) if steps_up else None
-    parser = parsers.Parser(arch, model, vocab, initial=init_parser, iterations=iterations)
-    t_iter = train_iterations or iterations
-    out = Path(out_dir)
-    t0 = time.perf_counter()
-    tag_info: dict = {"tags": tags}
-    with atomic_directory(out) as tmp:
-        if reused is not None:
-            shutil.copytree(Path(tagger_from) / "tagger", tmp / "tagger")
-            tagger = load_tagger(tmp)
-            tr = with_tags(tr, reused["tags"])
-            dv = with_tags(dv, tag(tagger, vocab, dv))
-            tag_info |= {"tagger_from": str(tagger_from), "jackknife_folds": reused["jackknife_folds"]}
-        elif tags == "predicted":
-            work = tmp / "_jackknife"
-            tr_tags = jackknife_tags(tr, dv, vocab, work, jackknife, tagger_minutes, seed, progress, tagger_epochs)
-            shutil.rmtree(work)
-            jk_acc = upos_accuracy(tr, tr_tags)
-            tinfo = train_tagger(tr, dv, vocab, tmp / "tagger", tagger_minutes, seed=seed, progress=progress,
-                                 max_epochs=tagger_epochs)
-            tagger = load_tagger(tmp)
-            save_training_tags(tmp / "tagger", train_file, dev_file, tr_tags, jackknife)
-            tr = with_tags(tr, tr_tags)
-            dv = with_tags(dv, tag(tagger, vocab, dv))  # tagged once, not at every epoch's evaluation
-            tag_info |= {"jackknife_folds": jackknife, "train_upos_jackknifed": round(jk_acc, 2),
-                         "tagger_dev_upos": round(tinfo["dev_upos"], 2), "tagger_seconds": round(time.perf_counter() - t0, 1)}
-        if init_parser is not None:
-            shutil.copytree(initial, tmp / "initial", ignore=shutil.ignore_patterns("tagger"))
-        dv_initial = init_parser.parse(dv) if init_parser is not None else None  # G^0 of dev, computed once
-        kfold_info: dict = {}
-        if refiner_graphs == "kfold":
-            t_k = time.perf_counter()
-            preds, kfold_info = kfold_graphs(tr, dv, init_parser, tmp / "_kfold", folds, fold_minutes, seed, threads,
-                                             progress)
-            shutil.rmtree(tmp / "_kfold")
-            tr = with_initial_graphs(tr, preds)
-            kfold_info["kfold"]["seconds"] = round(time.perf_counter() - t_k, 1)
-            t0 += time.perf_counter() - t_k  # the refiner's own budget starts now
-        t_parser = time.perf_counter()
-        tokens = 0
+    dv_initial = parser.initial.parse(dv) if parser.initial is not None else None  # G^0 of dev, computed once
+    t_parser, tokens, dev = time.perf_counter(), 0, None
 
-        def batch_loss(b, words):
-            nonlocal tokens
-            tokens += int((b["heads"] != -100).sum())
-            return architecture.loss(model, b, words, t_iter)
+    def batch_loss(b, words):
+        nonlocal tokens
+        tokens += int((b["heads"] != -100).sum())
+        return architecture.loss(model, b, words, t_iter)
 
-        def dev_las(epoch):
-            nonlocal dev
-            dev = score([(s.heads, s.deprels) for s in dv], parser.parse(dv, initial_preds=dv_initial))
-            return dev.las, {"epoch": epoch, "dev_las": dev.las, "dev_uas": dev.uas,
-                             "elapsed_s": round(time.perf_counter() - t0, 1),  # dev eval included
-                             "parser_tokens_per_s": round(tokens / (time.perf_counter() - t_parser), 1)}
+    def dev_las(epoch):
+        nonlocal dev
+        dev = score([(s.heads, s.deprels) for s in dv], parser.parse(dv, initial_preds=dv_initial))
+        return dev.las, {"epoch": epoch, "dev_las": dev.las, "dev_uas": dev.uas,
+                         "elapsed_s": round(time.perf_counter() - t0, 1),  # dev eval included
+                         "parser_tokens_per_s": round(tokens / (time.perf_counter() - t_parser), 1)}
 
-        def save(epoch, history):
-            parsers.save(parser, tmp, {
-                "arch": arch, "best_epoch": epoch, "dev": dev.to_dict(), "history": history, "threads": threads,
-                "seed": seed, "train": str(train_file), "minutes": minutes, "optimiser": settings,
-                "dev_data": str(dev_file) if dev_file else f"held out: every {HELD_OUT_EVERY}th training sentence",
-                "environment": environment()} | tag_info | architecture.training_record(
-                    initial, iterations, t_iter, warm_start, refiner_graphs, folds, kfold_info))
+    def save(epoch, history):
+        parsers.save(parser, tmp, {"arch": record["arch"], "best_epoch": epoch, "dev": dev.to_dict(), "history": history}
+                     | {k: v for k, v in record.items() if k != "arch"})
 
-        dev = None
-        epoch, history = train_epochs(model, opt, tr, vocab, rng, settings["max_tokens"], batch_loss, dev_las, save,
-                                      minutes, max_epochs, t0, t_first=t_parser, desc=f"{arch} parser", progress=progress,
-                                      scheduler=sched)
-        info = json.loads((tmp / "training.json").read_text()) | {"history": history, "epochs": epoch,
-                                                                    "train_seconds": round(time.perf_counter() - t0, 1)}
-        atomic_write_json(tmp / "training.json", info)
+    epoch, history = train_epochs(model, opt, tr, parser.vocab, random.Random(seed), settings["max_tokens"], batch_loss,
+                                  dev_las, save, minutes, max_epochs, t0, t_first=t_parser,
+                                  desc=f"{parser.arch} parser", progress=progress, scheduler=sched)
+    info = json.loads((tmp / "training.json").read_text()) | {"history": history, "epochs": epoch,
+                                                                "train_seconds": round(time.perf_counter() - t0, 1)}
+    atomic_write_json(tmp / "training.json", info)
     return info
 
 
