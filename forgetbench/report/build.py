@@ -50,16 +50,19 @@ def _png(fig) -> str:
 
 
 def figures(S: dict) -> dict[str, str]:
+    """The report's figures as base64 PNG: the scatter of relative differences against resources, per-tier bars
+    per tier view, and the ΔchrF histograms by tier."""
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
+    return _scatter(S) | _tier_bars(S) | _delta_histograms(S)
 
-    comps = comparisons(S)
-    kept = [p for p in S["pairs"] if p["kept"]]
-    out = {}
-    # relative spBLEU difference vs bitext of the pair (thesis fig 5.3)
+
+def _scatter(S: dict) -> dict[str, str]:
+    """Relative spBLEU difference against the bitext of the pair's poorer language (thesis figure 5.3)."""
+    import matplotlib.pyplot as plt
+
+    comps, kept, out = comparisons(S), [p for p in S["pairs"] if p["kept"]], {}
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
     for v in comps:
         xs = [min(language(p["src"]).bitext_m, language(p["tgt"]).bitext_m) for p in kept]
@@ -73,7 +76,14 @@ def figures(S: dict) -> dict[str, str]:
     if comps and kept:
         ax.legend(fontsize=8)
     out["scatter"] = _png(fig)
-    # per-tier bars (fig 5.4)
+    return out
+
+
+def _tier_bars(S: dict) -> dict[str, str]:
+    """Mean relative spBLEU difference per pair tier with its interval, one figure per tier view (figure 5.4)."""
+    import matplotlib.pyplot as plt
+
+    comps, out = comparisons(S), {}
     for view, tiers in S["tiers"].items():
         fig, ax = plt.subplots(figsize=(6.4, 3.2))
         w = 0.8 / max(1, len(comps))
@@ -93,7 +103,15 @@ def figures(S: dict) -> dict[str, str]:
         if comps:
             ax.legend(fontsize=8)
         out[f"tiers_{view}"] = _png(fig)
-    # Δ chrF histogram by tier (fig 5.5)
+    return out
+
+
+def _delta_histograms(S: dict) -> dict[str, str]:
+    """ΔchrF per sentence by tier, one panel per compared variant (figure 5.5)."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    comps, out = comparisons(S), {}
     if comps:
         fig, axes = plt.subplots(1, len(comps), figsize=(3.2 * len(comps), 3.0), squeeze=False)
         for ax, v in zip(axes[0], comps, strict=True):

@@ -229,6 +229,24 @@ class _Worker:
         return {"bias": time.perf_counter() - t0}, 0
 
 
+def _closing_passes(cfg: SweepConfig, run_dir: Path, store: Store, con: Console) -> dict[str, float]:
+    """Rank 0, once every unit is done: the deployment speed (alone on the machine), then the passes over stored
+    text (no model): language identity of every hypothesis and reference, fast_align's gender alignment.
+    Returns their seconds."""
+    t4 = time.perf_counter()
+    if cfg.speed_sentences:
+        with con.stage(f"{cfg.name}: deployment speed of {len(cfg.series_names)} series"):
+            deployment_pass(cfg, run_dir, store)
+    t5 = time.perf_counter()
+    with con.stage(f"{cfg.name}: language identification"):
+        lid_pass(store, cfg.series_names, cfg.jobs)
+    t6 = time.perf_counter()
+    if cfg.bias is not None and cfg.bias.aligner_context is not None and cfg.bias.gender_jobs:
+        with con.stage(f"{cfg.name}: second gender aligner"):
+            biasmod.fastalign_gender_pass(store, cfg.series_names, cfg.bias)
+    return {"speed": t5 - t4, "lid": t6 - t5, "second_aligner": time.perf_counter() - t6}
+
+
 def _watch(run_dir: Path, stage, every: float = 2.0):
     """Update ``stage`` from the store every ``every`` seconds (units done and sentences translated by every
     process), in a thread with its own connection; returns the function that stops it."""
@@ -299,19 +317,7 @@ def run_sweep(cfg: SweepConfig, run_dir: str | Path, progress: bool | Console = 
     if rank != 0:
         store.close()
         return {}
-    t4 = time.perf_counter()
-    if cfg.speed_sentences:  # alone on the machine: the other processes are done
-        with con.stage(f"{cfg.name}: deployment speed of {len(cfg.series_names)} series"):
-            deployment_pass(cfg, run_dir, store)
-    # passes over stored text (no model): language identity of every hypothesis and reference, fast_align
-    t5 = time.perf_counter()
-    with con.stage(f"{cfg.name}: language identification"):
-        lid_pass(store, cfg.series_names, cfg.jobs)
-    t6 = time.perf_counter()
-    if cfg.bias is not None and cfg.bias.aligner_context is not None and cfg.bias.gender_jobs:
-        with con.stage(f"{cfg.name}: second gender aligner"):
-            biasmod.fastalign_gender_pass(store, cfg.series_names, cfg.bias)
-    stages["speed"], stages["lid"], stages["second_aligner"] = t5 - t4, t6 - t5, time.perf_counter() - t6
+    stages |= _closing_passes(cfg, run_dir, store, con)
     work = {f"rank{r}": {k: round(v, 1) for k, v in sorted(kinds.items())} for r, kinds in sorted(store.claim_seconds().items())}
     store.close()
     t7 = time.perf_counter()
