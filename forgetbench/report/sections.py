@@ -99,18 +99,21 @@ def _md_table(headers, rows) -> str:
                      + ["| " + " | ".join(str(c).replace("|", "\\|") for c in r) + " |" for r in rows])
 
 
+def _shown(secs: list[Section], fmt: str):
+    """Each section shown in ``fmt``, with its blocks shown there."""
+    for s in secs:
+        if fmt in s.formats:
+            yield s, [b for b in s.blocks if fmt in b.formats]
+
+
 def render_markdown(secs: list[Section], T: dict) -> list[str]:
     """The sections' lines: ``## title``, the note, each block followed by a blank line."""
     parts: list[str] = []
-    for s in secs:
-        if "md" not in s.formats:
-            continue
+    for s, blocks in _shown(secs, "md"):
         parts.append(f"## {s.title}")
         if s.note:
             parts += [s.note, ""]
-        for b in s.blocks:
-            if "md" not in b.formats:
-                continue
+        for b in blocks:
             if b.kind == "table":
                 parts += [_md_table(*T[b.key]), ""]
             elif b.kind == "heading":
@@ -124,17 +127,13 @@ def render_html(secs: list[Section], T: dict, figs: dict[str, str], table, findi
     """The sections' HTML: ``<h2>``, notes, tables (``table(headers, rows, css)``), figures, sub-headings."""
     e = lambda x: html.escape(x, quote=False)  # noqa: E731 - text content; the alt attribute quotes in full
     out: list[str] = []
-    for s in secs:
-        if "html" not in s.formats:
-            continue
+    for s, blocks in _shown(secs, "html"):
         out.append(f"<h2>{e(s.title)}</h2>")
         if s.note:
             out.append(f"<p>{e(s.note)}</p>")
         if s.html_note:
             out.append(f"<p>{s.html_note}</p>")
-        for b in s.blocks:
-            if "html" not in b.formats:
-                continue
+        for b in blocks:
             if b.kind == "table":
                 out.append(findings_table(T[b.key]) if b.css == "findings" else table(*T[b.key], b.css))
             elif b.kind == "figure" and b.key in figs:
