@@ -78,7 +78,7 @@ def _train_config(tmp_path, **train):
     return p
 
 
-def test_train_mt_logs_the_dev_chrf_of_its_model(tmp_path):
+def test_train_mt_logs_the_dev_chrf_of_its_model(tmp_path, capsys):
     """The CLI trains to its step budget; the dev chrF logged at step 100 is sacrebleu's chrF3 of the exported
     model's greedy translations of the first dev pairs (recomputed with Hugging Face ``generate``)."""
     from transformers import M2M100ForConditionalGeneration, M2M100Tokenizer
@@ -86,6 +86,7 @@ def test_train_mt_logs_the_dev_chrf_of_its_model(tmp_path):
     _shared(tmp_path / "shared")
     out = tmp_path / "run"
     assert main(["train-mt", str(_train_config(tmp_path)), "--out", str(out), "--quiet"]) == 0
+    assert capsys.readouterr() == (f"model: {out / 'model'}\n", "")  # --quiet: the result path only
     info = json.loads((out / "model" / "training.json").read_text())
     assert info["stopped_by"] == "steps" and info["steps"] == 100
     log = [json.loads(x) for x in (out / "train_log.jsonl").read_text().splitlines()]

@@ -9,12 +9,12 @@ import time
 from pathlib import Path
 
 from forgetbench.cli.common import THREADS_HELP, _positive, _threads
+from forgetbench.console import Console
 
 
 def cmd_compress(args) -> int:
     from forgetbench.compress.pipeline import compress_dir
     from forgetbench.compress.recipe import load_recipe
-    from forgetbench.console import Console
     from forgetbench.outputs import new_output
 
     new_output(args.out)
@@ -79,7 +79,9 @@ def cmd_train_mt(args) -> int:
         if args.steps < 1:
             raise ForgetbenchError(f"train-mt --steps {args.steps}: must be a positive number of steps")
         cfg.train.steps = args.steps
-    train(cfg, args.out, progress=not args.quiet)
+    con = Console("train-mt", quiet=args.quiet)
+    final = train(cfg, args.out, progress=not args.quiet, log=con.line)
+    con.line(f"model: {final}", result=True)
     return 0
 
 
@@ -96,12 +98,14 @@ def cmd_distill(args) -> int:
             raise ForgetbenchError(f"distill --steps {args.steps}: must be a positive number of steps")
         cfg.train.steps = args.steps
         cfg.train.phase1_steps = min(cfg.train.phase1_steps, args.steps)
-    distill(cfg, args.out, progress=not args.quiet)
+    con = Console("distill", quiet=args.quiet)
+    final = distill(cfg, args.out, progress=not args.quiet, log=con.line)
+    con.line(f"student: {final}", result=True)
     return 0
 
 
 def cmd_sweep(args) -> int:
-    from forgetbench.console import Console, clock
+    from forgetbench.console import clock
     from forgetbench.outputs import resumable_output
     from forgetbench.report.build import write_report
     from forgetbench.sweep import load_sweep
