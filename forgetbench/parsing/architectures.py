@@ -214,8 +214,6 @@ class G2GTr(Architecture):
 ARCHITECTURES: dict[str, Architecture] = {a.name: a for a in (Biaffine(), SynTr(), RNGTr(), G2GTr())}
 ARCHS = tuple(ARCHITECTURES)
 INITIAL_PARSERS = ("biaffine", "syntr")  # what may give an RNGTr its initial graph
-DEFAULT_MINUTES = {name: a.minutes for name, a in ARCHITECTURES.items()}
-ARCH_SETTINGS = {name: a.settings for name, a in ARCHITECTURES.items()}
 __all__ = ["ARCHITECTURES", "ARCHS", "DEFAULT_ITERATIONS", "INITIAL_PARSERS", "architecture", "loss_fn"]
 
 
