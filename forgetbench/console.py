@@ -80,11 +80,9 @@ class Stage:
 
     def describe(self) -> str:
         elapsed = time.perf_counter() - self.t0
-        parts = []
+        parts = [self.rate()]
         if self.total:
-            parts.append(f"{self.done}/{self.total} {self.unit} ({100 * self.done / self.total:.0f} %)")
-        if self.count_unit:
-            parts.append(self.rate())
+            parts.insert(0, f"{self.done}/{self.total} {self.unit} ({100 * self.done / self.total:.0f} %)")
         parts.append(f"elapsed {clock(elapsed)}")
         if self.total and 0 < self.done < self.total:
             parts.append(f"left ~{clock(elapsed / self.done * (self.total - self.done))}")
@@ -139,4 +137,7 @@ class Console:
             print(f"[{self.command}] {text}", file=self.stream, flush=True)
 
 
-QUIET = Console("", quiet=True)
+
+def as_console(progress: bool | Console, command: str) -> Console:
+    """A caller's console, or one for ``command`` that is quiet unless ``progress``."""
+    return progress if isinstance(progress, Console) else Console(command, quiet=not progress)

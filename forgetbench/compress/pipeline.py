@@ -24,7 +24,7 @@ from forgetbench.compress.artefacts import load_int8, load_sparse, save_int8, sa
 from forgetbench.compress.calibration import Seq2SeqCalibration
 from forgetbench.compress.ptq import QuantState, attach
 from forgetbench.compress.recipe import Recipe
-from forgetbench.console import Console
+from forgetbench.console import Console, as_console
 from forgetbench.env import environment
 from forgetbench.errors import ForgetbenchError
 from forgetbench.io import atomic_directory, atomic_write_json, sha256_file
@@ -69,7 +69,7 @@ def load_model_dir(model_dir: str | Path, eager: bool = True):
 def compress_dir(model_dir: str | Path, recipe: Recipe, out_dir: str | Path, progress: bool | Console = True) -> dict:
     """Apply ``recipe`` to the model in ``model_dir`` and write the output folder (model, artefacts,
     ``compression.json``) atomically; ``progress``: stage lines (``console``) or not."""
-    con = progress if isinstance(progress, Console) else Console("compress", quiet=not progress)
+    con = as_console(progress, "compress")
     model_dir = Path(model_dir)
     with con.stage(f"load {model_dir}"):
         model, tok = load_model_dir(model_dir)

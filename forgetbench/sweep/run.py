@@ -26,7 +26,7 @@ import torch
 import yaml
 
 from forgetbench.compress.pipeline import compress_dir, load_compressed, load_model_dir
-from forgetbench.console import Console
+from forgetbench.console import Console, as_console
 from forgetbench.errors import ForgetbenchError
 from forgetbench.eval import bias as biasmod
 from forgetbench.eval.analysis import sentences_analysed
@@ -277,7 +277,7 @@ def run_sweep(cfg: SweepConfig, run_dir: str | Path, progress: bool | Console = 
     caller ran ``prepare_run`` before starting the processes (``sweep.parallel``), so nobody waits for rank 0."""
     run_dir = Path(run_dir)
     torch.set_num_threads(cfg.threads)
-    con = progress if isinstance(progress, Console) and rank == 0 else Console("sweep", quiet=not progress or rank != 0)
+    con = as_console(progress if rank == 0 else False, "sweep")  # rank 0 speaks for every process
     t0 = time.perf_counter()
     stages = dict.fromkeys(("compress", "translate", "cross_attention", "bias", "waiting", "speed", "lid",
                             "second_aligner", "summarise"), 0.0)
