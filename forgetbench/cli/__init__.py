@@ -12,14 +12,14 @@ import os
 import sys
 
 from forgetbench.cli import mt, parse
-from forgetbench.cli.common import _Parser
+from forgetbench.cli.common import Parser
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="forgetbench", description="Who pays for compression? Compress, translate, score and report "
+    p = Parser(prog="forgetbench", description="Who pays for compression? Compress, translate, score and report "
                                                 "per language, tier, gender and word sense.")
     p.add_argument("--debug", action="store_true", help="show the traceback of an unexpected error")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
     mt.add_commands(sub)
     parse.add_commands(sub)
     mt.add_recipes(sub)

@@ -8,7 +8,7 @@ import os
 import sys
 
 
-def _thread_count(n: int | None) -> int:
+def thread_count(n: int | None) -> int:
     """--threads, else $FORGETBENCH_THREADS, else 1. Deliberate: with another busy process, 2 torch threads
     ran generate 25-45x slower than 1 here."""
     from forgetbench.errors import ForgetbenchError
@@ -21,13 +21,13 @@ def _thread_count(n: int | None) -> int:
     return int(env)
 
 
-def _threads(n: int | None) -> None:
+def set_threads(n: int | None) -> None:
     import torch
 
-    torch.set_num_threads(_thread_count(n))
+    torch.set_num_threads(thread_count(n))
 
 
-class _Help(argparse.HelpFormatter):
+class HelpFormatter(argparse.HelpFormatter):
     """Shows an option's default in --help where it has a meaningful one."""
 
     def _get_help_string(self, action):
@@ -37,11 +37,11 @@ class _Help(argparse.HelpFormatter):
         return h
 
 
-class _Parser(argparse.ArgumentParser):
+class Parser(argparse.ArgumentParser):
     """argparse with one-line errors (``forgetbench: error: …``, exit 2) and defaults shown in --help."""
 
     def __init__(self, *a, **kw):
-        kw.setdefault("formatter_class", _Help)
+        kw.setdefault("formatter_class", HelpFormatter)
         super().__init__(*a, **kw)
 
     def error(self, message):
@@ -49,7 +49,7 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-def _positive(v: str) -> int:
+def positive(v: str) -> int:
     try:
         n = int(v)
     except ValueError:
@@ -59,7 +59,7 @@ def _positive(v: str) -> int:
     return n
 
 
-def _minutes(v: str) -> float:
+def positive_minutes(v: str) -> float:
     try:
         x = float(v)
     except ValueError:

@@ -8,7 +8,7 @@ import json
 import time
 from pathlib import Path
 
-from forgetbench.cli.common import THREADS_HELP, _positive, _threads
+from forgetbench.cli.common import THREADS_HELP, positive, set_threads
 from forgetbench.console import Console
 
 
@@ -19,7 +19,7 @@ def cmd_compress(args) -> int:
 
     new_output(args.out)
     recipe = load_recipe(args.recipe, calibration_override=args.calibration)  # validate before any work
-    _threads(args.threads)
+    set_threads(args.threads)
     con = Console("compress", quiet=args.quiet)
     report = compress_dir(args.model_dir, recipe, args.out, progress=con)
     sizes = report["sizes"]
@@ -60,7 +60,7 @@ def cmd_make_tiny(args) -> int:
     if not lines:
         raise ForgetbenchError(f"{src}: no text to train the SentencePiece vocabulary on")
     sents = [c for ln in lines for c in (ln.split("\t")[2:] if ln.count("\t") == 3 else [ln])]
-    _threads(1)
+    set_threads(1)
     with atomic_directory(args.out) as tmp:
         model, _ = build_tiny_m2m100(tmp, sents, spm_vocab=args.vocab, seed=args.seed, d_model=args.d_model,
                                      layers=args.layers)
@@ -175,7 +175,7 @@ def cmd_convert_fairseq(args) -> int:
     from forgetbench.outputs import new_output
 
     new_output(args.out)
-    _threads(1)
+    set_threads(1)
     model = convert(args.checkpoint, args.dict, args.spm, args.out, small100=args.small100)
     print(f"wrote {args.out}: M2M100ForConditionalGeneration, {sum(p.numel() for p in model.parameters()):,} parameters")
     return 0
@@ -188,7 +188,7 @@ def cmd_compress_stream(args) -> int:
 
     new_output(args.out)
     recipe = load_recipe(args.recipe)
-    _threads(args.threads)
+    set_threads(args.threads)
     skeleton = None
     cfg = Path(args.model_dir) / "config.json"
     if cfg.is_file() and json.loads(cfg.read_text()).get("model_type", "").startswith("forgetbench-"):
@@ -222,7 +222,7 @@ def add_commands(sub) -> None:
     c.add_argument("--recipe", required=True, help="a recipe YAML file or a shipped name (prune-30, prune-45, ptq-int8)")
     c.add_argument("--out", required=True, help="output folder (must not exist)")
     c.add_argument("--calibration", help="calibration TSV overriding the recipe's (src_lang, tgt_lang, source, target)")
-    c.add_argument("--threads", type=_positive, help=THREADS_HELP)
+    c.add_argument("--threads", type=positive, help=THREADS_HELP)
     c.add_argument("--quiet", action="store_true", help="no progress bars")
     c.set_defaults(func=cmd_compress)
 
@@ -266,7 +266,7 @@ def add_commands(sub) -> None:
 
     pd = sub.add_parser("plan-devices", help="layer -> device split on the meta device (no weights loaded)")
     pd.add_argument("model", help="a model folder or a known config: m2m100_418M, m2m100_1.2B, m2m100_12B, small100")
-    pd.add_argument("--gpus", type=_positive, required=True, help="number of GPUs")
+    pd.add_argument("--gpus", type=positive, required=True, help="number of GPUs")
     pd.add_argument("--gpu-memory", required=True, help="per GPU, e.g. 40GiB")
     pd.add_argument("--cpu-memory", help="allow CPU offload up to this size")
     pd.add_argument("--dtype", default="bf16", help="weight dtype: fp32, fp16, bf16")
@@ -285,7 +285,7 @@ def add_commands(sub) -> None:
     cs.add_argument("model_dir", help="a model folder with model.safetensors or a sharded index")
     cs.add_argument("--recipe", required=True, help="a recipe without activation quantisation")
     cs.add_argument("--out", required=True, help="output folder (must not exist)")
-    cs.add_argument("--threads", type=_positive, help=THREADS_HELP)
+    cs.add_argument("--threads", type=positive, help=THREADS_HELP)
     cs.set_defaults(func=cmd_compress_stream)
 
 

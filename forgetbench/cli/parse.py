@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from forgetbench.cli.common import THREADS_HELP, _minutes, _Parser, _positive, _thread_count, _threads
+from forgetbench.cli.common import THREADS_HELP, Parser, positive, positive_minutes, set_threads, thread_count
 
 
 def cmd_parse(args) -> int:
@@ -18,7 +18,7 @@ def cmd_parse(args) -> int:
         from forgetbench.report.parsing import write_parse_report
 
         new_output(args.out)
-        S = run(args.models, args.test, args.dev, args.recipes, threads=_thread_count(args.threads))
+        S = run(args.models, args.test, args.dev, args.recipes, threads=thread_count(args.threads))
         with atomic_directory(args.out) as tmp:
             write_parse_report(S, tmp)
         for tb in S["treebanks"]:
@@ -28,7 +28,7 @@ def cmd_parse(args) -> int:
         return 0
     if args.action == "train":
         new_output(args.out)
-        cfg = ptrain.ParseTrainConfig.from_options(args, threads=_thread_count(args.threads))
+        cfg = ptrain.ParseTrainConfig.from_options(args, threads=thread_count(args.threads))
         info = ptrain.train_parser(cfg, progress=not args.quiet)
         tags = f", dev UPOS {info['tagger_dev_upos']:.2f}" if "tagger_dev_upos" in info else ""
         print(f"{args.arch}: best dev LAS {info['dev']['las']:.2f} ({args.tags} tags{tags}; epoch {info['best_epoch']} of "
@@ -36,11 +36,11 @@ def cmd_parse(args) -> int:
     elif args.action == "eval":
         from forgetbench.parsing.evaluate import evaluate_parser
 
-        _threads(args.threads)
+        set_threads(args.threads)
         print(json.dumps(evaluate_parser(args.model, args.data, initial=args.initial, iterations=args.iterations)))
     else:
         new_output(args.out)
-        _threads(args.threads)
+        set_threads(args.threads)
         ptrain.predict_file(args.model, args.data, args.out, progress=not args.quiet)
         print(f"wrote {args.out}")
     return 0
@@ -48,21 +48,21 @@ def cmd_parse(args) -> int:
 
 def add_commands(sub) -> None:
     pa = sub.add_parser("parse", help="dependency parsers (biaffine, SynTr, RNGTr, G2GTr): train | eval | predict | compress")
-    psub = pa.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    psub = pa.add_subparsers(dest="action", required=True, parser_class=Parser)
     pt = psub.add_parser("train", help="train a parser on a UD treebank (gold tokenisation)")
     pt.add_argument("--train", required=True, help="training CoNLL-U")
     pt.add_argument("--dev", help="dev CoNLL-U for model selection; without it every 10th training sentence is "
                                   "held out as dev (documented in training.json)")
     pt.add_argument("--out", required=True, help="output folder (must not exist)")
-    pt.add_argument("--minutes", type=_minutes, help="time budget of the whole run, taggers included (default per "
+    pt.add_argument("--minutes", type=positive_minutes, help="time budget of the whole run, taggers included (default per "
                                                       "architecture: biaffine 15, syntr 6, rngtr 6, g2gtr 10)")
     pt.add_argument("--seed", type=int, default=1, help="seed")
     pt.add_argument("--tags", choices=["gold", "predicted"], default="predicted",
                     help="UPOS input: predicted by the parser's own tagger (trained on jackknifed tags), or gold")
-    pt.add_argument("--tagger-minutes", type=_minutes, default=1.5, help="time budget of each tagger (predicted tags)")
-    pt.add_argument("--max-epochs", type=_positive, default=200,
+    pt.add_argument("--tagger-minutes", type=positive_minutes, default=1.5, help="time budget of each tagger (predicted tags)")
+    pt.add_argument("--max-epochs", type=positive, default=200,
                     help="the parser's epoch budget; with a --minutes too large to bind, the run is deterministic")
-    pt.add_argument("--tagger-epochs", type=_positive, default=999, help="each tagger's epoch budget (predicted tags)")
+    pt.add_argument("--tagger-epochs", type=positive, default=999, help="each tagger's epoch budget (predicted tags)")
     pt.add_argument("--jackknife", type=int, default=2, help="folds for the jackknifed training tags")
     pt.add_argument("--arch", choices=["biaffine", "syntr", "rngtr", "g2gtr"], default="biaffine",
                     help="biaffine (BiLSTM), syntr (Transformer + biaffine), rngtr (graph-to-graph refiner of an initial "
@@ -71,15 +71,15 @@ def add_commands(sub) -> None:
                                           "architectures compared on the same tags, no second jackknife")
     pt.add_argument("--initial", help="rngtr: the parser (biaffine or syntr folder) whose output is the initial graph; "
                                       "default: the empty graph")
-    pt.add_argument("--iterations", type=_positive, default=3, help="rngtr: at most T refinement iterations")
-    pt.add_argument("--train-iterations", type=_positive, default=2,
+    pt.add_argument("--iterations", type=positive, default=3, help="rngtr: at most T refinement iterations")
+    pt.add_argument("--train-iterations", type=positive, default=2,
                     help="rngtr: refinement iterations per training batch (the measured setting)")
     pt.add_argument("--refiner-graphs", choices=["empty", "kfold"],
                     help="rngtr: the first training iteration's input graphs: empty, or k-fold predictions of the "
                          "initial parser's architecture (--folds parsers of --fold-minutes each, trained first); "
                          "default kfold with --initial (the measured setting), else empty")
-    pt.add_argument("--folds", type=_positive, default=2, help="rngtr with --refiner-graphs kfold: folds")
-    pt.add_argument("--fold-minutes", type=_minutes, default=6.0, help="rngtr with --refiner-graphs kfold: budget per fold parser")
+    pt.add_argument("--folds", type=positive, default=2, help="rngtr with --refiner-graphs kfold: folds")
+    pt.add_argument("--fold-minutes", type=positive_minutes, default=6.0, help="rngtr with --refiner-graphs kfold: budget per fold parser")
     pt.add_argument("--warm-start", help="rngtr: initialise the refiner from this syntr folder (relation embeddings new)")
     pt.add_argument("--attention", choices=["g2g", "syng2g"], help="graph-input attention: relations on key and value "
                                                                    "(g2g, default) or on query and key (syng2g)")
@@ -89,7 +89,7 @@ def add_commands(sub) -> None:
                     help="no LayerNorm on the key-side relation embeddings (the ablation)")
     pt.add_argument("--no-value-relations", dest="value_relations", action="store_false", default=None,
                     help="no relation embeddings on the value side")
-    pt.add_argument("--threads", type=_positive, help=THREADS_HELP)
+    pt.add_argument("--threads", type=positive, help=THREADS_HELP)
     pt.add_argument("--quiet", action="store_true", help="no progress bars")
     pt.set_defaults(func=cmd_parse)
     pe = psub.add_parser("eval", help="CoNLL 2018 UAS/LAS/CLAS (+ UPOS with predicted tags) on a CoNLL-U file")
@@ -97,10 +97,10 @@ def add_commands(sub) -> None:
     for q in (pe, pp):
         q.add_argument("model", help="a parser folder from `parse train`")
         q.add_argument("data", help="CoNLL-U file (gold tokenisation)")
-        q.add_argument("--threads", type=_positive, help=THREADS_HELP)
+        q.add_argument("--threads", type=positive, help=THREADS_HELP)
         q.set_defaults(func=cmd_parse)
     pe.add_argument("--initial", help="rngtr: initial parser folder, or 'empty' (default: the one saved with it)")
-    pe.add_argument("--iterations", type=_positive, help="rngtr: at most T refinement iterations (default: as saved)")
+    pe.add_argument("--iterations", type=positive, help="rngtr: at most T refinement iterations (default: as saved)")
     pp.add_argument("--out", required=True, help="output CoNLL-U file (must not exist)")
     pp.add_argument("--quiet", action="store_true", help="no progress bar")
     pc = psub.add_parser("compress", help="apply recipes to trained parsers; per-treebank report")
@@ -110,5 +110,5 @@ def add_commands(sub) -> None:
                                             "the recipes' own; without it a recipe must name a CoNLL-U calibration file")
     pc.add_argument("--recipes", nargs="+", default=["prune-30", "prune-45", "ptq-int8"], help="recipes")
     pc.add_argument("--out", required=True, help="report folder (must not exist)")
-    pc.add_argument("--threads", type=_positive, help=THREADS_HELP)
+    pc.add_argument("--threads", type=positive, help=THREADS_HELP)
     pc.set_defaults(func=cmd_parse)
