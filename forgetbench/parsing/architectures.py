@@ -58,7 +58,7 @@ class Architecture:
         """Whether a saved ``config.json`` is this architecture's."""
         return cfg.get("model_type") == self.model_type
 
-    def check_options(self, initial, warm_start, refiner_graphs: str, folds: int, model_kw: dict) -> None:
+    def check_options(self, initial, warm_start, refiner_graphs: str, folds: int) -> None:
         """Refuse, in one line, training options this architecture does not take."""
         if initial is not None:
             raise ForgetbenchError(f"--initial is the initial parser of an RNGTr refiner; --arch is {self.name}")
@@ -132,7 +132,7 @@ class RNGTr(SynTr):
     def matches(self, cfg: dict) -> bool:
         return cfg.get("model_type") == self.model_type and cfg.get("graph", "none") != "none"
 
-    def check_options(self, initial, warm_start, refiner_graphs: str, folds: int, model_kw: dict) -> None:
+    def check_options(self, initial, warm_start, refiner_graphs: str, folds: int) -> None:
         if refiner_graphs == "kfold" and (initial is None or folds < 2):
             raise ForgetbenchError("kfold training graphs are k-fold predictions of an RNGTr's initial parser: give "
                                    "--arch rngtr, --initial PARSER and --folds >= 2")
@@ -176,10 +176,7 @@ class RNGTr(SynTr):
         ref = json.loads((folder / REFINEMENT).read_text())
         parser.iterations = iterations or ref["iterations"]
         src = initial if initial is not None else ("empty" if ref["initial"] == "empty" else str(folder / "initial"))
-        parser.initial = None if src == "empty" else load(src)
-        if parser.initial is not None and parser.initial.arch not in INITIAL_PARSERS:
-            raise ForgetbenchError(f"{src}: an RNGTr initial parser must be biaffine or syntr, not "
-                                   f"{parser.initial.arch}")
+        parser.initial = None if src == "empty" else check_initial_parser(load(src), src)
 
     def training_record(self, initial, iterations: int, train_iterations: int, warm_start, refiner_graphs: str,
                         folds: int, kfold_info: dict) -> dict:
@@ -215,6 +212,14 @@ ARCHITECTURES: dict[str, Architecture] = {a.name: a for a in (Biaffine(), SynTr(
 ARCHS = tuple(ARCHITECTURES)
 INITIAL_PARSERS = ("biaffine", "syntr")  # what may give an RNGTr its initial graph
 __all__ = ["ARCHITECTURES", "ARCHS", "DEFAULT_ITERATIONS", "INITIAL_PARSERS", "architecture", "loss_fn"]
+
+
+def check_initial_parser(parser, source):
+    """``parser`` if it may give an RNGTr its initial graphs (``INITIAL_PARSERS``), else one line naming
+    ``source``."""
+    if parser.arch not in INITIAL_PARSERS:
+        raise ForgetbenchError(f"{source}: an RNGTr initial parser must be biaffine or syntr, not {parser.arch}")
+    return parser
 
 
 def architecture(name: str) -> Architecture:

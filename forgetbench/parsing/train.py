@@ -25,7 +25,7 @@ from forgetbench.env import environment
 from forgetbench.errors import ForgetbenchError
 from forgetbench.io import atomic_directory, atomic_write_json, sha256_file
 from forgetbench.parsing import parsers
-from forgetbench.parsing.architectures import INITIAL_PARSERS, architecture
+from forgetbench.parsing.architectures import architecture, check_initial_parser
 from forgetbench.parsing.batching import Vocab, with_initial_graphs
 from forgetbench.parsing.conll import Sentence, read_conllu, with_predictions, write_conllu
 from forgetbench.parsing.epochs import train_epochs
@@ -186,13 +186,11 @@ class ParseTrainConfig:
 
 def train_parser(cfg: ParseTrainConfig, progress: bool = True) -> dict:
     """``parse train``: ``train`` with the config's settings and the command's defaults resolved."""
-    return train(cfg.train, cfg.dev, cfg.out, minutes=cfg.minutes or architecture(cfg.arch).minutes,
-                 max_epochs=cfg.max_epochs, seed=cfg.seed, threads=cfg.threads, progress=progress, tags=cfg.tags,
-                 tagger_minutes=cfg.tagger_minutes, tagger_epochs=cfg.tagger_epochs, jackknife=cfg.jackknife,
-                 arch=cfg.arch, tagger_from=cfg.tagger_from, initial=cfg.initial, iterations=cfg.iterations,
-                 train_iterations=cfg.train_iterations, warm_start=cfg.warm_start, folds=cfg.folds,
-                 fold_minutes=cfg.fold_minutes,
-                 refiner_graphs=cfg.refiner_graphs or ("kfold" if cfg.initial else "empty"), **cfg.model)
+    settings = {f.name: getattr(cfg, f.name) for f in fields(cfg)} | {
+        "minutes": cfg.minutes or architecture(cfg.arch).minutes,
+        "refiner_graphs": cfg.refiner_graphs or ("kfold" if cfg.initial else "empty")}
+    files = [settings.pop(k) for k in ("train", "dev", "out")]
+    return train(*files, progress=progress, **settings.pop("model"), **settings)
 
 
 def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Path, minutes: float = 15.0,
@@ -217,7 +215,7 @@ def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Pa
     relation embeddings, so the refiner starts as that SynTr (whose training time is then part of the refiner's)."""
     architecture = parsers.architecture(arch)
     _check_settings(architecture, tags, tagger_from, jackknife, tagger_minutes, minutes, refiner_graphs, initial,
-                    warm_start, folds, model_kw, iterations, train_iterations)
+                    warm_start, folds, iterations, train_iterations)
     warm, init_parser = _given_parsers(warm_start, initial)
     settings = architecture.settings | {k: v for k, v in (("lr", lr), ("max_tokens", max_tokens)) if v is not None}
     torch.set_num_threads(threads)
@@ -247,7 +245,7 @@ def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Pa
 
 
 def _check_settings(architecture, tags, tagger_from, jackknife, tagger_minutes, minutes, refiner_graphs, initial,
-                    warm_start, folds, model_kw, iterations, train_iterations) -> None:
+                    warm_start, folds, iterations, train_iterations) -> None:
     """Every training option checked before any work, one line each."""
     if tags not in ("gold", "predicted"):
         raise ForgetbenchError(f"tags must be 'gold' or 'predicted', got {tags!r}")
@@ -258,7 +256,7 @@ def _check_settings(architecture, tags, tagger_from, jackknife, tagger_minutes, 
         raise ForgetbenchError("--tagger-from reuses a tagger: it needs --tags predicted")
     if refiner_graphs not in ("empty", "kfold"):
         raise ForgetbenchError(f"refiner training graphs {refiner_graphs!r}: use empty or kfold")
-    architecture.check_options(initial, warm_start, refiner_graphs, folds, model_kw)
+    architecture.check_options(initial, warm_start, refiner_graphs, folds)
     if iterations < 1 or (train_iterations is not None and train_iterations < 1):
         raise ForgetbenchError("refinement iterations must be at least 1")
 
@@ -266,12 +264,9 @@ def _check_settings(architecture, tags, tagger_from, jackknife, tagger_minutes, 
 def _given_parsers(warm_start, initial):
     """The SynTr a refiner is warm-started from and the parser giving its initial graphs, each checked."""
     warm = parsers.load(warm_start) if warm_start is not None else None
-    if warm is not None and warm.arch not in ("syntr",):
+    if warm is not None and warm.arch != "syntr":
         raise ForgetbenchError(f"{warm_start}: a refiner is warm-started from a syntr folder, not {warm.arch}")
-    init_parser = parsers.load(initial) if initial is not None else None
-    if init_parser is not None and init_parser.arch not in INITIAL_PARSERS:
-        raise ForgetbenchError(f"{initial}: an RNGTr initial parser must be biaffine or syntr, not {init_parser.arch}")
-    return warm, init_parser
+    return warm, check_initial_parser(parsers.load(initial), initial) if initial is not None else None
 
 
 def _read_split(train_file, dev_file) -> tuple[list[Sentence], list[Sentence]]:
