@@ -25,6 +25,12 @@ def run_killed(code: str, cwd: Path = REPO) -> int:
                           timeout=600).returncode
 
 
+def python(*args, cwd: Path = REPO, env: dict | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
+    """``python ARGS`` in a fresh interpreter (a module with ``-m``, or a script), its output captured as text."""
+    return subprocess.run([sys.executable, *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
 def calib_rows(n=None):
     from forgetbench.compress.calibration import read_calibration_tsv
 

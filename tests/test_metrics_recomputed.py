@@ -6,22 +6,19 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 from forgetbench.cli import main
 from forgetbench.eval.benchmarks import open_benchmark
 from forgetbench.eval.store import Store
 
-from .conftest import REPO
+from .conftest import REPO, python
 
 TEACHER = REPO / "artifacts" / "teacher"
 FLORES = REPO / "data" / "flores101"
 
 
 def _sacrebleu(env, ref, hyp, *args) -> list[float]:
-    r = subprocess.run([sys.executable, "-m", "sacrebleu", str(ref), "-i", str(hyp), "-b", "-w", "8", *args],
-                       capture_output=True, text=True, env=env, timeout=120)
+    r = python("-m", "sacrebleu", ref, "-i", hyp, "-b", "-w", "8", *args, env=env, timeout=120)
     assert r.returncode == 0, r.stderr
     return [float(x) for x in r.stdout.split()]
 

@@ -4,12 +4,10 @@ bar on a terminal, nothing but the result under ``--quiet``; and no library chat
 import io
 import json
 import re
-import subprocess
-import sys
 
 from forgetbench.console import Console
 
-from .conftest import REPO
+from .conftest import REPO, python
 
 FLORES = REPO / "data" / "flores101"
 
@@ -30,8 +28,7 @@ analysis: {{bleu_filter: 0}}
 
 
 def _forgetbench(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "forgetbench.cli", *map(str, args)], cwd=cwd, capture_output=True,
-                          text=True, timeout=600)
+    return python("-m", "forgetbench.cli", *args, cwd=cwd)
 
 
 def test_a_sweep_logged_to_a_file_prints_stage_lines_with_counts_and_a_final_line(tiny_dir, tmp_path):

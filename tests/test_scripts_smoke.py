@@ -8,13 +8,13 @@ import sys
 import pytest
 import torch
 
-from .conftest import REPO
+from .conftest import REPO, python
 
 SHARED = REPO.parent / "shared" / "data"
 
 
 def _run(*args, cwd=REPO) -> str:
-    r = subprocess.run([sys.executable, *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=300)
+    r = python(*args, cwd=cwd, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     return r.stdout
 
