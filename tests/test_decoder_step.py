@@ -54,6 +54,23 @@ def test_direct_step_gives_the_forward_logits_bit_for_bit_on_the_teacher(monkeyp
             assert torch.equal(la, lb)
 
 
+def test_direct_step_gives_the_forward_logits_bit_for_bit_in_bfloat16_on_the_cpu():
+    """``hardware: {dtype: bfloat16}``: the teacher loaded in bf16 takes the direct step, and its logits are the
+    forward's, bit for bit, as in fp32."""
+    from forgetbench.compress.pipeline import load_model_dir
+    from forgetbench.eval.benchmarks import open_benchmark
+    from forgetbench.models.decoder_step import direct_supported
+    from forgetbench.models.generation import encode_sources
+    from forgetbench.models.hardware import Hardware, place
+
+    model, tok = load_model_dir(REPO / "artifacts" / "teacher", placement=place(Hardware(dtype="bfloat16"), "t", count=0))
+    assert next(model.parameters()).dtype == torch.bfloat16 and direct_supported(model)
+    srcs, _ = open_benchmark("flores101", "flores101", REPO / "data" / "flores101").pair("sw", "en")
+    for n, keep in ((20, None), (6, [1, 4, 5])):
+        for la, lb in _steps(model, encode_sources(tok, srcs[:n], "sw", "en"), 8, keep=keep):
+            assert la.dtype == torch.bfloat16 and torch.equal(la, lb)
+
+
 def test_the_head_plan_is_timed_once_per_shape_and_row_range_and_blocks_give_the_same_values(monkeypatch):
     from forgetbench.models import decoder_step
 

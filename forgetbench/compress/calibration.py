@@ -17,6 +17,7 @@ from tqdm.auto import tqdm
 
 from forgetbench.errors import ForgetbenchError
 from forgetbench.io import read_text, sha256_file
+from forgetbench.models.hardware import input_device
 
 Row = tuple[str, str, str, str]
 
@@ -55,7 +56,7 @@ def seq2seq_calibration(tokenizer, rows: list[Row], batch_size: int = 16, max_le
         batches += [(s, t, rs[i : i + batch_size]) for i in range(0, len(rs), batch_size)]
 
     def run(model: nn.Module) -> None:
-        device = next(model.parameters()).device
+        device = input_device(model)
         for s, t, rs in tqdm(batches, desc="calibrating", disable=None if progress else True, unit="batch"):
             tokenizer.src_lang, tokenizer.tgt_lang = s, t
             enc = tokenizer([r[2] for r in rs], text_target=[r[3] for r in rs], padding=True, truncation=True,

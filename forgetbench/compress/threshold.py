@@ -43,14 +43,14 @@ def kth_smallest_abs_and_rank(tensors: list[torch.Tensor], k: int, chunk: int = 
         raise ValueError(f"k={k} outside 1..{n}")
     hist = torch.zeros(1 << (32 - _LOW_BITS), dtype=torch.int64)
     for c in iter_chunks(tensors, chunk):
-        hist += torch.bincount(_abs_bits(c) >> _LOW_BITS, minlength=hist.numel())
+        hist += torch.bincount(_abs_bits(c) >> _LOW_BITS, minlength=hist.numel()).cpu()  # chunks on any device
     cum = hist.cumsum(0)
     hi = int(torch.searchsorted(cum, torch.tensor(k)))
     below = int(cum[hi - 1]) if hi > 0 else 0
     hist2 = torch.zeros(1 << _LOW_BITS, dtype=torch.int64)
     for c in iter_chunks(tensors, chunk):
         b = _abs_bits(c)
-        hist2 += torch.bincount(b[(b >> _LOW_BITS) == hi] & ((1 << _LOW_BITS) - 1), minlength=hist2.numel())
+        hist2 += torch.bincount(b[(b >> _LOW_BITS) == hi] & ((1 << _LOW_BITS) - 1), minlength=hist2.numel()).cpu()
     cum2 = hist2.cumsum(0)
     lo = int(torch.searchsorted(cum2, torch.tensor(k - below)))
     n_less = below + (int(cum2[lo - 1]) if lo > 0 else 0)

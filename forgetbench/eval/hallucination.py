@@ -15,6 +15,7 @@ from __future__ import annotations
 import torch
 
 from forgetbench.models.generation import encode_sources, target_ids
+from forgetbench.models.hardware import input_device
 
 
 def alignment_variance(alpha: torch.Tensor) -> float:
@@ -47,13 +48,15 @@ def cross_attention(model, tokenizer, srcs: list[str], hyps: list[str], src_lang
     if states is not None and all(x is not None and x.shape[0] == n for x, n in zip(states, lengths, strict=True)):
         hidden = states[0].new_zeros(len(srcs), enc["input_ids"].shape[1], states[0].shape[-1])
         for b, x in enumerate(states):
-            hidden[b, enc["attention_mask"][b].bool()] = x
+            hidden[b, enc["attention_mask"][b].bool().to(x.device)] = x
         given = {"encoder_outputs": (hidden,)}
     # the base model (no LM head): the vocabulary projection is most of the cost and is not needed here
-    out = getattr(model, "base_model", model)(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"],
-                                               decoder_input_ids=dec_in, decoder_attention_mask=dec_mask,
+    dev = input_device(model)
+    out = getattr(model, "base_model", model)(input_ids=enc["input_ids"].to(dev),
+                                               attention_mask=enc["attention_mask"].to(dev),
+                                               decoder_input_ids=dec_in.to(dev), decoder_attention_mask=dec_mask.to(dev),
                                                output_attentions=True, use_cache=False, **given)
-    att = torch.stack(out.cross_attentions).float().mean(dim=(0, 2))  # [B, T, S]
+    att = torch.stack([a.to("cpu", torch.float32) for a in out.cross_attentions]).mean(dim=(0, 2))  # [B, T, S]
     res = []
     for b in range(att.shape[0]):
         n_tgt, n_src = int(dec_mask[b].sum()), int(enc["attention_mask"][b].sum())

@@ -12,8 +12,10 @@ Two implementations with one interface — ``step(tokens) -> logits`` for the ro
 
 Rules of ``DirectStep`` (``direct_supported`` checks them; otherwise ``HFStep`` is used):
 
-1. Only an ``M2M100ForConditionalGeneration`` in eval mode with eager attention. The modules it calls (linear
-   maps, layer norms, embeddings, activation) may carry hooks: they run. The modules whose ``forward`` it does
+1. Only an ``M2M100ForConditionalGeneration`` in eval mode with eager attention, its weights on the CPU (on a
+   GPU, other kernels: ``tests/test_cuda.py`` compares the two steps there; until then CUDA uses ``HFStep``,
+   and the run record says so). The modules it calls (linear maps, layer norms, embeddings, activation) may
+   carry hooks: they run. The modules whose ``forward`` it does
    not call (the model, its decoder, each decoder layer and attention block, the position table) may carry
    none, and no ``forward`` replaced — except by a fake-quantisation *op scope* (``compress.sites.OpScope``,
    found as ``forgetbench_op_scope``): the step then passes the same operands to the scope's sites (Q and Kᵀ,
@@ -64,22 +66,31 @@ def _hooks(m: nn.Module) -> list:
     return [h for h in (*m._forward_hooks.values(), *m._forward_pre_hooks.values()) if not _scope_hook(h)]
 
 
-def direct_supported(model) -> bool:
-    """Rule 1: whether ``DirectStep`` computes exactly what the model's ``forward`` computes."""
+def direct_unsupported(model) -> str | None:
+    """Rule 1: None where ``DirectStep`` computes exactly what the model's ``forward`` computes, else why not
+    (the run record keeps the reason of every series decoded through ``HFStep``)."""
     if type(model).__name__ != "M2M100ForConditionalGeneration" or model.training:
-        return False
+        return "not an M2M-100 model in eval mode"
     if getattr(model.config, "_attn_implementation", "eager") != "eager":
-        return False
+        return "attention is not eager"
     if nn_module._global_forward_hooks or nn_module._global_forward_pre_hooks:
-        return False
+        return "a global module hook"
     dec = model.get_decoder()
     skipped = [model, model.model, dec, dec.embed_positions]
     for layer in dec.layers:
         skipped += [layer, layer.self_attn, layer.encoder_attn]
     for m in skipped:
         if _hooks(m) or ("forward" in vars(m) and getattr(m, "forgetbench_op_scope", None) is None):
-            return False
-    return True
+            return "hooks or a replaced forward (a device map, user hooks)"
+    if any(p.device.type != "cpu" for p in model.parameters()):
+        return ("weights off the CPU: the direct step's bit-equality with forward is established on CPU kernels "
+                "(tests/test_cuda.py checks it on a GPU)")
+    return None
+
+
+def direct_supported(model) -> bool:
+    """Rule 1: whether ``DirectStep`` computes exactly what the model's ``forward`` computes."""
+    return direct_unsupported(model) is None
 
 
 def _site(module: nn.Module):

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import torch
 
 from forgetbench.models.decoder_step import DirectStep, HFStep, direct_supported
+from forgetbench.models.hardware import input_device
 from forgetbench.models.tokenizers import SMALL100_MARKER
 
 
@@ -235,7 +236,7 @@ def stream_rows(model, tokenizer, rows: list[tuple[str, str, str]], max_new_toke
     skip the encoder (``hallucination.cross_attention``). Needs ``greedy_rows_supported``."""
     if not rows:
         return
-    device = next(model.parameters()).device
+    device = input_device(model)
     enc = encode_rows(tokenizer, rows, max_length)
     forced = None if is_small100(tokenizer) else torch.tensor([tokenizer.get_lang_id(t) for _, _, t in rows])
     kept: dict | None = None if states is None else {}
@@ -258,7 +259,7 @@ def translate_rows(model, tokenizer, rows: list[tuple[str, str, str]], num_beams
     if greedy_rows_supported(model, num_beams, greedy_loop):
         hyps = dict(stream_rows(model, tokenizer, rows, max_new_tokens, max_length, width, states))
         return [hyps[k] for k in range(len(rows))]
-    device = next(model.parameters()).device
+    device = input_device(model)
     out = [None] * len(rows)
     with torch.no_grad():
         for (s, t), idx in by_pair(rows).items():

@@ -81,7 +81,7 @@ def bnb_config(load_in_8bit: bool):
 
 def load(name_or_dir: str | Path, dtype: str | torch.dtype | None = None, device_map=None, max_memory: dict | None = None,
          offload_folder: str | Path | None = None, load_in_8bit: bool = False, attn_implementation: str = "eager",
-         small100: bool | None = None, with_signature: bool = True):
+         small100: bool | None = None, with_signature: bool = True, quantization_config=None):
     """Returns ``(model, tokenizer, ModelSignature)``; the model is in eval mode, fp32 unless ``dtype`` says otherwise
     (the shipped teacher is fp16 on disk: compression and scoring run in fp32). A local folder without tokenizer
     files gives tokenizer None. ``with_signature=False`` skips hashing the weights (signature None)."""
@@ -108,7 +108,7 @@ def load(name_or_dir: str | Path, dtype: str | torch.dtype | None = None, device
         kw["max_memory"] = max_memory
     if offload_folder is not None:
         kw["offload_folder"] = str(offload_folder)
-    q = bnb_config(load_in_8bit)
+    q = quantization_config or bnb_config(load_in_8bit)
     if q is not None:
         kw["quantization_config"] = q
     try:
@@ -120,6 +120,9 @@ def load(name_or_dir: str | Path, dtype: str | torch.dtype | None = None, device
             raise ForgetbenchError(f"{name_or_dir}: the weights' shapes do not match config.json (a tensor of another "
                                    "size, e.g. vocab_size or d_model changed); restore the config.json saved with "
                                    "these weights") from None
+        if "offload_folder" in str(e):
+            raise ForgetbenchError(f"{name_or_dir}: the device map puts weights on disk and no offload folder is given; "
+                                   "set hardware.offload_folder (--offload-folder) or give more max_memory") from None
         raise ForgetbenchError(f"{name_or_dir}: the weights cannot be loaded ({type(e).__name__}: {_first_line(e)}); "
                                "check that the model files are complete and match config.json") from None
     check_finite(model, name_or_dir)
