@@ -29,6 +29,7 @@ from typing import Protocol
 
 from torch import nn
 
+from forgetbench.compress.bnb import BnbConfig
 from forgetbench.compress.prune import OpenTensors, PruneConfig, prune
 from forgetbench.compress.ptq import QuantConfig, QuantState, quantize
 from forgetbench.compress.recipe import Calibration, Recipe, Step
@@ -100,6 +101,12 @@ def _quantize_run(target: Target, step: Step, calibrate) -> StepReport:
     return {"quantize": qstate.to_dict() | {"calibration": info}}, qstate
 
 
+def _bnb_check(step, streamed, calibrate):
+    return ("bitsandbytes quantises when a model is loaded, on a GPU; there is no folder to write (compress.bnb "
+            "rule 2): use the recipe as a sweep variant")
+
+
+register(BnbConfig, StepHandler("bitsandbytes", _bnb_check, lambda target, step, calibrate: ({}, None)))
 register(PruneConfig, StepHandler("prune", _prune_check, _prune_run))
 register(QuantConfig, StepHandler("quantize", _quantize_check, _quantize_run))
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from forgetbench.compress.bnb import KEYS as BNB_KEYS
+from forgetbench.compress.bnb import BnbConfig
 from forgetbench.compress.prune import PruneConfig
 from forgetbench.compress.ptq import QuantConfig
 from forgetbench.errors import ForgetbenchError
@@ -23,7 +25,7 @@ from forgetbench.errors import ForgetbenchError
 PRUNE_KEYS = {"sparsity", "scope", "include_embeddings"}
 QUANT_KEYS = {"calibrator", "num_bins", "percentile", "start_bin", "sites", "exclude", "calibration"}
 CALIB_KEYS = {"data", "max_sentences", "batch_size", "max_length", "seed"}
-STEP_KINDS = ("prune", "quantize")
+STEP_KINDS = ("prune", "quantize", "bitsandbytes")
 
 
 @dataclass(frozen=True)
@@ -38,7 +40,7 @@ class Calibration:
 @dataclass(frozen=True)
 class Step:
     kind: str
-    config: PruneConfig | QuantConfig
+    config: PruneConfig | QuantConfig | BnbConfig
     calibration: Calibration | None = None
 
 
@@ -49,6 +51,16 @@ class Recipe:
     source: str = ""
     description: str = ""
     raw: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def load_quantisation(self) -> BnbConfig | None:
+        """The bitsandbytes step (``compress.bnb``: applied when the model is loaded), or None."""
+        return next((s.config for s in self.steps if s.kind == "bitsandbytes"), None)
+
+    @property
+    def written_steps(self) -> tuple[Step, ...]:
+        """The steps that change the weights written to the variant's folder (all but bitsandbytes)."""
+        return tuple(s for s in self.steps if s.kind != "bitsandbytes")
 
 
 def _fail(where: str, msg: str):
@@ -101,7 +113,13 @@ def parse_recipe(data: dict, source: str = "<recipe>", base: Path | None = None,
         if not isinstance(opts, dict):
             _fail(where, f"options of {kind} must be a mapping")
         try:
-            if kind == "prune":
+            if kind == "bitsandbytes":
+                _unknown(where, set(opts), BNB_KEYS)
+                if i != len(steps_raw) or any("quantize" in x for x in steps_raw if isinstance(x, dict)):
+                    _fail(where, "bitsandbytes quantises at load time: it must be the last step, and not beside a "
+                                 "quantize step (compress.bnb rule 1)")
+                steps.append(Step(kind, BnbConfig(**opts)))
+            elif kind == "prune":
                 _unknown(where, set(opts), PRUNE_KEYS)
                 if "sparsity" not in opts:
                     _fail(where, "prune needs 'sparsity' (a number in [0, 1))")

@@ -66,8 +66,9 @@ def fake_quantised(recipe) -> bool:
 
 
 def variant_backend(recipe, backend: BackendConfig) -> str:
-    """Rule 1: the backend that translates a variant with this recipe."""
-    return "torch" if fake_quantised(recipe) else backend.name
+    """Rule 1: the backend that translates a variant with this recipe (bitsandbytes' kernels are torch's too)."""
+    loaded = recipe is not None and getattr(recipe, "load_quantisation", None) is not None
+    return "torch" if fake_quantised(recipe) or loaded else backend.name
 
 
 def series_name(variant: str, backend: str, primary: str) -> str:

@@ -1,0 +1,72 @@
+"""bitsandbytes quantisation as a recipe step: LLM.int8 (Dettmers et al., 2022) and NF4 (Dettmers et al., 2023).
+
+    name: llm-int8
+    steps:
+      - bitsandbytes: {method: llm.int8, threshold: 6.0}     # or {method: nf4, compute_dtype: bfloat16}
+
+Rules:
+
+1. bitsandbytes quantises while the model is *loaded* (``BitsAndBytesConfig`` given to ``from_pretrained``),
+   on a CUDA GPU: the step is the recipe's last, after any prune steps (whose output folder is what is
+   loaded), and never beside a fake-quantisation ``quantize`` step (two quantisations of one weight).
+2. ``check_available`` refuses it, before any work, where CUDA or the ``bitsandbytes`` package is missing;
+   ``forgetbench compress`` refuses it too (nothing to write: the quantised weights exist in GPU memory only),
+   so it runs as a sweep variant, reported like every other (size in memory, speed, every fairness table).
+3. Nominal size: LLM.int8 stores weights in 8 bits (0.25 of fp32), NF4 in 4 bits (0.125); the measured size
+   is the loaded model's ``get_memory_footprint()``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+
+from forgetbench.errors import ForgetbenchError
+
+METHODS = {"llm.int8": 0.25, "nf4": 0.125}  # nominal size relative to fp32 (rule 3)
+KEYS = {"method", "threshold", "compute_dtype"}
+
+
+@dataclass(frozen=True)
+class BnbConfig:
+    method: str = "llm.int8"
+    threshold: float = 6.0  # LLM.int8's outlier threshold (llm_int8_threshold)
+    compute_dtype: str = "bfloat16"  # NF4's matmul dtype (bnb_4bit_compute_dtype)
+
+    def __post_init__(self):
+        if self.method not in METHODS:
+            raise ForgetbenchError(f"bitsandbytes method {self.method!r}; choose {' or '.join(METHODS)}")
+        if isinstance(self.threshold, bool) or not isinstance(self.threshold, (int, float)) or self.threshold <= 0:
+            raise ForgetbenchError(f"bitsandbytes threshold must be a number > 0, got {self.threshold!r}")
+        if self.compute_dtype not in ("bfloat16", "float16", "float32"):
+            raise ForgetbenchError(f"bitsandbytes compute_dtype {self.compute_dtype!r}; choose bfloat16, float16 or "
+                                   "float32")
+
+    @property
+    def nominal_ratio(self) -> float:
+        return METHODS[self.method]
+
+    def to_dict(self) -> dict:
+        return {"method": self.method, "threshold": self.threshold, "compute_dtype": self.compute_dtype}
+
+
+def check_available(where: str, cuda: bool | None = None) -> None:
+    """Rule 2: CUDA and the bitsandbytes package, or one line."""
+    import torch
+
+    if not (torch.cuda.is_available() if cuda is None else cuda):
+        raise ForgetbenchError(f"{where}: bitsandbytes (LLM.int8 / NF4) runs on a CUDA GPU and torch sees none here; "
+                               "use the fake-quant ptq-int8 recipe on CPU, or run on a GPU machine")
+    if importlib.util.find_spec("bitsandbytes") is None:
+        raise ForgetbenchError(f"{where}: the bitsandbytes package is not installed; pip install bitsandbytes")
+
+
+def quantization_config(cfg: BnbConfig):
+    """The ``BitsAndBytesConfig`` that ``from_pretrained`` applies (rule 1)."""
+    import torch
+    from transformers import BitsAndBytesConfig
+
+    if cfg.method == "llm.int8":
+        return BitsAndBytesConfig(load_in_8bit=True, llm_int8_threshold=float(cfg.threshold))
+    return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
+                              bnb_4bit_compute_dtype=getattr(torch, cfg.compute_dtype))
