@@ -4,6 +4,7 @@
 - ``ntrex128``: ``<dir>/newstest2019-ref.<code>.txt`` + ``newstest2019-src.eng.txt``, multi-way.
 - ``tico19``: ``<dir>/en-<xx>/tico19-test.{en,<xx>}`` (English-centric pairs).
 - ``tatoeba``: ``<dir>/<a>-<b>/tatoeba-test-v2021-08-07.{a,b}`` (English-centric pairs).
+- ``dataset``: a Hugging Face ``datasets`` folder (``save_to_disk``) or ``hub:<id>`` (``eval.hf_datasets``).
 
 ``Benchmark.pair(src, tgt)`` returns source and reference lines; ``sha256(src, tgt)`` the hash of
 the files used, which goes into every score's signature.
@@ -92,9 +93,20 @@ class Benchmark:
         return h.hexdigest()
 
 
-def open_benchmark(name: str, kind: str, root: str | Path) -> Benchmark:
+def open_benchmark(name: str, kind: str, root: str | Path, split: str | None = None, config: str | None = None):
+    """A benchmark of ``kind`` under ``root`` (``dataset``: ``eval.hf_datasets``, ``split``/``config`` its own)."""
+    if kind == "dataset":
+        from forgetbench.eval.hf_datasets import HUB, DatasetBenchmark, open_dataset
+
+        if not str(root).startswith(HUB) and not Path(root).is_dir():
+            raise ForgetbenchError(f"benchmark {name}: folder {root} not found (a save_to_disk folder, or hub:<id>)")
+        b = DatasetBenchmark(name, kind, root, split, config)
+        b._rows = open_dataset(name, root, split, config)  # read and checked before any work
+        return b
+    if split is not None or config is not None:
+        raise ForgetbenchError(f"benchmark {name}: split and config are for kind dataset, not {kind}")
     if kind not in KINDS:
-        raise ForgetbenchError(f"benchmark {name}: unknown kind {kind!r}; known: {', '.join(KINDS)}")
+        raise ForgetbenchError(f"benchmark {name}: unknown kind {kind!r}; known: {', '.join((*KINDS, 'dataset'))}")
     root = Path(root)
     if not root.is_dir():
         raise ForgetbenchError(f"benchmark {name}: folder {root} not found")
