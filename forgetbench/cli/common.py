@@ -70,3 +70,31 @@ def positive_minutes(v: str) -> float:
 
 
 THREADS_HELP = "torch threads (default: $FORGETBENCH_THREADS, else 1)"
+
+
+def add_hardware_flags(p) -> None:
+    """The flags that override a config's ``hardware`` block (``models.hardware``); without one, the block's value."""
+    g = p.add_argument_group("hardware (override the config's hardware block)")
+    g.add_argument("--device", help="auto, cpu, cuda or cuda:N (default: the config's, else cpu)")
+    g.add_argument("--dtype", help="float32, bfloat16 or float16 (default: the config's, else float32)")
+    g.add_argument("--device-map", help="auto, balanced, sequential, or a plan file from plan-devices --out")
+    g.add_argument("--max-memory", type=memory_map, help="per device, e.g. 0=20GiB,1=20GiB,cpu=60GiB")
+    g.add_argument("--offload-folder", help="folder for the weights a device map puts on disk")
+
+
+def memory_map(v: str) -> dict:
+    out = {}
+    for part in filter(None, v.split(",")):
+        dev, sep, size = part.partition("=")
+        if not sep or not dev.strip() or not size.strip():
+            raise argparse.ArgumentTypeError(f"{part!r}: use DEVICE=SIZE pairs, e.g. 0=20GiB,cpu=60GiB")
+        out[dev.strip()] = size.strip()
+    if not out:
+        raise argparse.ArgumentTypeError("give DEVICE=SIZE pairs, e.g. 0=20GiB,cpu=60GiB")
+    return out
+
+
+def hardware_flags(args) -> dict:
+    """The hardware flags given on the command line (``models.hardware.with_overrides`` keys)."""
+    return {k: getattr(args, k) for k in ("device", "dtype", "device_map", "max_memory", "offload_folder")
+            if getattr(args, k, None) is not None}

@@ -8,20 +8,23 @@ import json
 import time
 from pathlib import Path
 
-from forgetbench.cli.common import THREADS_HELP, positive, set_threads
+from forgetbench.cli.common import THREADS_HELP, add_hardware_flags, hardware_flags, positive, set_threads
 from forgetbench.console import Console
 
 
 def cmd_compress(args) -> int:
     from forgetbench.compress.pipeline import compress_dir
     from forgetbench.compress.recipe import load_recipe
+    from forgetbench.models.hardware import Hardware, place, with_overrides
     from forgetbench.outputs import new_output
 
     new_output(args.out)
     recipe = load_recipe(args.recipe, calibration_override=args.calibration)  # validate before any work
+    flags = hardware_flags(args)
+    placement = place(with_overrides(Hardware(), None, **flags), "compress") if flags else None
     set_threads(args.threads)
     con = Console("compress", quiet=args.quiet)
-    report = compress_dir(args.model_dir, recipe, args.out, progress=con)
+    report = compress_dir(args.model_dir, recipe, args.out, progress=con, placement=placement)
     sizes = report["sizes"]
     for step in report["steps"]:
         if "prune" in step:
@@ -89,9 +92,12 @@ def cmd_distill(args) -> int:
     from forgetbench.distill.config import load_distill_config
     from forgetbench.distill.run import RUN_MARKER, distill
     from forgetbench.errors import ForgetbenchError
+    from forgetbench.models.hardware import place, with_overrides
     from forgetbench.outputs import resumable_output
 
     cfg = load_distill_config(args.config)
+    cfg.hardware = with_overrides(cfg.hardware, None, **hardware_flags(args))
+    place(cfg.hardware, f"{cfg.source}: hardware")  # the machine's answer before any work
     resumable_output(args.out, RUN_MARKER, "distill run folder")
     if args.steps is not None:
         if args.steps < 1:
@@ -112,7 +118,7 @@ def cmd_sweep(args) -> int:
     from forgetbench.sweep.parallel import run_in_processes
 
     started = time.perf_counter()
-    cfg = load_sweep(args.config)  # validated before any work
+    cfg = load_sweep(args.config, hardware_flags(args))  # validated before any work, the machine's answer too
     con = Console(args.command, quiet=args.quiet)
     run_dir = Path(args.out or Path("runs") / cfg.name)
     if not run_dir.parent.exists() and args.out is None:
@@ -154,9 +160,16 @@ def cmd_report(args) -> int:
 
 
 def cmd_plan_devices(args) -> int:
+    from forgetbench.io import atomic_write_json
     from forgetbench.models.device_map import plan
+    from forgetbench.outputs import new_output
 
+    if args.out:
+        new_output(args.out)
     r = plan(args.model, args.gpus, args.gpu_memory, args.dtype, args.cpu_memory)
+    if args.out:
+        atomic_write_json(Path(args.out), r)
+        print(f"wrote {args.out}: the plan for device_map: {args.out} (hardware block or --device-map)")
     if args.json:
         print(json.dumps(r, indent=1))
         return 0
@@ -224,6 +237,7 @@ def add_commands(sub) -> None:
     c.add_argument("--calibration", help="calibration TSV overriding the recipe's (src_lang, tgt_lang, source, target)")
     c.add_argument("--threads", type=positive, help=THREADS_HELP)
     c.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_hardware_flags(c)
     c.set_defaults(func=cmd_compress)
 
     t = sub.add_parser("make-tiny", help="build a tiny random M2M-100 with its own SPM vocabulary (tests, demos)")
@@ -248,6 +262,7 @@ def add_commands(sub) -> None:
     ds.add_argument("--out", required=True, help="run folder: new, or a distill run folder to resume")
     ds.add_argument("--steps", type=int, help="override train.steps")
     ds.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_hardware_flags(ds)
     ds.set_defaults(func=cmd_distill)
 
     for name, text in (("sweep", "compress variants, translate, score, analyse and report (resumable)"),
@@ -257,6 +272,7 @@ def add_commands(sub) -> None:
         sw.add_argument("--out", help="run folder: new, or a run folder of this kind to resume (default runs/<name>)")
         sw.add_argument("--quiet", action="store_true", help="no progress bars")
         sw.add_argument("--processes", type=int, help="worker processes (overrides the config's processes)")
+        add_hardware_flags(sw)
         sw.set_defaults(func=cmd_sweep)
 
     rp = sub.add_parser("report", help="recompute the summary of a run from its store and rewrite the report")
@@ -271,6 +287,7 @@ def add_commands(sub) -> None:
     pd.add_argument("--cpu-memory", help="allow CPU offload up to this size")
     pd.add_argument("--dtype", default="bf16", help="weight dtype: fp32, fp16, bf16")
     pd.add_argument("--json", action="store_true", help="print the plan as JSON")
+    pd.add_argument("--out", help="write the plan as JSON to this new file (a sweep's device_map: PLAN.json)")
     pd.set_defaults(func=cmd_plan_devices)
 
     cf = sub.add_parser("convert-fairseq", help="fairseq M2M-100/SMaLL-100 .pt -> Hugging Face folder (no fairseq)")

@@ -21,6 +21,7 @@ from torch import nn
 
 from forgetbench.compress.apply import apply_recipe, check_recipe
 from forgetbench.compress.artefacts import load_int8, load_sparse, save_int8, save_sparse
+from forgetbench.compress.bnb import BnbConfig, quantization_config
 from forgetbench.compress.calibration import Seq2SeqCalibration
 from forgetbench.compress.ptq import QuantState, attach
 from forgetbench.compress.recipe import Recipe
@@ -28,6 +29,7 @@ from forgetbench.console import Console, as_console
 from forgetbench.env import environment
 from forgetbench.errors import ForgetbenchError
 from forgetbench.io import atomic_directory, atomic_write_json, sha256_file
+from forgetbench.models.hardware import Placement, describe
 
 
 def write_artefacts(model: nn.Module, recipe: Recipe, qstate: QuantState | None, folder: Path) -> dict:
@@ -43,36 +45,60 @@ def write_artefacts(model: nn.Module, recipe: Recipe, qstate: QuantState | None,
     for k in ("int8", "sparse"):
         if f"{k}_bytes" in sizes:
             sizes[f"{k}_ratio"] = sizes[f"{k}_bytes"] / sizes["dense_bytes"]
-    sizes["nominal_ratio"] = _nominal_ratio(recipe)
+    sizes["nominal_ratio"] = nominal_ratio(recipe)
     return sizes
 
 
-def _nominal_ratio(recipe: Recipe) -> float:
-    """The study's size accounting: p-pruned counts (1-p), int8 0.25 (docs/METHOD.md §1.1)."""
+def nominal_ratio(recipe: Recipe) -> float:
+    """The study's size accounting: p-pruned counts (1-p), int8 0.25 (docs/METHOD.md §1.1); bitsandbytes its
+    bits (``compress.bnb`` rule 3)."""
     r = 1.0
     for s in recipe.steps:
-        r *= (1 - s.config.sparsity) if s.kind == "prune" else 0.25
+        r *= (1 - s.config.sparsity) if s.kind == "prune" else s.config.nominal_ratio if s.kind == "bitsandbytes" else 0.25
     return r
 
 
-def load_model_dir(model_dir: str | Path, eager: bool = True):
-    """``(model, tokenizer)`` of a saved model folder, fp32, through ``models.load.load`` (no weights hash)."""
+def load_model_dir(model_dir: str | Path, eager: bool = True, placement: Placement | None = None,
+                   quantisation: BnbConfig | None = None):
+    """``(model, tokenizer)`` of a saved model folder through ``models.load.load`` (no weights hash): fp32 on the
+    CPU, or where and in the dtype ``placement`` says (``models.hardware``); ``quantisation``: bitsandbytes at
+    load time (``compress.bnb``)."""
     from forgetbench.models.load import load
 
     d = Path(model_dir)
     if not (d / "config.json").is_file():
         raise ForgetbenchError(f"{d} is not a model folder (no config.json); give a folder saved with save_pretrained")
-    model, tok, _ = load(d, dtype="fp32", attn_implementation="eager" if eager else "sdpa", with_signature=False)
+    kw = placement.load_kwargs() if placement is not None else {"dtype": "fp32"}
+    if quantisation is not None:
+        kw["quantization_config"] = quantization_config(quantisation)
+    model, tok, _ = load(d, attn_implementation="eager" if eager else "sdpa", with_signature=False, **kw)
     return model, tok
 
 
-def compress_dir(model_dir: str | Path, recipe: Recipe, out_dir: str | Path, progress: bool | Console = True) -> dict:
+def check_in_memory(model: nn.Module, where) -> None:
+    """Compression changes weights in place: every weight must be in CPU or GPU memory. A device map's disk- or
+    CPU-offloaded modules hold meta placeholders (accelerate's hooks load the weights for each forward), so a
+    change made there would be silently lost: refused, naming the first such weight."""
+    meta = [n for n, p in model.named_parameters() if p.device.type == "meta"]
+    if meta:
+        raise ForgetbenchError(f"{where}: {len(meta)} weights are offloaded (e.g. {meta[0]}): compressing them in place "
+                               "would be lost; give the device map room for every weight (max_memory), or prune and "
+                               "quantise weights shard by shard with compress-stream")
+
+
+def compress_dir(model_dir: str | Path, recipe: Recipe, out_dir: str | Path, progress: bool | Console = True,
+                 placement: Placement | None = None) -> dict:
     """Apply ``recipe`` to the model in ``model_dir`` and write the output folder (model, artefacts,
-    ``compression.json``) atomically; ``progress``: stage lines (``console``) or not."""
+    ``compression.json``) atomically; ``progress``: stage lines (``console``) or not; ``placement``: where the
+    model is loaded and in which dtype (default: fp32 on the CPU), e.g. device-mapped over several GPUs, whose
+    calibration hooks run on every module's own device."""
     con = as_console(progress, "compress")
     model_dir = Path(model_dir)
+    if recipe.load_quantisation is not None:  # before any work
+        check_recipe(recipe)
     with con.stage(f"load {model_dir}"):
-        model, tok = load_model_dir(model_dir)
+        model, tok = load_model_dir(model_dir, placement=placement)
+    check_in_memory(model, model_dir)
     calibrate = Seq2SeqCalibration(tok, progress=not con.quiet)
     check_recipe(recipe, calibrate)
     inputs = {str(p.relative_to(model_dir)): sha256_file(p) for p in sorted(model_dir.iterdir())
@@ -95,15 +121,16 @@ def compress_dir(model_dir: str | Path, recipe: Recipe, out_dir: str | Path, pro
             "sizes": sizes,
             "seconds": round(seconds, 3),
             "environment": environment(),
-        }
+        } | ({"hardware": describe(placement, model)} if placement is not None else {})
         atomic_write_json(tmp / "compression.json", report)
     return report
 
 
-def load_compressed(out_dir: str | Path, artefact: str = "dense"):
-    """Load a ``forgetbench compress`` output: weights from the chosen artefact, activation quantisers re-installed."""
+def load_compressed(out_dir: str | Path, artefact: str = "dense", placement: Placement | None = None):
+    """Load a ``forgetbench compress`` output: weights from the chosen artefact, activation quantisers re-installed;
+    ``placement`` as in ``load_model_dir``."""
     out = Path(out_dir)
-    model, tok = load_model_dir(out)
+    model, tok = load_model_dir(out, placement=placement)
     if artefact in ("int8", "sparse"):
         sd = (load_int8 if artefact == "int8" else load_sparse)(out / f"model.{artefact}.safetensors")
         missing, unexpected = model.load_state_dict(sd, strict=False)

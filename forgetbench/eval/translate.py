@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
+import torch
 from tqdm.auto import tqdm
 
+from forgetbench.errors import ForgetbenchError
 from forgetbench.eval.benchmarks import Benchmark
 from forgetbench.eval.metrics import sentence_chrf
 from forgetbench.eval.store import Store
@@ -62,13 +65,37 @@ def row_batches(sources: list[list[str]], todo: list[list[int]], batch_size: int
 
 
 def run_variant(store: Store, variant: str, translator, jobs: list[Job], batch_size: int = 32,
-                num_beams: int = 1, max_new_tokens: int = 128, progress: bool = True) -> int:
+                num_beams: int = 1, max_new_tokens: int = 128, progress: bool = True,
+                halved: Callable[[int], None] | None = None) -> int:
     """Translate every pending sentence of ``jobs`` with one variant's ``translator`` (a backend of
     ``eval.backends``: ``translate_rows(rows, num_beams, max_new_tokens)``, rows ``(text, src, tgt)``), in batches
     filled across the jobs (``row_batches``); returns sentences translated. A translator with ``stream_rows``
     (the torch greedy loop) takes all rows at once, those batches its nominal batches, and keeps its batch full
     as rows end (the same hypotheses); they are stored every ``batch_size`` ended rows, so a killed run loses at
-    most the rows still decoding."""
+    most the rows still decoding.
+
+    Out of device memory (``torch.OutOfMemoryError``), the batch size is halved and the rows not yet stored are
+    translated again from the start (``halved(new_size)`` is told, for the run record); at batch size 1 the error
+    is one line."""
+    done = [0]
+    while True:
+        try:
+            _translate(store, variant, translator, jobs, batch_size, num_beams, max_new_tokens, progress, done)
+            return done[0]
+        except torch.OutOfMemoryError:
+            if batch_size == 1:
+                raise ForgetbenchError(f"translate {variant}: out of device memory at batch size 1; give the model more "
+                                       "memory (another device_map, max_memory) or a smaller max_new_tokens") from None
+            batch_size //= 2
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+            if halved is not None:
+                halved(batch_size)
+
+
+def _translate(store: Store, variant: str, translator, jobs: list[Job], batch_size: int, num_beams: int,
+               max_new_tokens: int, progress: bool, done: list[int]) -> None:
+    """``run_variant``'s one attempt at ``batch_size``; ``done[0]`` counts the sentences stored."""
     plan = pending(store, variant, jobs)
     lines = [job.lines() for job, _ in plan]
     bar = tqdm(total=sum(len(t) for _, t in plan), desc=f"translate {variant}", unit="sent",
@@ -82,14 +109,16 @@ def run_variant(store: Store, variant: str, translator, jobs: list[Job], batch_s
                   for k, h in enumerate(translator.translate_rows(rows[b : b + batch_size], num_beams,
                                                                   max_new_tokens), start=b))
     n, ended, t0 = 0, [], time.perf_counter()
-    for k, h in stream:
-        ended.append((k, h))
-        if len(ended) == batch_size or n + len(ended) == len(rows):
-            dt = (time.perf_counter() - t0) / len(ended)
-            store.add_translations([(variant, plan[j][0].benchmark.name, plan[j][0].src, plan[j][0].tgt, i, h,
-                                     sentence_chrf(h, lines[j][1][i]), dt) for (j, i), h in ((order[k], h) for k, h in ended)])
-            n += len(ended)
-            bar.update(len(ended))
-            ended, t0 = [], time.perf_counter()
-    bar.close()
-    return n
+    try:
+        for k, h in stream:
+            ended.append((k, h))
+            if len(ended) == batch_size or n + len(ended) == len(rows):
+                dt = (time.perf_counter() - t0) / len(ended)
+                store.add_translations([(variant, plan[j][0].benchmark.name, plan[j][0].src, plan[j][0].tgt, i, h,
+                                         sentence_chrf(h, lines[j][1][i]), dt) for (j, i), h in ((order[k], h) for k, h in ended)])
+                n += len(ended)
+                done[0] += len(ended)
+                bar.update(len(ended))
+                ended, t0 = [], time.perf_counter()
+    finally:
+        bar.close()

@@ -384,7 +384,8 @@ def html_report(S: dict, T: dict, figs: dict[str, str]) -> str:
             f"<p>Base <b>{e(S['base'])}</b> vs {', '.join(e(v) for v in comps)}. "
             f"{len([p for p in S['pairs'] if p['kept']])} of {len(S['pairs'])} pairs kept (base spBLEU ≥ "
             f"{S['thresholds']['bleu_filter']}); ΔchrF losers &lt; −{S['thresholds']['delta']}, winners &gt; "
-            f"+{S['thresholds']['delta']}; {_times(S['run'])}; {S['run']['threads']} thread(s); intervals: paired "
+            f"+{S['thresholds']['delta']}; {_times(S['run'])}; {S['run']['threads']} thread(s); "
+            f"{e(_hardware(S['run']))}; intervals: paired "
             f"bootstrap, {S['thresholds'].get('resamples', '–')} resamples, seed {S['thresholds'].get('seed', '–')}; "
             "▼/▲ = significantly worse/better (Benjamini–Hochberg, q = "
             f"{S['thresholds'].get('fdr', 0.05)}).</p>"]
@@ -420,6 +421,26 @@ def _languages_html(S: dict, comps: list[str]) -> str:
 def _aligners_html(S: dict) -> str:
     ac = S["bias"]["aligner_comparison"]
     return f"<p>Same gender read by both aligners for {_f(ac['same_gender_read_pct'], pct=True)} of {ac['items']} items.</p>"
+
+
+def _hardware(run: dict) -> str:
+    """Where the series ran (``models.hardware.describe`` per variant), beside the environment line: one entry per
+    distinct placement, the variants after it where they differ."""
+    hw = run.get("hardware") or {}
+    if not hw:
+        return "cpu float32"
+    seen: dict[str, list[str]] = {}
+    for v, d in hw.items():
+        where = ", ".join(d.get("devices") or [d.get("device", "cpu")])
+        gpus = sorted(set(d.get("gpus") or []))
+        text = f"{where} {d.get('dtype', 'float32')}" + (f" ({', '.join(gpus)}, driver {d.get('driver')}, CUDA "
+                                                        f"{d.get('cuda')})" if gpus else "")
+        if d.get("direct_step"):
+            text += f"; greedy step through forward: {d['direct_step']}"
+        seen.setdefault(text, []).append(v)
+    if len(seen) == 1:
+        return next(iter(seen))
+    return "; ".join(f"{t} [{', '.join(vs)}]" for t, vs in seen.items())
 
 
 def _times(run: dict) -> str:

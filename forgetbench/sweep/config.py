@@ -9,11 +9,12 @@
     speed: {sentences: 20}                 # batch-1 decoding speed of every variant (omit: not measured)
     backend: ctranslate2                   # torch (default) | ctranslate2 | {name, compute_type, device}
     processes: 2                           # worker processes, each with `threads` threads (2 × 1 on 2 cores)
+    hardware: {device: cpu, dtype: float32}   # models.hardware: device, dtype, device_map, max_memory, offload_folder
     benchmarks: [{name: flores101, kind: flores101, path: ../data/flores101}]
     languages: [de, fr, hi, sw]
     pairs: english-centric                 # english-centric | all | [en-de, de-en, ...]
     sentences: 100                         # per pair (first N lines)
-    generation: {num_beams: 1, max_new_tokens: 128, batch_size: 64}
+    generation: {num_beams: 1, max_new_tokens: 128, batch_size: 64}   # batch_size: auto (64 CPU, 512 CUDA, halved on OOM)
     metrics: {spm: null, spm_official: false}   # null: the model's own sentencepiece.bpe.model
     analysis: {bleu_filter: 12, delta: 0.5, exclude_two_script: true}
     tiers: {training: {counts: ../artifacts/teacher/training.json, thresholds: [1000, 10000, 30000]}}
@@ -30,6 +31,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from forgetbench.compress.bnb import check_available
 from forgetbench.compress.recipe import Recipe, load_recipe
 from forgetbench.configs import dataclass_from, expect, is_type, load_yaml_mapping, mapping
 from forgetbench.errors import ForgetbenchError
@@ -40,10 +42,11 @@ from forgetbench.eval.bias import BiasConfig, gender_jobs, mucow_jobs
 from forgetbench.eval.gender_readers import COVERED
 from forgetbench.eval.languages import language, tiers_from_counts
 from forgetbench.eval.translate import Job
+from forgetbench.models.hardware import Hardware, parse_hardware, place, with_overrides
 from forgetbench.outputs import confined_name
 
 TOP_KEYS = {"name", "model", "variants", "benchmarks", "languages", "pairs", "sentences", "generation", "metrics",
-            "analysis", "tiers", "threads", "base", "bias", "contrasts", "speed", "backend", "processes"}
+            "analysis", "tiers", "threads", "base", "bias", "contrasts", "speed", "backend", "processes", "hardware"}
 
 
 @dataclass
@@ -67,6 +70,8 @@ class SweepConfig:
     speed_sentences: int = 0  # batch-1 speed on this many sentences per variant; 0 = not measured
     backend: BackendConfig = field(default_factory=BackendConfig)
     processes: int = 1  # worker processes (each with ``threads`` threads); the pairs are split between them
+    hardware: Hardware = field(default_factory=Hardware)  # where every model of the sweep runs (models.hardware)
+    hardware_flags: dict = field(default_factory=dict)  # the command line's overrides of the hardware block
 
     def model_of(self, variant: str) -> Path:
         return self.variant_models.get(variant, self.model)
@@ -157,9 +162,10 @@ class MetricsConfig:
     spm_official: bool = False
 
 
-def load_sweep(path: str | Path) -> SweepConfig:
+def load_sweep(path: str | Path, hardware: dict | None = None) -> SweepConfig:
     """The sweep config in ``path``, every key, type, path and benchmark file checked before any work, one
-    section at a time (each reader names its section in its errors)."""
+    section at a time (each reader names its section in its errors). ``hardware``: settings overriding the
+    config's ``hardware`` block (the CLI flags), checked against this machine too."""
     src = Path(path)
     raw = load_yaml_mapping(src, "sweep config")
     extra = set(raw) - TOP_KEYS
@@ -175,7 +181,6 @@ def load_sweep(path: str | Path) -> SweepConfig:
     contrasts = _contrasts(raw, variants, src)
     speed_n = _speed(raw, src)
     jobs = _jobs(raw, base_dir, src)
-    gen = _generation(raw, src)
     spm, spm_official = _metrics(raw, base_dir, src, model)
     th = _thresholds(raw, src)
     views = _tier_views(raw, base_dir, src)
@@ -185,8 +190,14 @@ def load_sweep(path: str | Path) -> SweepConfig:
     bias = load_bias(raw.get("bias"), base_dir, src)
     backend = parse_backend(raw.get("backend"), f"{src}: backend")
     _check_backend(backend, variants, variant_models, model, src)
+    hw = with_overrides(parse_hardware(raw.get("hardware"), f"{src}: hardware", base_dir), None, **(hardware or {}))
+    placement = place(hw, f"{src}: hardware")  # the machine's answer now, before any work
+    gen = _generation(raw, src, placement.device)
+    for v, r in variants.items():
+        if r is not None and r.load_quantisation is not None:
+            check_available(f"{src}: variants.{v} ({r.name})", placement.cuda)
     return SweepConfig(name, model, variants, base, jobs, gen, spm, spm_official, th, views, threads, src, raw, bias,
-                       variant_models, contrasts, speed_n, backend, processes)
+                       variant_models, contrasts, speed_n, backend, processes, hw, dict(hardware or {}))
 
 
 def _variants(raw: dict, base_dir: Path, src) -> tuple[dict[str, Recipe | None], dict[str, Path], str]:
@@ -253,8 +264,12 @@ def _jobs(raw: dict, base_dir: Path, src) -> list[Job]:
     for b in expect(raw.get("benchmarks") or [], list, f"{src}: benchmarks"):
         if not isinstance(b, dict) or not {"name", "kind", "path"} <= set(b):
             _err(src, "each benchmark needs name, kind and path")
+        if set(b) - {"name", "kind", "path", "split", "config"}:
+            _err(src, f"benchmark {b['name']}: unknown key(s) {sorted(set(b) - {'name', 'kind', 'path', 'split', 'config'})}; "
+                      "allowed: name, kind, path, split, config (the last two for kind dataset)")
         confined_name(str(b["name"]), "benchmark name", str(src))
-        benches.append(open_benchmark(b["name"], b["kind"], resolve_path(base_dir, b["path"])))
+        path = str(b["path"]) if str(b["path"]).startswith("hub:") else resolve_path(base_dir, b["path"])
+        benches.append(open_benchmark(b["name"], b["kind"], path, b.get("split"), b.get("config")))
     if not benches:
         _err(src, "no benchmarks")
     jobs = []
@@ -265,12 +280,18 @@ def _jobs(raw: dict, base_dir: Path, src) -> list[Job]:
     return jobs
 
 
-def _generation(raw: dict, src) -> dict:
+AUTO_BATCH = {"cpu": 64, "cuda": 512}  # batch_size: auto starts here; out of memory, it halves (eval.translate)
+
+
+def _generation(raw: dict, src, device: str) -> dict:
+    """``generation:``; ``batch_size: auto`` is ``AUTO_BATCH`` of the device the sweep runs on."""
     values = mapping(raw.get("generation"), f"{src}: generation")
+    if values.get("batch_size") == "auto":
+        values = values | {"batch_size": AUTO_BATCH["cuda" if device.startswith("cuda") else "cpu"]}
     for k in ("num_beams", "max_new_tokens", "batch_size"):
         v = values.get(k, getattr(GenerationConfig, k))
         if not is_type(v, int) or v < 1:
-            _err(src, f"generation.{k} must be a positive integer, got {v!r}")
+            _err(src, f"generation.{k} must be a positive integer{' or auto' if k == 'batch_size' else ''}, got {v!r}")
     return asdict(dataclass_from(GenerationConfig, values, f"{src}: generation"))
 
 

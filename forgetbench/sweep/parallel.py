@@ -10,7 +10,8 @@ Rules:
    the barrier nor polling for a unit (``aborted``); rank 0 then stops the others and reports one line.
    Everything stored so far stays: rerunning the command resumes.
 3. Under ``accelerate launch --num_processes N`` the launcher's processes are used instead (``run_in_processes``
-   decides: a launcher's ``WORLD_SIZE`` first, then ``processes``).
+   decides: a launcher's ``WORLD_SIZE`` first, then ``processes``), on one machine only (``models.hardware``
+   rule 3). With ``device: cuda`` each process takes its share of the machine's GPUs, in either mode.
 """
 
 from __future__ import annotations
@@ -23,14 +24,14 @@ from pathlib import Path
 from forgetbench.errors import ForgetbenchError
 
 
-def _worker(config: str, run_dir: str, rank: int, world: int, barrier) -> None:
+def _worker(config: str, run_dir: str, rank: int, world: int, barrier, hardware: dict) -> None:
     from forgetbench.console import quiet_libraries
     from forgetbench.sweep.config import load_sweep
     from forgetbench.sweep.run import run_sweep
 
     quiet_libraries()  # a fresh interpreter: rank 0's stage lines are the run's only progress output
 
-    run_sweep(load_sweep(config), run_dir, progress=False, rank=rank, world=world, barrier=barrier.wait, prepared=True,
+    run_sweep(load_sweep(config, hardware), run_dir, progress=False, rank=rank, world=world, barrier=barrier.wait, prepared=True,
               aborted=lambda: barrier.broken)
 
 
@@ -44,6 +45,10 @@ def run_in_processes(cfg, run_dir: str | Path, processes: int, progress=True) ->
         raise ForgetbenchError(f"--processes {processes}: must be a positive number of processes")
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:
         from accelerate import PartialState
+
+        from forgetbench.models.hardware import check_single_machine
+
+        check_single_machine()
 
         state = PartialState(cpu=True)
         rank, world = state.process_index, state.num_processes
@@ -62,7 +67,7 @@ def run_parallel(cfg, run_dir: str | Path, world: int, progress=True) -> dict:
     prepare_run(cfg, Path(run_dir))
     ctx = mp.get_context("spawn")
     barrier = ctx.Barrier(world)
-    procs = [ctx.Process(target=_worker, args=(str(cfg.source), str(run_dir), r, world, barrier),
+    procs = [ctx.Process(target=_worker, args=(str(cfg.source), str(run_dir), r, world, barrier, cfg.hardware_flags),
                          name=f"forgetbench-sweep-{r}") for r in range(1, world)]
     for p in procs:
         p.start()

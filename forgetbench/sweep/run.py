@@ -16,7 +16,9 @@ run record holds rank 0's seconds per stage and every process's seconds per kind
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 import shutil
 import threading
 import time
@@ -25,7 +27,7 @@ from pathlib import Path
 import torch
 import yaml
 
-from forgetbench.compress.pipeline import compress_dir, load_compressed, load_model_dir
+from forgetbench.compress.pipeline import compress_dir, load_compressed, load_model_dir, nominal_ratio
 from forgetbench.console import Console, as_console
 from forgetbench.errors import ForgetbenchError
 from forgetbench.eval import bias as biasmod
@@ -38,27 +40,33 @@ from forgetbench.eval.store import Store
 from forgetbench.eval.translate import run_variant
 from forgetbench.io import atomic_write_text
 from forgetbench.models import ct2
+from forgetbench.models.decoder_step import direct_unsupported
+from forgetbench.models.generation import greedy_supported
+from forgetbench.models.hardware import Placement, describe, numerics, place
 from forgetbench.models.load import weights_sha256
 from forgetbench.sweep.config import SweepConfig
 from forgetbench.sweep.schedule import Unit, done_count, next_unit, units
 from forgetbench.sweep.summarise import summarise
 
 
-def prepare_variant(cfg: SweepConfig, run_dir: Path, store: Store, name: str) -> None:
-    """A ``prepare`` unit: compress ``name`` (unless done), register its translation series (backend, recipe,
-    sizes), convert it for the CTranslate2 series."""
+def prepare_variant(cfg: SweepConfig, run_dir: Path, store: Store, name: str, placement: Placement | None = None) -> None:
+    """A ``prepare`` unit: compress ``name`` (unless done; loaded as ``placement`` says), register its translation
+    series (backend, recipe, sizes), convert it for the CTranslate2 series."""
     model, recipe = cfg.model_of(name), cfg.variants[name]
     record_signals(store, name, model)
-    if recipe is None:
-        folder, info = model, {"recipe": None, "sizes": {
-            "dense_bytes": sum(f.stat().st_size for f in model.glob("*.safetensors")), "nominal_ratio": 1.0}}
+    if recipe is None or not recipe.written_steps:  # the base, or bitsandbytes alone (quantised when loaded)
+        folder, info = model, {"recipe": None if recipe is None else recipe.name, "sizes": {
+            "dense_bytes": sum(f.stat().st_size for f in model.glob("*.safetensors")),
+            "nominal_ratio": 1.0 if recipe is None else nominal_ratio(recipe)}}
     else:
         folder = run_dir / "variants" / name
         if not (folder / "compression.json").is_file():
             if folder.exists():
                 shutil.rmtree(folder)
-            compress_dir(model, recipe, folder, progress=False)
-        info = {"recipe": recipe.name, "sizes": json.loads((folder / "compression.json").read_text())["sizes"]}
+            compress_dir(model, dataclasses.replace(recipe, steps=recipe.written_steps), folder, progress=False,
+                         placement=placement)
+        sizes = json.loads((folder / "compression.json").read_text())["sizes"]
+        info = {"recipe": recipe.name, "sizes": sizes | {"nominal_ratio": nominal_ratio(recipe)}}
     known = store.variants()
     sha = known[name]["model_sha256"] if name in known else weights_sha256(folder)
     for series, backend in cfg.series(name):
@@ -84,7 +92,7 @@ def translator_for(cfg: SweepConfig, run_dir: Path, name: str, backend: str, mod
     return TorchTranslator(model, tok)
 
 
-def deployment_pass(cfg: SweepConfig, run_dir: Path, store: Store) -> None:
+def deployment_pass(cfg: SweepConfig, run_dir: Path, store: Store, placement: Placement | None = None) -> None:
     """Per variant, once (``speed:<variant>`` in the store): its deployable form — CTranslate2 int8 where
     CTranslate2 is installed, else torch fp32 — its size on disk (CTranslate2 stores a pruned model's zeros
     densely; the sparse artefact's size is the variants table's) and its batch-1 and batched speed on the first
@@ -100,13 +108,16 @@ def deployment_pass(cfg: SweepConfig, run_dir: Path, store: Store) -> None:
             store.set_meta(f"speed:{name}", {"form": "int8 artefact, static scales (no runtime here)",
                                              "disk_bytes": sizes.get("int8_bytes")})
             continue
-        model, tok = load_variant(cfg, run_dir, name)
-        if have_ct2 and type(model).__name__ == ct2.ARCHITECTURE:
+        on_cpu = placement is None or not placement.cuda  # CTranslate2 int8 is the CPU deployment form
+        model, tok = load_variant(cfg, run_dir, name, None if on_cpu else placement)
+        if on_cpu and have_ct2 and type(model).__name__ == ct2.ARCHITECTURE:
             folder = ct2.cached_conversion(lambda m=model, t=tok: (m, t), ct2_folder(cfg, run_dir, name, "int8"), "int8",
                                            known[name]["model_sha256"])
             tr, form, size = ct2.Ct2Translator(folder, tok, "cpu", "int8", cfg.threads), "ctranslate2 int8", ct2.disk_bytes(folder)
         else:
-            tr, size, form = TorchTranslator(model, tok), sizes.get("dense_bytes"), "torch fp32"
+            tr, size = TorchTranslator(model, tok), sizes.get("dense_bytes")
+            form = "torch fp32" if placement is None or placement.hardware.is_default else \
+                f"torch {placement.hardware.dtype} ({placement.device})"
         rec = {"form": form, "disk_bytes": size,
                **batch1_speed(tr, tok, cfg.jobs[0], cfg.speed_sentences, gen["max_new_tokens"]),
                "batched": batched_speed(tr, cfg.jobs[0], max(cfg.speed_sentences, gen["batch_size"]), gen["batch_size"],
@@ -126,15 +137,20 @@ def record_signals(store: Store, name: str, model: Path) -> None:
         store.set_meta(f"signals:{name}", {"first": probes[0], "last": probes[-1]})
 
 
-def load_variant(cfg: SweepConfig, run_dir: Path, name: str):
-    if cfg.variants[name] is None:
-        return load_model_dir(cfg.model_of(name))
-    model, tok, _ = load_compressed(run_dir / "variants" / name)
+def load_variant(cfg: SweepConfig, run_dir: Path, name: str, placement: Placement | None = None):
+    """A variant's model and tokenizer, fp32 on the CPU or where ``placement`` says (bitsandbytes variants
+    quantised as they load)."""
+    recipe = cfg.variants[name]
+    if recipe is None or recipe.load_quantisation is not None:
+        folder = cfg.model_of(name) if recipe is None or not recipe.written_steps else run_dir / "variants" / name
+        return load_model_dir(folder, placement=placement, quantisation=recipe and recipe.load_quantisation)
+    model, tok, _ = load_compressed(run_dir / "variants" / name, placement=placement)
     return model, tok
 
 
-def prepare_run(cfg: SweepConfig, run_dir: Path) -> None:
-    """Rank 0, before any other process opens the store: the store (schema, WAL), the config, a new attempt."""
+def prepare_run(cfg: SweepConfig, run_dir: Path, placement: Placement | None = None) -> None:
+    """Rank 0, before any other process opens the store: the store (schema, WAL), the config, a new attempt. A run
+    resumed on other numerics (device kind, GPU model, dtype: ``models.hardware`` rule 4) is refused."""
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "variants").mkdir(exist_ok=True)
     store = Store(run_dir / "store.sqlite")
@@ -146,11 +162,22 @@ def prepare_run(cfg: SweepConfig, run_dir: Path) -> None:
                 if series in known and was != now:  # resuming with another backend would mix them
                     raise ForgetbenchError(f"{run_dir}: {series} was translated with backend {was}, the config now "
                                            f"says {now}; use a new --out for another backend")
+        now = numerics(placement or place(cfg.hardware, f"{cfg.source}: hardware"))
+        was = store.meta("numerics")
+        if was is not None and was != now and known:
+            raise ForgetbenchError(f"{run_dir}: its series were translated on {_numerics_text(was)}, the settings now say "
+                                   f"{_numerics_text(now)}; the series would mix numerics: use a new --out, or the "
+                                   "same hardware settings to resume")
+        store.set_meta("numerics", now)
         atomic_write_text(run_dir / "config.yaml", yaml.safe_dump(cfg.raw, sort_keys=False, allow_unicode=True))
         store.set_meta("config_source", str(cfg.source))
         store.reset_claims()
     finally:
         store.close()
+
+
+def _numerics_text(n: dict) -> str:
+    return f"{n.get('device')} {', '.join(n.get('gpu') or [])} {n.get('dtype')}".replace("  ", " ")
 
 
 STAGE = {"prepare": "compress", "pairs": "translate", "xattn": "cross_attention", "bias": "bias"}  # a unit's stage
@@ -159,8 +186,9 @@ STAGE = {"prepare": "compress", "pairs": "translate", "xattn": "cross_attention"
 class _Worker:
     """One process's units: the loaded variant (one at a time) and its translators."""
 
-    def __init__(self, cfg: SweepConfig, run_dir: Path, store: Store, owner: int = 0):
-        self.cfg, self.run_dir, self.store, self.owner = cfg, run_dir, store, owner
+    def __init__(self, cfg: SweepConfig, run_dir: Path, store: Store, owner: int = 0,
+                 placement: Placement | None = None):
+        self.cfg, self.run_dir, self.store, self.owner, self.placement = cfg, run_dir, store, owner, placement
         self.name, self.model, self.tok, self.translators = None, None, None, {}
         self.bias_jobs = biasmod.jobs(cfg.bias)
         self.spbleu = SpBLEU(cfg.spm, official=cfg.spm_official)
@@ -168,9 +196,22 @@ class _Worker:
     def load(self, name: str):
         if self.name != name:
             self.name, self.model, self.tok, self.translators = None, None, None, {}
-            self.model, self.tok = load_variant(self.cfg, self.run_dir, name)
+            self.model, self.tok = load_variant(self.cfg, self.run_dir, name, self.placement)
             self.name = name
+            if self.placement is not None and self.store.meta(f"hardware:{name}") is None:
+                self.store.set_meta(f"hardware:{name}", describe(self.placement, self.model)
+                                    | {"memory_bytes": self.model.get_memory_footprint(),
+                                       "direct_step": direct_unsupported(self.model) if greedy_supported(self.model)
+                                       else None})
         return self.model, self.tok
+
+    def batch_size(self, series: str) -> int:
+        """The series' batch size: the config's, or the last one halved to out of device memory (then kept)."""
+        return (self.store.meta(f"batch_size:{series}") or {}).get("size", self.cfg.generation["batch_size"])
+
+    def halved(self, series: str, size: int) -> None:
+        rec = self.store.meta(f"batch_size:{series}") or {"configured": self.cfg.generation["batch_size"], "halvings": 0}
+        self.store.set_meta(f"batch_size:{series}", rec | {"size": size, "halvings": rec["halvings"] + 1})
 
     def translator(self, unit: Unit):
         if unit.series not in self.translators:
@@ -204,7 +245,7 @@ class _Worker:
         """Do one unit; returns its seconds per stage and the sentences of ``cfg.jobs`` it translated."""
         cfg, gen, store, t0 = self.cfg, self.cfg.generation, self.store, time.perf_counter()
         if unit.kind == "prepare":
-            prepare_variant(cfg, self.run_dir, store, unit.variant)
+            prepare_variant(cfg, self.run_dir, store, unit.variant, self.placement)
             return {"compress": time.perf_counter() - t0}, 0
         model, tok = self.load(unit.variant)
         jobs = [(self.bias_jobs if unit.kind == "bias" else cfg.jobs)[i] for i in unit.jobs]
@@ -215,7 +256,8 @@ class _Worker:
         inline = unit.kind == "pairs" and unit.series in cfg.compared_series and isinstance(tr, TorchTranslator)
         if inline:
             tr.states = {}
-        n = run_variant(store, unit.series, tr, jobs, gen["batch_size"], gen["num_beams"], gen["max_new_tokens"], False)
+        n = run_variant(store, unit.series, tr, jobs, self.batch_size(unit.series), gen["num_beams"],
+                        gen["max_new_tokens"], False, halved=lambda size: self.halved(unit.series, size))
         if unit.kind == "pairs":
             spent = {"translate": time.perf_counter() - t0}
             if inline:
@@ -229,14 +271,15 @@ class _Worker:
         return {"bias": time.perf_counter() - t0}, 0
 
 
-def _closing_passes(cfg: SweepConfig, run_dir: Path, store: Store, con: Console) -> dict[str, float]:
+def _closing_passes(cfg: SweepConfig, run_dir: Path, store: Store, con: Console,
+                    placement: Placement | None = None) -> dict[str, float]:
     """Rank 0, once every unit is done: the deployment speed (alone on the machine), then the passes over stored
     text (no model): language identity of every hypothesis and reference, fast_align's gender alignment.
     Returns their seconds."""
     t4 = time.perf_counter()
     if cfg.speed_sentences:
         with con.stage(f"{cfg.name}: deployment speed of {len(cfg.series_names)} series"):
-            deployment_pass(cfg, run_dir, store)
+            deployment_pass(cfg, run_dir, store, placement)
     t5 = time.perf_counter()
     with con.stage(f"{cfg.name}: language identification"):
         lid_pass(store, cfg.series_names, cfg.jobs)
@@ -277,6 +320,8 @@ def run_sweep(cfg: SweepConfig, run_dir: str | Path, progress: bool | Console = 
     caller ran ``prepare_run`` before starting the processes (``sweep.parallel``), so nobody waits for rank 0."""
     run_dir = Path(run_dir)
     torch.set_num_threads(cfg.threads)
+    local = int(os.environ.get("LOCAL_RANK", rank)) if world > 1 else 0
+    placement = place(cfg.hardware, f"{cfg.source}: hardware", local, int(os.environ.get("LOCAL_WORLD_SIZE", world)))
     con = as_console(progress if rank == 0 else False, "sweep")  # rank 0 speaks for every process
     t0 = time.perf_counter()
     stages = dict.fromkeys(("compress", "translate", "cross_attention", "bias", "waiting", "speed", "lid",
@@ -284,12 +329,12 @@ def run_sweep(cfg: SweepConfig, run_dir: str | Path, progress: bool | Console = 
     wait = barrier or (lambda: None)
     if not prepared:
         if rank == 0:
-            prepare_run(cfg, run_dir)
+            prepare_run(cfg, run_dir, placement)
         wait()
     store = Store(run_dir / "store.sqlite")
     todo = units(cfg)
     launched = torch.distributed.is_available() and torch.distributed.is_initialized()
-    worker, timings = _Worker(cfg, run_dir, store, rank), {}
+    worker, timings = _Worker(cfg, run_dir, store, rank, placement), {}
     stage = con.stage(f"{cfg.name}: units of work (compress, translate, λ, bias)", len(todo), "units", "sentences")
     watch = _watch(run_dir, stage) if not con.quiet else None
     t_idle = time.perf_counter()
@@ -317,7 +362,7 @@ def run_sweep(cfg: SweepConfig, run_dir: str | Path, progress: bool | Console = 
     if rank != 0:
         store.close()
         return {}
-    stages |= _closing_passes(cfg, run_dir, store, con)
+    stages |= _closing_passes(cfg, run_dir, store, con, placement)
     work = {f"rank{r}": {k: round(v, 1) for k, v in sorted(kinds.items())} for r, kinds in sorted(store.claim_seconds().items())}
     store.close()
     t7 = time.perf_counter()

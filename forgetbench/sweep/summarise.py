@@ -41,14 +41,15 @@ def summarise(cfg: SweepConfig, run_dir: str | Path, run_info: dict | None = Non
         raise ForgetbenchError(f"{run_dir}: cross-attention λ is missing for analysed sentences ({lacking}); the analysis "
                                "settings changed since the sweep: rerun `forgetbench sweep` with this config on the run "
                                "folder to compute them")
-    speed, signals = ({v: x for v in series if (x := store.meta(f"{kind}:{v}")) is not None}
-                      for kind in ("speed", "signals"))
+    speed, signals, hardware, batches = ({v: x for v in series if (x := store.meta(f"{kind}:{v}")) is not None}
+                                         for kind in ("speed", "signals", "hardware", "batch_size"))
     bias_summary = biasmod.analyse_bias(store, cfg.bias, cfg.base, series, cfg.thresholds.resamples,
                                         cfg.thresholds.seed, bases)
     backends = {s: known[s].get("backend", "torch") for s in series}
     store.close()
     run = {"threads": cfg.threads, "generation": cfg.generation, "seconds": None, "processes": None,
            "environment": environment()} | (run_info or {})
+    run |= {k: v for k, v in (("hardware", hardware), ("out_of_memory", batches)) if v}
     S = A.to_dict() | {"bias": bias_summary, "name": cfg.name, "model": str(cfg.model), "speed": speed, "distillation_signals": signals,
                        "backend": cfg.backend.describe(), "backends": backends,
                        "variant_models": {v: str(cfg.model_of(v)) for v in cfg.variants},
