@@ -30,6 +30,7 @@ import torch
 from forgetbench.console import Console
 from forgetbench.errors import ForgetbenchError
 from forgetbench.io import atomic_write_json
+from forgetbench.models.hardware import input_device
 
 FORMAT = "forgetbench-kd-cache-v1"
 SHARD = 4096
@@ -115,10 +116,11 @@ def build_cache(folder: Path, keys: dict, data, teacher, seed: int, max_tokens: 
             j = max(j, i + 1)
             sel = order[i:j]
             batch = data.collate(entries[sel])
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16 and not next(teacher.parameters()).is_cuda):
-                logits = teacher(input_ids=batch["teacher_input_ids"].to(teacher.device),
-                                 attention_mask=batch["teacher_attention_mask"].to(teacher.device),
-                                 decoder_input_ids=batch["teacher_decoder_input_ids"].to(teacher.device)).logits
+            dev = input_device(teacher)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16 and dev.type == "cpu"):
+                logits = teacher(input_ids=batch["teacher_input_ids"].to(dev),
+                                 attention_mask=batch["teacher_attention_mask"].to(dev),
+                                 decoder_input_ids=batch["teacher_decoder_input_ids"].to(dev)).logits
             c0, C = int(batch["teacher_content_start"]), int(batch["content_len"].max())
             t = teacher_targets(logits[:, c0: c0 + C].float().cpu(), T, k, m, gen)
             for r, u in enumerate(sel):

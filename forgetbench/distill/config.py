@@ -22,6 +22,8 @@
       tail_samples: 8
       cache: null                     # a teacher cache folder to reuse (default <run>/teacher-cache)
     train: {seed: 1, max_tokens: 4096, lr: 0.0005, warmup: 200, phase1_steps: 300, steps: 1800, ...}
+    hardware: {device: cpu, dtype: float32}   # models.hardware; the teacher in dtype, the student fp32 with
+                                              # autocast in it (bfloat16, float16); device_map places the teacher
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from pathlib import Path
 
 from forgetbench.configs import dataclass_from, expect, is_type, load_yaml_mapping
 from forgetbench.errors import ForgetbenchError
+from forgetbench.models.hardware import Hardware, parse_hardware
 
 SAMPLING = ("uniform", "temperature")
 KD_SOURCES = ("cache", "online", "none")
@@ -108,6 +111,7 @@ class DistillConfig:
     kd: KDCfg
     train: DistillTrainCfg
     source: str = ""
+    hardware: Hardware = field(default_factory=Hardware)  # the teacher's placement and dtype; the student's device
 
     @property
     def pairs(self) -> list[tuple[str, str]]:
@@ -124,14 +128,18 @@ def load_distill_config(path: str | Path) -> DistillConfig:
     """The config in ``path``; paths resolve against its folder. Problems end in one line naming the key."""
     path = Path(path)
     raw = load_yaml_mapping(path, "distillation config")
-    keys = {"name", "teacher", "student", "data", "kd", "train"}
+    keys = {"name", "teacher", "student", "data", "kd", "train", "hardware"}
     if set(raw) - keys:
         raise ForgetbenchError(f"{path}: unknown key(s) {sorted(set(raw) - keys)}; allowed: {', '.join(sorted(keys))}")
     parts = {k: dataclass_from(cls, raw.get(k), f"{path}: {k}") for k, cls in
              (("teacher", TeacherCfg), ("student", StudentCfg), ("data", DistillDataCfg), ("kd", KDCfg),
               ("train", DistillTrainCfg))}
-    cfg = DistillConfig(name=str(raw.get("name") or path.stem), **parts, source=str(path))
     base = path.parent.resolve()
+    cfg = DistillConfig(name=str(raw.get("name") or path.stem), **parts, source=str(path),
+                        hardware=parse_hardware(raw.get("hardware"), f"{path}: hardware", base))
+    if cfg.teacher.device_map is not None and cfg.hardware.device_map is not None:
+        raise ForgetbenchError(f"{path}: teacher.device_map and hardware.device_map both place the teacher; keep one "
+                               "(hardware.device_map)")
     if not cfg.teacher.path:
         raise ForgetbenchError(f"{path}: teacher.path (the teacher's model folder) is required")
     cfg.teacher.path = _resolve(base, cfg.teacher.path)
@@ -215,5 +223,8 @@ def fingerprint(cfg: DistillConfig) -> str:
     d.pop("source", None)
     d.pop("name", None)
     d["teacher"].pop("device_map", None)
+    d.pop("hardware", None)  # where it runs does not shape the weights; a dtype other than float32 does
+    if cfg.hardware.dtype != "float32":
+        d["dtype"] = cfg.hardware.dtype
     d["train"] = {k: v for k, v in d["train"].items() if k not in _RUN_ONLY}
     return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]

@@ -29,6 +29,7 @@ from forgetbench.distill.config import DistillConfig
 from forgetbench.distill.data import encode_batch
 from forgetbench.distill.loss import LearnedAlpha, kd_cached, kd_online, label_smoothed_ce
 from forgetbench.eval.languages import PAIR_GROUPS
+from forgetbench.models.hardware import input_device
 from forgetbench.train.loop import inverse_sqrt, save_checkpoint
 
 
@@ -42,7 +43,7 @@ def content_mask(lens: torch.Tensor, C: int) -> torch.Tensor:
 
 
 def _forward(model, b: dict, prefix: str, bf16: bool) -> torch.Tensor:
-    dev = next(model.parameters()).device
+    dev = input_device(model)  # a device-mapped teacher: its first GPU (accelerate's hooks move the rest)
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16 and dev.type == "cpu"):
         return model(input_ids=b[f"{prefix}input_ids"].to(dev), attention_mask=b[f"{prefix}attention_mask"].to(dev),
                      decoder_input_ids=b[f"{prefix}decoder_input_ids"].to(dev)).logits

@@ -28,6 +28,7 @@ from forgetbench.distill.student import build_student, parameter_count
 from forgetbench.env import environment
 from forgetbench.errors import ForgetbenchError
 from forgetbench.io import atomic_write_json, sha256_file
+from forgetbench.models.hardware import Placement, place
 from forgetbench.models.load import load, weights_sha256
 from forgetbench.models.tokenizers import SMALL100_MARKER, load_tokenizer
 from forgetbench.train import loop as train_loop_mod
@@ -60,11 +61,16 @@ def _vocab_sha(folder: Path) -> tuple[str | None, str | None]:
     return (sha256_file(v) if v.is_file() else None), (sha256_file(s) if s.is_file() else None)
 
 
-def check(cfg: DistillConfig, device_map=None) -> Checked:
-    """Everything that can be refused, refused here: nothing is written before this returns."""
+def check(cfg: DistillConfig, device_map=None, placement: Placement | None = None) -> Checked:
+    """Everything that can be refused, refused here: nothing is written before this returns. The teacher is loaded
+    where ``placement`` says (``models.hardware``; default fp32 on the CPU); ``device_map`` or the config's
+    ``teacher.device_map`` place it instead."""
     tpath, ipath = Path(cfg.teacher.path), Path(cfg.student.init)
-    teacher, tok, _ = load(tpath, device_map=device_map if device_map is not None else cfg.teacher.device_map,
-                           with_signature=False)
+    kw = placement.load_kwargs() if placement is not None else {}
+    given = device_map if device_map is not None else cfg.teacher.device_map
+    if given is not None:
+        kw["device_map"] = given
+    teacher, tok, _ = load(tpath, with_signature=False, **kw)
     if tok is None:
         raise ForgetbenchError(f"teacher {tpath}: no tokenizer files (vocab.json + sentencepiece.bpe.model)")
     init = teacher
@@ -98,10 +104,15 @@ def check(cfg: DistillConfig, device_map=None) -> Checked:
 def distill(cfg: DistillConfig, out_dir: str | Path, progress: bool = True, log=print) -> Path:
     from accelerate import Accelerator
 
-    acc = Accelerator(cpu=not torch.cuda.is_available())
+    placement = place(cfg.hardware, f"{cfg.source}: hardware")
+    half = {"bfloat16": "bf16", "float16": "fp16"}.get(cfg.hardware.dtype, "no")
+    acc = Accelerator(cpu=not placement.cuda, mixed_precision=half if placement.cuda else "no")
+    if cfg.hardware.dtype == "bfloat16" and not placement.cuda:
+        cfg.train.bf16 = True  # on the CPU: the student's forward in bf16 autocast (train.bf16)
     torch.set_num_threads(cfg.train.threads)
-    ch = check(cfg)
-    if cfg.teacher.device_map is None and acc.device.type != "cpu":  # no map given: the teacher beside the student
+    ch = check(cfg, placement=placement)
+    mapped = cfg.teacher.device_map is not None or cfg.hardware.device_map is not None
+    if not mapped and acc.device.type != "cpu":  # no map given: the teacher beside the student
         ch.teacher.to(acc.device)
     out = Path(out_dir)
     if acc.is_main_process:
