@@ -281,7 +281,16 @@ BAD = [
      "data.sampling must be one of uniform, temperature"),
     ("phase1-after-steps", lambda w, t: _edit(toy_setup(w, t), "phase1_steps: 3", "phase1_steps: 30"),
      "train.phase1_steps 30 must be between 0 and train.steps"),
+    ("unknown-dtype", lambda w, t: _edit(toy_setup(w, t), "name: toy-cache", "name: toy-cache\nhardware: {dtype: half}"),
+     "hardware.dtype: unknown dtype 'half'"),
+    ("two-teacher-maps", lambda w, t: _edit(toy_setup(w, t), f"teacher: {{path: {t}}}",
+                                            f"teacher: {{path: {t}, device_map: auto}}\nhardware: {{device_map: auto}}"),
+     "teacher.device_map and hardware.device_map both place the teacher"),
 ]
+if not torch.cuda.is_available():
+    BAD.append(("cuda-without-cuda", lambda w, t: _edit(toy_setup(w, t), "name: toy-cache",
+                                                        "name: toy-cache\nhardware: {device: cuda}"),
+                "torch sees no CUDA GPU"))
 
 
 @pytest.mark.parametrize("case", BAD, ids=[c[0] for c in BAD])
@@ -387,3 +396,21 @@ def test_online_kd_matches_the_cached_estimate_and_learned_alpha_moves(tiny_dir,
     assert logs["cache"][1]["kd"] == pytest.approx(logs["online"][1]["kd"], rel=0.02)
     assert logs["cache"][1]["kl"] == pytest.approx(logs["online"][1]["kl"], abs=0.02)
     assert logs["learned"][-1]["alpha"] != 1.0 and logs["learned"][1]["ce"] == logs["cache"][1]["ce"]
+
+
+def test_a_bfloat16_hardware_block_trains_with_bf16_autocast_and_its_own_fingerprint(tiny_dir, tmp_path):
+    """``hardware: {dtype: bfloat16}`` on the CPU: the teacher in bf16, the student's forwards in bf16 autocast
+    (``train.bf16``), and a fingerprint of its own (a bf16 run never resumes an fp32 checkpoint)."""
+    from forgetbench.distill.config import fingerprint, load_distill_config
+    from forgetbench.distill.run import distill
+
+    cfg = toy_setup(tmp_path, tiny_dir, steps=4)
+    plain = load_distill_config(cfg)
+    on_cpu = load_distill_config(_edit(cfg, "name: toy-cache", "name: toy-cache\nhardware: {device: cpu}"))
+    bf = load_distill_config(_edit(cfg, "{device: cpu}", "{device: cpu, dtype: bfloat16}"))
+    assert bf.hardware.dtype == "bfloat16" and fingerprint(bf) != fingerprint(plain) == fingerprint(on_cpu)
+    out = distill(bf, tmp_path / "run", progress=False, log=lambda *_: None)
+    assert bf.train.bf16
+    log = [json.loads(x) for x in (tmp_path / "run" / "train_log.jsonl").read_text().splitlines()]
+    assert log and all(math.isfinite(r["loss"]) for r in log)
+    assert (out / "model.safetensors").is_file()
