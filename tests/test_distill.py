@@ -414,3 +414,27 @@ def test_a_bfloat16_hardware_block_trains_with_bf16_autocast_and_its_own_fingerp
     log = [json.loads(x) for x in (tmp_path / "run" / "train_log.jsonl").read_text().splitlines()]
     assert log and all(math.isfinite(r["loss"]) for r in log)
     assert (out / "model.safetensors").is_file()
+
+
+def test_a_datasets_folder_is_a_corpus_giving_the_ids_of_its_tsv(tiny_dir, tmp_path):
+    """``data.corpora.de: DIR`` (a ``save_to_disk`` folder with en and de columns) gives the same filtered,
+    deduplicated, split and encoded ids as the TSV it was made from."""
+    datasets = pytest.importorskip("datasets", reason="the datasets package (pip install datasets)")
+    from forgetbench.distill.config import load_distill_config
+    from forgetbench.distill.data import prepare_data
+    from forgetbench.errors import ForgetbenchError
+    from forgetbench.models.load import load
+
+    cfg = toy_setup(tmp_path, tiny_dir)
+    rows = [ln.split("\t") for ln in (tmp_path / "de.tsv").read_text().splitlines()]
+    datasets.DatasetDict({"train": datasets.Dataset.from_dict({"en": [r[0] for r in rows], "de": [r[1] for r in rows]})}
+                         ).save_to_disk(str(tmp_path / "de-ds"))
+    ds_cfg = tmp_path / "ds.yaml"
+    ds_cfg.write_text(cfg.read_text().replace("de: de.tsv", "de: de-ds"))
+    _, tok, _ = load(tiny_dir, with_signature=False)
+    a = prepare_data(load_distill_config(cfg), tok, tmp_path / "a", log=lambda *_: None)
+    b = prepare_data(load_distill_config(ds_cfg), tok, tmp_path / "b", log=lambda *_: None)
+    assert a["train_pairs"] == b["train_pairs"] and a["train_pairs"]["de"] > 0 and a["ids_sha256"] == b["ids_sha256"]
+    ds_cfg.write_text(cfg.read_text().replace("de: de.tsv", "de: de-ds").replace("sw: sw.tsv", "sw: de-ds"))
+    with pytest.raises(ForgetbenchError, match=r"no column for Swahili \(sw\)"):
+        load_distill_config(ds_cfg)

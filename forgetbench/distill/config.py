@@ -5,7 +5,8 @@
     student: {init: null, encoder_layers: 4, decoder_layers: 1, copy: first, format: small100}
     data:
       shared: ../../shared/data       # the teacher's corpus (evaluation sets filtered out), or per-language TSVs:
-      corpora: {}                     # {sw: corpora/en-sw.tsv}: "english<TAB>foreign" lines, read streaming
+      corpora: {}                     # {sw: corpora/en-sw.tsv}: "english<TAB>foreign" lines, read streaming, or a
+                                      # datasets folder (save_to_disk) with en and sw columns
       languages: [de, sw]
       sampling: uniform               # uniform (same budget per pair) | temperature
       budget: 3000                    # examples per pair; temperature sampling spreads budget × pairs
@@ -159,8 +160,14 @@ def load_distill_config(path: str | Path) -> DistillConfig:
     corpora = {}
     for lang, f in d.corpora.items():
         corpora[str(lang)] = _resolve(base, expect(f, str, f"{path}: data.corpora.{lang}"))
-        if not Path(corpora[str(lang)]).is_file():
-            raise ForgetbenchError(f"{path}: data.corpora.{lang}: {corpora[str(lang)]} not found")
+        if Path(corpora[str(lang)]).is_dir():  # a datasets folder (save_to_disk): readable, with both columns
+            from forgetbench.eval.hf_datasets import parallel_rows
+
+            if not parallel_rows(f"{path}: data.corpora.{lang}", corpora[str(lang)], "en", str(lang)):
+                raise ForgetbenchError(f"{path}: data.corpora.{lang}: {corpora[str(lang)]} has no row with en and {lang}")
+        elif not Path(corpora[str(lang)]).is_file():
+            raise ForgetbenchError(f"{path}: data.corpora.{lang}: {corpora[str(lang)]} not found (a TSV file or a "
+                                   "datasets folder)")
         if lang not in d.languages:
             raise ForgetbenchError(f"{path}: data.corpora.{lang}: {lang!r} is not in data.languages {d.languages}")
     d.corpora = corpora

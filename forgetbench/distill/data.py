@@ -51,27 +51,41 @@ def _save_side(folder: Path, name: str, seqs: list[list[int]]) -> None:
         tmp.replace(folder / f"{name}.{suffix}.npy")
 
 
-def _tsv_pairs(path: Path, banned: set[str], max_chars: int):
-    """(english, foreign) pairs of a TSV corpus, streamed; the filter of ``train.corpus.build_corpus``."""
-    from forgetbench.train.corpus import normalise
-
-    seen: set[bytes] = set()
+def _tsv_rows(path: Path):
+    """(english, foreign) cells of a TSV corpus, streamed."""
     with open(path, encoding="utf-8", errors="strict") as f:
         for lineno, line in enumerate(f, 1):
             cells = line.rstrip("\n").split("\t")
             if len(cells) != 2:
                 raise ForgetbenchError(f"{path}:{lineno}: expected 'english<TAB>foreign', got {len(cells)} column(s)")
-            e, x = cells[0].strip(), cells[1].strip()
-            if not e or not x or len(e) > max_chars or len(x) > max_chars:
-                continue
-            ne, nx = normalise(e), normalise(x)
-            if ne in banned or nx in banned:
-                continue
-            h = hashlib.blake2b(f"{ne}\t{nx}".encode(), digest_size=12).digest()
-            if h in seen:
-                continue
-            seen.add(h)
-            yield e, x
+            yield cells[0], cells[1]
+
+
+def _dataset_rows(path: Path, lang: str):
+    """(english, foreign) of a ``datasets`` folder (``eval.hf_datasets.parallel_rows``)."""
+    from forgetbench.eval.hf_datasets import parallel_rows
+
+    yield from parallel_rows(f"data.corpora.{lang}", path, "en", lang)
+
+
+def _tsv_pairs(path: Path, banned: set[str], max_chars: int, lang: str = ""):
+    """(english, foreign) pairs of a TSV corpus (or a ``datasets`` folder), streamed; the filter of
+    ``train.corpus.build_corpus``."""
+    from forgetbench.train.corpus import normalise
+
+    seen: set[bytes] = set()
+    for e, x in (_dataset_rows(path, lang) if Path(path).is_dir() else _tsv_rows(path)):
+        e, x = e.strip(), x.strip()
+        if not e or not x or len(e) > max_chars or len(x) > max_chars:
+            continue
+        ne, nx = normalise(e), normalise(x)
+        if ne in banned or nx in banned:
+            continue
+        h = hashlib.blake2b(f"{ne}\t{nx}".encode(), digest_size=12).digest()
+        if h in seen:
+            continue
+        seen.add(h)
+        yield e, x
 
 
 def prepare_data(cfg: DistillConfig, tok, out: Path, log=print) -> dict:
@@ -101,7 +115,7 @@ def prepare_data(cfg: DistillConfig, tok, out: Path, log=print) -> dict:
             dev_ids[lang] = [(enc(e), enc(x)) for e, x in dev[lang]]
     for lang, path in d.corpora.items():
         rng = np.random.default_rng(cfg.train.seed)
-        pairs = list(_tsv_pairs(Path(path), banned, d.max_chars))
+        pairs = list(_tsv_pairs(Path(path), banned, d.max_chars, lang))
         if not pairs:
             raise ForgetbenchError(f"{path}: no usable 'english<TAB>foreign' lines for {lang!r} after filtering")
         order = rng.permutation(len(pairs))

@@ -51,9 +51,19 @@ def data_key(cfg: DistillConfig) -> str:
     """What decides the sample, from the config alone (checked before any work): the data settings, TSV corpora by
     content (not path), seed and length limit. The shared folder enters through ``data_sha256`` (the ids) later."""
     d = asdict(cfg.data) | {"seed": cfg.train.seed, "max_len": cfg.train.max_len}
-    d["corpora"] = {lang: sha256_file(Path(p)) for lang, p in sorted(cfg.data.corpora.items())}
+    d["corpora"] = {lang: _content_sha(Path(p)) for lang, p in sorted(cfg.data.corpora.items())}
     d["shared"] = bool(cfg.data.shared)
     return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _content_sha(p: Path) -> str:
+    """A TSV corpus's SHA-256, or a datasets folder's: every file in it, by relative name and content."""
+    if p.is_file():
+        return sha256_file(p)
+    h = hashlib.sha256()
+    for f in sorted(x for x in p.rglob("*") if x.is_file()):
+        h.update(str(f.relative_to(p)).encode() + bytes.fromhex(sha256_file(f)))
+    return h.hexdigest()
 
 
 def _vocab_sha(folder: Path) -> tuple[str | None, str | None]:

@@ -100,3 +100,17 @@ def open_dataset(name: str, root, split: str | None, config: str | None):
     elif split is not None and not str(root).startswith(HUB):
         raise ForgetbenchError(f"benchmark {name}: {root} is a single dataset without splits; remove split: {split}")
     return ds
+
+
+def parallel_rows(name: str, root, src: str, tgt: str) -> list[tuple[str, str]]:
+    """The (src, tgt) sentences of a ``save_to_disk`` folder used as a training corpus (a DatasetDict: its ``train``
+    split), rows lacking either side left out; the columns found as in rule 1."""
+    try:
+        ds = open_dataset(name, root, None, None)
+    except ForgetbenchError as e:
+        if "choose one with split" not in str(e):
+            raise
+        ds = open_dataset(name, root, "train", None)
+    bench = DatasetBenchmark(name, "dataset", root)
+    return [(str(a), str(b)) for a, b in zip(bench._column(ds, src), bench._column(ds, tgt), strict=True)
+            if a is not None and b is not None]
