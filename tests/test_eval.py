@@ -85,8 +85,11 @@ def test_lid_coverage_and_off_target_fixture(tmp_path, tiny_dir):
     d = A.to_dict()
     assert d["off_target"]["comp"]["losers"]["compressed"] == {"n": 2, "off_target_pct": 100.0}
     assert set(d["hallucination"]["comp"]["losers"]) == {"n", "var_base", "var_compressed", "lambda", "per_sentence",
-                                                         "lambda_ci", "missing"}
-    assert d["hallucination"]["comp"]["all"]["missing"] == 3  # this store has no λ at all (the sweep refuses that)
+                                                         "lambda_ci", "missing", "off_target", "undetermined"}
+    # λ reads on-target sentences only: the two English outputs are left out, the third lacks λ in this store
+    assert d["hallucination"]["comp"]["losers"]["off_target"] == 2 and d["hallucination"]["comp"]["losers"]["n"] == 0
+    assert d["hallucination"]["comp"]["all"]["off_target"] == 2
+    assert d["hallucination"]["comp"]["all"]["missing"] == 1  # this store has no λ at all (the sweep refuses that)
     assert set(d["variant_table"][0]) == {"variant", "size", "chrF", "spBLEU", "pairs"}
     assert set(d["variant_table"][1]) >= {"rel_chrF", "rel_spBLEU", "improved_pairs", "rel_spBLEU_ci", "significantly"}
     # the off-target change on the losers: both losers go off-target in every resample of them
@@ -147,7 +150,8 @@ def _assert_csvs_state_the_summary(rep, S):
         h = S["hallucination"][r["variant"]]
         assert r["λ losers [95 % CI]"] == _ci(h["losers"]["lambda"], h["losers"]["lambda_ci"], 3)
         assert r["λ all [95 % CI]"] == _ci(h["all"]["lambda"], h["all"]["lambda_ci"], 3)
-        assert int(r["n losers"]) == h["losers"]["n"]
+        assert int(r["n losers (on-target)"]) == h["losers"]["n"]
+        assert int(r["losers left out: off-target"]) == h["losers"]["off_target"]
     assert [(r["language"], r["code"], r["identifier"]) for r in rows("lid.csv")] == [
         (c["name"], c["lang"], c["identifier"]) for c in S["lid_coverage"]]
     tiers = S["tiers"]["thesis"]["tier"]

@@ -91,7 +91,8 @@ def findings(S: dict, small: float = SMALL) -> list[dict]:
             sup = (lambda lo, hi: lo > 1) if word == ">" else (lambda lo, hi: hi < 1)
             con = (lambda lo, hi: hi < 1) if word == ">" else (lambda lo, hi: lo > 1)
             add(f"λ {word} 1 on {subset}", v, _outcome(ci, sup, con),
-                f"λ = {_fmt(h[subset]['lambda'], 3)} {_ci(ci, 3)} over {h[subset]['n']} sentences")
+                f"λ = {_fmt(h[subset]['lambda'], 3)} {_ci(ci, 3)} over {h[subset]['n']} on-target sentences "
+                f"({h[subset].get('off_target', 0)} off-target left out)")
         g = (S.get("bias") or {}).get("gender", {}).get(v)
         if g and g.get("change_ci"):
             ci = g["change_ci"].get("psi_star")

@@ -190,9 +190,12 @@ def _delta_tables(S: dict) -> dict[str, Table]:
                          _f(OT[v]["overall"]["compressed"]["off_target_pct"], pct=True),
                          _ci(OT[v].get("overall_change_ci"), 1)] for v in comps]),
         "hallucination": (["variant", "λ losers [95 % CI]", "λ winners [95 % CI]", "λ all [95 % CI]",
-                           "median per-sentence ratio (losers)", "n losers"],
+                           "median per-sentence ratio (losers)", "n losers (on-target)", "losers left out: off-target",
+                           "n winners (on-target)", "winners left out: off-target"],
                           [[v] + [_fci(H[v][k]["lambda"], H[v][k].get("lambda_ci"), 3) for k in ("losers", "winners", "all")]
-                           + [_f(H[v]["losers"]["per_sentence"]["median"]), H[v]["losers"]["n"]] for v in comps]),
+                           + [_f(H[v]["losers"]["per_sentence"]["median"]), H[v]["losers"]["n"],
+                              H[v]["losers"].get("off_target", 0), H[v]["winners"]["n"], H[v]["winners"].get("off_target", 0)]
+                           for v in comps]),
         "findings": (["claim", "variant", "outcome (95 %)", "numbers"],
                      [[f["claim"], f["variant"], f["outcome"], f["numbers"]] for f in S.get("findings", [])])}
 

@@ -1,0 +1,44 @@
+"""λ (docs/METHOD.md §2.6) on the study's subset: on-target losers and winners only, the off-target ones left out
+and counted, checked by hand on sentences with known identifier flags and known attention variances."""
+
+import numpy as np
+import pytest
+
+from forgetbench.eval import bootstrap as bs
+from forgetbench.eval.analysis import DeltaGroups, RunData, SentenceDelta, Thresholds, hallucination
+
+KEY = ("b", "en", "de")
+#          idx:    0    1    2    3    4    5    6
+VAR_BASE = [1.0, 2.0, 4.0, 1.0, 3.0, 5.0, 2.0]
+VAR_COMP = [2.0, 9.0, 6.0, 3.0, 1.0, 1.0, 2.0]
+ON_BASE = [1.0, 1.0, 1.0, 1.0, 1.0, 0.0, None]  # 5: the base went off-target; 6: language not covered
+ON_COMP = [1.0, 0.0, 1.0, 1.0, 0.0, 1.0, None]  # 1 and 4: the compressed model went off-target
+
+
+def _run():
+    run = RunData([], "base", ["base", "v"], Thresholds(resamples=300, seed=7), [], {}, {}, {}, {})
+    for i in range(7):
+        run.xattn_var[("base", *KEY, i)], run.xattn_var[("v", *KEY, i)] = VAR_BASE[i], VAR_COMP[i]
+        run.on_target[("base", *KEY, i)], run.on_target[("v", *KEY, i)] = ON_BASE[i], ON_COMP[i]
+    run.weights = {KEY: bs.counts(7, 300, 7)}
+    run.columns = {KEY: {i: i for i in range(7)}}
+    return run
+
+
+def test_lambda_is_the_ratio_of_means_over_on_target_sentences_only():
+    losers = [SentenceDelta("v", KEY, i, -3.0) for i in (0, 1, 2, 5, 6)]
+    winners = [SentenceDelta("v", KEY, i, 2.0) for i in (3, 4)]
+    H = hallucination(_run(), {"v": DeltaGroups(losers + winners, losers, winners)})["v"]
+    # losers: 1 (compressed off-target) and 5 (base off-target) left out; 6 kept, its language undetermined
+    kept = [0, 2, 6]
+    assert H["losers"].n == 3 and H["losers"].off_target == 2 and H["losers"].undetermined == 1
+    assert H["losers"].lambda_ == pytest.approx(np.mean([VAR_COMP[i] for i in kept]) / np.mean([VAR_BASE[i] for i in kept]))
+    assert H["losers"].lambda_ == pytest.approx((2 + 6 + 2) / (1 + 4 + 2))  # 10/7; with the off-target ones: 20/14
+    ratios = sorted(VAR_COMP[i] / VAR_BASE[i] for i in kept)
+    assert H["losers"].per_sentence["median"] == pytest.approx(ratios[1])
+    lo, hi = H["losers"].lambda_ci.low, H["losers"].lambda_ci.high
+    assert lo <= H["losers"].lambda_ <= hi
+    # winners: 4 left out (compressed off-target): λ is sentence 3's alone
+    assert (H["winners"].n, H["winners"].off_target, H["winners"].lambda_) == (1, 1, pytest.approx(3.0))
+    assert H["all"].n == 4 and H["all"].off_target == 3
+    assert H["all"].lambda_ == pytest.approx((2 + 6 + 3 + 2) / (1 + 4 + 1 + 2))
