@@ -95,6 +95,7 @@ class RunData:
     contrast_samples: dict = field(default_factory=dict)  # (pair, "a|b", metric) -> (observed a − b, [R] resampled)
     bases: dict[str, str] = field(default_factory=dict)  # variant -> the base series it is compared with (default base)
     parity: list[str] = field(default_factory=list)  # the base translated by other backends (``base@torch`` …)
+    score_samples: dict = field(default_factory=dict)  # (pair, series, metric) -> [R] its corpus score per resample
 
     @property
     def base_series(self) -> list[str]:
@@ -207,6 +208,8 @@ def pair_results(run: RunData, spbleu: SpBLEU) -> tuple[list[PairResult], list[S
                 _memo[(v, m)] = bs.scores_from(metrics[m], _w @ _stats[v][m])
             return _memo[(v, m)]
 
+        for v in variants:
+            run.score_samples[(key, v, "chrF")], run.score_samples[(key, v, "spBLEU")] = rs(v, "chrF"), rs(v, "spBLEU")
         intervals = {}
         for v in run.comps:
             b = run.base_of(v)
@@ -656,9 +659,10 @@ class Analysis:
     pair_groups: dict[str, dict[str, PairGroup]] = field(default_factory=dict)  # view -> group (VL2VL … H2H, low, all)
     bases: dict = field(default_factory=dict)  # variant -> the base series it is compared with (its backend's)
     backend_parity: dict[str, BackendParity] = field(default_factory=dict)  # other base series -> vs the base
+    families: dict = field(default_factory=dict)  # template -> eval.families.FamilyResult (only where a sweep has one)
 
     def to_dict(self) -> dict:
-        return {f.name: plain(getattr(self, f.name)) for f in fields(self)}
+        return {f.name: plain(getattr(self, f.name)) for f in fields(self) if f.name != "families" or self.families}
 
 
 def tier_contrasts(run: RunData, pairs: list[PairResult], samples: RelSamples) -> dict[str, dict[str, dict[str, TierContrast]]]:
@@ -743,7 +747,7 @@ def signatures(run: RunData, spbleu: SpBLEU) -> dict:
 def analyse(store: Store, jobs: list[Job], base: str, variants: list[str], spbleu: SpBLEU,
             thresholds: Thresholds | None = None, tier_views: list[TierView] | None = None,
             n_examples: int = 5, contrasts: list[tuple[str, str]] | None = None,
-            bases: dict[str, str] | None = None, parity: list[str] | None = None) -> Analysis:
+            bases: dict[str, str] | None = None, parity: list[str] | None = None, families: dict | None = None) -> Analysis:
     """``parity``: the base translated by other backends (series names in ``variants``), each compared with
     ``base`` in ``backend_parity``; ``bases``: variant -> base series where it is not ``base`` (a variant
     translated by another backend is compared with the base translated by that backend)."""
@@ -761,4 +765,8 @@ def analyse(store: Store, jobs: list[Job], base: str, variants: list[str], spble
     A.pair_groups = pair_groups(run, pairs)
     A.bases = {v: run.base_of(v) for v in run.comps}
     A.backend_parity = backend_parity(run, pairs)
+    if families:
+        from forgetbench.eval.families import family_results
+
+        A.families = family_results(run, pairs, samples, families)
     return A

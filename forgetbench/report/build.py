@@ -55,7 +55,50 @@ def figures(S: dict) -> dict[str, str]:
     import matplotlib
 
     matplotlib.use("Agg")
-    return _scatter(S) | _tier_bars(S) | _delta_histograms(S)
+    return _scatter(S) | _tier_bars(S) | _delta_histograms(S) | _family_figures(S)
+
+
+def _yerr(points: list[dict], key: str) -> list[list[float]]:
+    """Error bars (below, above) of ``points[key]`` from ``points[key_ci]``; 0 where there is no interval."""
+    lo, hi = [], []
+    for p in points:
+        v, ci = p.get(key), p.get(f"{key}_ci") or [None, None]
+        lo.append(max(0.0, v - ci[0]) if v is not None and ci[0] is not None else 0.0)
+        hi.append(max(0.0, ci[1] - v) if v is not None and ci[1] is not None else 0.0)
+    return [lo, hi]
+
+
+def _family_figures(S: dict) -> dict[str, str]:
+    """Per family of variants (``eval.families``): a ladder (numeric axis) as average spBLEU and chrF per value with
+    their intervals, the knee marked (the study's figure 5.2); a comparison (the pruning groupings, figure 5.9) as
+    bars of the mean relative differences with their intervals."""
+    import matplotlib.pyplot as plt
+
+    out = {}
+    for name, F in (S.get("families") or {}).items():
+        pts = F["points"]
+        if not pts:
+            continue
+        fig, axes = plt.subplots(1, 2, figsize=(8.4, 3.0))
+        for ax, m in zip(axes, ("spBLEU", "chrF"), strict=True):
+            if F["numeric"]:
+                xs = [100 * p["value"] if 0 < max(q["value"] for q in pts) <= 1 else p["value"] for p in pts]
+                ax.errorbar(xs, [p[m] for p in pts], yerr=_yerr(pts, m), marker="o", ms=3, capsize=2, lw=1)
+                knee = (F.get("knee") or {}).get("value")
+                if knee is not None:
+                    ax.axvline(100 * knee if knee <= 1 else knee, color="grey", ls="--", lw=0.8, label="knee")
+                    ax.legend(fontsize=7)
+                ax.set_xlabel(f"{F['axis']} (%)" if max(q["value"] for q in pts) <= 1 else F["axis"])
+                ax.set_ylabel(f"average {m} over {len(F['pairs'])} pairs ± 95 % CI")
+            else:
+                rel = [p for p in pts if p.get(f"rel_{m}") is not None]
+                ax.bar(range(len(rel)), [p[f"rel_{m}"] for p in rel], yerr=_yerr(rel, f"rel_{m}"), capsize=2)
+                ax.set_xticks(range(len(rel)), [str(p["value"]) for p in rel], fontsize=8)
+                ax.axhline(0, color="grey", lw=0.8)
+                ax.set_ylabel(f"mean relative {m} diff (%) ± 95 % CI")
+            ax.set_title(f"{name}: {m}", fontsize=9)
+        out[f"family_{name}"] = _png(fig)
+    return out
 
 
 def _scatter(S: dict) -> dict[str, str]:
@@ -323,8 +366,19 @@ def _pair_tables(S: dict) -> dict[str, Table]:
     return T
 
 
+def _family_tables(S: dict) -> dict[str, Table]:
+    """Per family: each point's average scores and relative differences with their intervals."""
+    return {f"family_{name}": ([F["axis"], "variant", "avg spBLEU [95 % CI]", "avg chrF [95 % CI]",
+                                "rel. spBLEU % [95 % CI]", "rel. chrF % [95 % CI]"],
+                               [[p["value"], p["variant"], _fci(p["spBLEU"], p["spBLEU_ci"]), _fci(p["chrF"], p["chrF_ci"]),
+                                 _fci(p.get("rel_spBLEU"), p.get("rel_spBLEU_ci"), 1) if p.get("rel_spBLEU_ci") else "–",
+                                 _fci(p.get("rel_chrF"), p.get("rel_chrF_ci"), 1) if p.get("rel_chrF_ci") else "–"]
+                                for p in F["points"]])
+            for name, F in (S.get("families") or {}).items()}
+
+
 TABLES = (_variants_table, _tier_tables, _delta_tables, _gender_tables, _word_sense_table, _deploy_table,
-          _group_tables, _signals_table, _lid_table, _parity_tables, _pair_tables)
+          _group_tables, _signals_table, _lid_table, _parity_tables, _pair_tables, _family_tables)
 
 
 def _deploy_speeds(sp: dict, b1, bb, env: dict) -> list[str]:

@@ -49,6 +49,8 @@ GROUPS_NOTE = ("Groups as the SMaLL-100 study's table (source tier 2 target tier
                "bootstrap.")
 SIGNALS_NOTE = ("Exact KL(teacher ‖ student) and the student's CE on its training probe (held-out pairs), when its "
                 "layers were just copied and at the end of training.")
+FAMILY_NOTE = ("Variants made from one template, one per value; averages over the kept pairs with their stratified "
+               "paired bootstrap intervals. Head-to-head: contrasts: [[a, b]] in the config.")
 GENDER_NOTE = ("ψ = (F1<sub>m</sub> − F1<sub>f</sub>)/(F1<sub>m</sub> + F1<sub>f</sub>); ψ* = |ψ<sub>anti</sub> − "
                "ψ<sub>pro</sub>|; profession aligned by the model's cross-attention.")
 
@@ -69,6 +71,11 @@ def sections(S: dict, T: dict, examples_html, languages_html, aligners_html) -> 
     if "signals" in T:
         out.append(Section("Distillation signal per pair group (the students' training probe)",
                            [Block("table", "signals")], html_note=SIGNALS_NOTE))
+    for name, F in (S.get("families") or {}).items():
+        kind = "ladder" if F["numeric"] else "comparison"
+        out.append(Section(f"{name}: the {F['axis']} {kind} ({len(F['pairs'])} pairs: {', '.join(F['pairs'])})",
+                           [Block("figure", f"family_{name}", HTML_ONLY), Block("table", f"family_{name}")],
+                           note=(F.get("knee") or {}).get("statement", "") if F["numeric"] else FAMILY_NOTE))
     out.append(Section("Relative difference vs resource of the pair", [Block("figure", "scatter")], formats=HTML_ONLY))
     for view in S["tiers"]:
         out.append(Section(f"Relative difference by pair tier ({view} tiers)", [

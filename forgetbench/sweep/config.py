@@ -3,6 +3,7 @@
     name: demo
     model: ../artifacts/teacher            # paths resolve against this file's folder (resolve_path)
     variants: {base: null, prune-30: prune-30, ptq-int8: ptq-int8}
+    # a template makes one variant per value (ladder-10 … ladder-90): {ladder: {recipe: prune, sparsity: [0.1, …]}}
     # a variant may be another model (a distilled student), compressed or not:
     #   {student: {model: ../artifacts/student-kd}, student-p30: {model: ../artifacts/student-kd, recipe: prune-30}}
     contrasts: [[student, base]]           # head-to-head per pair group (VL2VL … H2H), paired bootstrap
@@ -72,6 +73,7 @@ class SweepConfig:
     processes: int = 1  # worker processes (each with ``threads`` threads); the pairs are split between them
     hardware: Hardware = field(default_factory=Hardware)  # where every model of the sweep runs (models.hardware)
     hardware_flags: dict = field(default_factory=dict)  # the command line's overrides of the hardware block
+    families: dict = field(default_factory=dict)  # template name -> Family (variants generated from one template)
 
     def model_of(self, variant: str) -> Path:
         return self.variant_models.get(variant, self.model)
@@ -177,7 +179,7 @@ def load_sweep(path: str | Path, hardware: dict | None = None) -> SweepConfig:
     model = resolve_path(base_dir, expect(raw["model"], str, f"{src}: model"))
     if not (model / "config.json").is_file():
         _err(src, f"model {model} is not a model folder (no config.json)")
-    variants, variant_models, base = _variants(raw, base_dir, src)
+    variants, variant_models, base, families = _variants(raw, base_dir, src)
     contrasts = _contrasts(raw, variants, src)
     speed_n = _speed(raw, src)
     jobs = _jobs(raw, base_dir, src)
@@ -197,20 +199,31 @@ def load_sweep(path: str | Path, hardware: dict | None = None) -> SweepConfig:
         if r is not None and r.load_quantisation is not None:
             check_available(f"{src}: variants.{v} ({r.name})", placement.cuda)
     return SweepConfig(name, model, variants, base, jobs, gen, spm, spm_official, th, views, threads, src, raw, bias,
-                       variant_models, contrasts, speed_n, backend, processes, hw, dict(hardware or {}))
+                       variant_models, contrasts, speed_n, backend, processes, hw, dict(hardware or {}), families)
 
 
-def _variants(raw: dict, base_dir: Path, src) -> tuple[dict[str, Recipe | None], dict[str, Path], str]:
-    """``variants:`` name -> recipe (null: the base), or {model, recipe} for another model; and the base's name."""
+def _variants(raw: dict, base_dir: Path, src) -> tuple[dict[str, Recipe | None], dict[str, Path], str, dict]:
+    """``variants:`` name -> recipe (null: the base), {model, recipe} for another model, or a template
+    {recipe: STEP, option: [values], ...} for a family of variants; the base's name; the families."""
     variants_raw = raw.get("variants") or {"base": None}
     if not isinstance(variants_raw, dict):
         _err(src, "variants must be a mapping name -> recipe (null for the uncompressed base)")
     variants: dict[str, Recipe | None] = {}
     variant_models: dict[str, Path] = {}
+    families: dict[str, Family] = {}
     for name, r in variants_raw.items():
         if not str(name).replace("-", "").replace("_", "").isalnum():
             _err(src, f"variant name {name!r}: use letters, digits, - and _")
         expect(r, (str, type(None), dict), f"{src}: variants.{name}")
+        if isinstance(r, dict) and "model" not in r and r.get("recipe") in TEMPLATE_STEPS:
+            members = expand_template(str(name), r, base_dir, src)
+            clash = sorted(set(members) & (set(variants) | set(variants_raw)))
+            if clash:
+                _err(src, f"variants.{name}: generated variant(s) {clash} clash with other variant names")
+            variants |= members
+            families[str(name)] = Family(str(name), *_axis(r), {v: value for v, value in zip(members, _axis(r)[1],
+                                                                                                  strict=True)})
+            continue
         if isinstance(r, dict):
             if set(r) - {"model", "recipe"} or "model" not in r:
                 _err(src, f"variants.{name}: a mapping needs 'model' (a model folder) and may have 'recipe'; got "
@@ -224,7 +237,64 @@ def _variants(raw: dict, base_dir: Path, src) -> tuple[dict[str, Recipe | None],
     base = raw.get("base") or next((n for n, r in variants.items() if r is None and n not in variant_models), None)
     if base not in variants or variants[base] is not None:
         _err(src, "one variant must be the uncompressed base (recipe null)")
-    return variants, variant_models, base
+    return variants, variant_models, base, families
+
+
+TEMPLATE_STEPS = ("prune", "quantize")
+
+
+@dataclass(frozen=True)
+class Family:
+    """Variants generated from one template: ``{name: {recipe: prune, sparsity: [0.1, 0.2], scope: layer}}`` gives
+    ``name-10``, ``name-20``; the one list-valued option is the family's axis (numeric: a ladder, drawn as a line;
+    names: a comparison, drawn as bars)."""
+
+    name: str
+    axis: str
+    values: tuple
+    members: dict  # variant -> its axis value
+
+    @property
+    def numeric(self) -> bool:
+        return all(is_type(v, (int, float)) for v in self.values)
+
+    def to_dict(self) -> dict:
+        return {"axis": self.axis, "members": self.members, "numeric": self.numeric}
+
+
+def _axis(spec: dict) -> tuple[str, tuple]:
+    lists = [k for k, v in spec.items() if isinstance(v, list)]
+    return (lists[0], tuple(spec[lists[0]])) if len(lists) == 1 else ("", ())
+
+
+def member_name(family: str, value) -> str:
+    """``ladder`` + 0.3 → ``ladder-30`` (a fraction in percent), + "attn-ffn" → ``ladder-attn-ffn``."""
+    if is_type(value, (int, float)):
+        pct = value * 100 if 0 < value < 1 else value
+        return f"{family}-{pct:g}".replace(".", "_")
+    return f"{family}-{value}"
+
+
+def expand_template(name: str, spec: dict, base_dir: Path, src) -> dict[str, Recipe]:
+    """A template's variants (``Family``): one recipe of one ``recipe`` step per value of its list option, the other
+    options as given; each recipe validated as a recipe file is."""
+    from forgetbench.compress.recipe import parse_recipe
+
+    kind = spec["recipe"]
+    opts = {k: v for k, v in spec.items() if k != "recipe"}
+    axis, values = _axis(spec)
+    if not axis or not values:
+        _err(src, f"variants.{name}: a template needs exactly one option with a list of values (e.g. sparsity: "
+                  f"[0.1, 0.2]); got {sorted(opts)}")
+    if len(set(map(str, values))) != len(values):
+        _err(src, f"variants.{name}.{axis}: repeated values {values}")
+    out = {}
+    for value in values:
+        vname = member_name(name, value)
+        step = {kind: opts | {axis: value}}
+        out[vname] = parse_recipe({"name": vname, "description": f"{name}: {axis} {value}", "steps": [step]},
+                                  f"{src}: variants.{name} ({axis} {value})", base_dir)
+    return out
 
 
 def _contrasts(raw: dict, variants: dict, src) -> list[tuple[str, str]]:

@@ -34,7 +34,7 @@ def summarise(cfg: SweepConfig, run_dir: str | Path, run_info: dict | None = Non
     spb = SpBLEU(cfg.spm, official=cfg.spm_official)
     bases = {s: cfg.base_of(s) for s in series}
     A = analyse(store, cfg.jobs, cfg.base, series, spb, cfg.thresholds, cfg.tier_views, contrasts=cfg.contrasts,
-                bases=bases, parity=cfg.parity_series)
+                bases=bases, parity=cfg.parity_series, families=cfg.families)
     lacking = {v: r["all"].missing for v, r in A.hallucination.items() if r["all"].missing}
     if lacking:  # the sweep computes λ for the analysed pairs only: the analysis settings or pairs changed since
         store.close()
