@@ -74,6 +74,54 @@ CASES = {
            ("Письменник написав .", "Письменник", "male"), ("Продавчиня усміхнулася .", "Продавчиня", "female"),
            ("Продавець усміхнувся .", "Продавець", "male"), ("Лікар прийшла вчасно .", "Лікар", "female"),
            ("Адвокатка виграла .", "Адвокатка", "female"), ("Бухгалтер рахує .", "Бухгалтер", "male")],
+    # Polish: -ka/-yni feminitives and their cases; -nik/-ik's case forms in -ka are masculine; agreement for epicenes
+    "pl": [("Lekarz przyszedł późno .", "Lekarz", "male"), ("Lekarka przyszła późno .", "Lekarka", "female"),
+           ("Nauczyciel wyjaśnił lekcję .", "Nauczyciel", "male"), ("Nauczycielka wyjaśniła lekcję .", "Nauczycielka", "female"),
+           ("Rozmawiałem z nauczycielką .", "nauczycielką", "female"), ("Rozmawiałem z nauczycielem .", "nauczycielem", "male"),
+           ("Zapytałem prawnika o radę .", "prawnika", "male"), ("Zapytałem prawniczkę o radę .", "prawniczkę", "female"),
+           ("Kierowca zatrzymał autobus .", "Kierowca", "male"), ("Sprzedawczyni uśmiechnęła się .", "Sprzedawczyni", "female"),
+           ("Sprzedawca uśmiechnął się .", "Sprzedawca", "male"), ("Pielęgniarka pomogła mu .", "Pielęgniarka", "female"),
+           ("Mechanik naprawił samochód .", "Mechanik", "male"), ("Zadzwoniłem do mechanika .", "mechanika", "male"),
+           ("Projektantka narysowała plan .", "Projektantka", "female"), ("Projektant narysował plan .", "Projektant", "male"),
+           ("Dałem książkę lekarce .", "lekarce", "female"), ("Dentysta wyrwał ząb .", "Dentysta", "male"),
+           ("Dentystka wyrwała ząb .", "Dentystka", "female"), ("Lekarz powiedziała prawdę .", "Lekarz", "female"),
+           ("Kucharz gotował zupę .", "Kucharz", "male"), ("Kucharka gotowała zupę .", "Kucharka", "female")],
+    # Czech: -ka/-kyně feminitives and their cases; -ník's case forms in -ka are masculine; soudce is masculine
+    "cs": [("Lékař přišel pozdě .", "Lékař", "male"), ("Lékařka přišla pozdě .", "Lékařka", "female"),
+           ("Učitel vysvětlil látku .", "Učitel", "male"), ("Učitelka vysvětlila látku .", "Učitelka", "female"),
+           ("Mluvil jsem s učitelkou .", "učitelkou", "female"), ("Mluvil jsem s učitelem .", "učitelem", "male"),
+           ("Zeptal jsem se právníka .", "právníka", "male"), ("Zeptal jsem se právničky .", "právničky", "female"),
+           ("Soudce vynesl rozsudek .", "Soudce", "male"), ("Soudkyně vynesla rozsudek .", "Soudkyně", "female"),
+           ("Prodavač se usmál .", "Prodavač", "male"), ("Prodavačka se usmála .", "Prodavačka", "female"),
+           ("Zdravotní sestra pomohla .", "sestra", "female"), ("Dal jsem knihu lékařce .", "lékařce", "female"),
+           ("Uklízečka uklidila kancelář .", "Uklízečka", "female"), ("Uklízeč uklidil kancelář .", "Uklízeč", "male"),
+           ("Manažerka rozhodla .", "Manažerka", "female"), ("Manažer rozhodl .", "Manažer", "male"),
+           ("Úředník podepsal smlouvu .", "Úředník", "male"), ("Úřednice podepsala smlouvu .", "Úřednice", "female"),
+           ("Lékař řekla pravdu .", "Lékař", "female"), ("Kuchař vařil polévku .", "Kuchař", "male")],
+    # Hebrew: ־ה / ־ת / ־ית (and ־ות) feminine; spelled alike in both genders (מורה): unknown
+    "he": [("הרופא הגיע מאוחר .", "הרופא", "male"), ("הרופאה הגיעה מאוחר .", "הרופאה", "female"),
+           ("המזכיר התקשר .", "המזכיר", "male"), ("המזכירה התקשרה .", "המזכירה", "female"),
+           ("המנהל החליט .", "המנהל", "male"), ("המנהלת החליטה .", "המנהלת", "female"),
+           ("הטבח בישל .", "הטבח", "male"), ("הטבחית בישלה .", "הטבחית", "female"),
+           ("הנהג עצר .", "הנהג", "male"), ("הנהגת עצרה .", "הנהגת", "female"),
+           ("המהנדס תכנן .", "המהנדס", "male"), ("המהנדסת תכננה .", "המהנדסת", "female"),
+           ("האח עזר לו .", "האח", "male"), ("האחות עזרה לו .", "האחות", "female"),
+           ("דיברתי עם הפקיד .", "הפקיד", "male"), ("דיברתי עם הפקידה .", "הפקידה", "female"),
+           ("הקופאית חייכה .", "הקופאית", "female"), ("הקופאי חייך .", "הקופאי", "male"),
+           ("המורה הסבירה .", "המורה", "unknown"), ("המעצבות עבדו .", "המעצבות", "female"),
+           ("המעצבים עבדו .", "המעצבים", "male"), ("עורכת הדין ניצחה .", "עורכת", "female")],
+    # Arabic: ta marbuta ة and the feminine plural ات; the masculine base form otherwise
+    "ar": [("وصل الطبيب متأخرا .", "الطبيب", "male"), ("وصلت الطبيبة متأخرة .", "الطبيبة", "female"),
+           ("شرح المعلم الدرس .", "المعلم", "male"), ("شرحت المعلمة الدرس .", "المعلمة", "female"),
+           ("ساعد الممرض المريض .", "الممرض", "male"), ("ساعدت الممرضة المريض .", "الممرضة", "female"),
+           ("تكلمت مع المحامي .", "المحامي", "male"), ("تكلمت مع المحامية .", "المحامية", "female"),
+           ("قرر المدير .", "المدير", "male"), ("قررت المديرة .", "المديرة", "female"),
+           ("طبخ الطباخ .", "الطباخ", "male"), ("طبخت الطباخة .", "الطباخة", "female"),
+           ("المهندسون يعملون .", "المهندسون", "male"), ("المهندسات يعملن .", "المهندسات", "female"),
+           ("رأيت السكرتيرة .", "السكرتيرة", "female"), ("رأيت السكرتير .", "السكرتير", "male"),
+           ("للطبيبة كتاب .", "للطبيبة", "female"), ("وصل عامل النظافة .", "النظافة", "unknown"),
+           ("ابتسم البائع .", "البائع", "male"), ("ابتسمت البائعة .", "البائعة", "female"),
+           ("الطبيبةُ هنا .", "الطبيبةُ", "female"), ("كتب الكاتب .", "الكاتب", "male")],
 }
 
 
@@ -91,4 +139,4 @@ def test_reader_on_hand_labelled_phrases(lang):
 
 
 def test_uncovered_language_is_unknown():
-    assert read_gender("he", ["הרופאה"], 0) == "unknown"
+    assert read_gender("tr", ["doktor"], 0) == "unknown" and read_gender("de", ["Arzt"], 5) == "unknown"

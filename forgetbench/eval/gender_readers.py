@@ -5,8 +5,13 @@ and its left context, and returns "male", "female", "neutral" or "unknown".
 
 Covered: de, fr, es, it (determiner + suffix rules, written here from the languages' grammar),
 ru, uk (pymorphy3 with its Russian and Ukrainian dictionaries; the noun's gender, or for
-common-gender nouns the agreeing past-tense verb or adjective nearby). Not covered: he, ar, pl, cs
-(no offline morphology here yet): they get "unknown" and are reported as not covered.
+common-gender nouns the agreeing past-tense verb or adjective nearby), pl, cs (suffix rules over the
+feminine derivations -ka/-yni/-kyně and their case forms, the masculine agent suffixes and their case
+forms, then an agreeing past-tense form -ła/-la nearby, as for Russian), he, ar (the feminine endings:
+Hebrew ־ה/־ת/־ית, Arabic ة and the plural ات; the masculine base form otherwise; Hebrew nouns that spell
+both genders alike, like מורה, are "unknown"). No offline morphological analyser for these four installs
+from the package registries without a model download (camel-tools, MorphoDiTa, Morfeusz need data
+files), hence rules; each is checked on a hand-labelled list (tests/test_gender_readers.py).
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from __future__ import annotations
 import re
 from functools import cache
 
-COVERED = ("de", "fr", "es", "it", "ru", "uk")
+COVERED = ("de", "fr", "es", "it", "ru", "uk", "pl", "cs", "he", "ar")
 
 _PUNCT = re.compile(r"^[\W_]+|[\W_]+$", re.UNICODE)
 
@@ -180,8 +185,79 @@ def _agreement(m, words, i):
     return None
 
 
+# ---------------------------------------------------------------- Polish, Czech (suffix rules)
+# feminine derivations and their case forms; a -k- form after i/y is a masculine -nik/-ik/-yk noun's (prawnika)
+_PL_FEM = re.compile(r"(?<![iy])(ka|ki|kę|ką|ek|kom|kami|kach)$|(rce|lce|nce|tce|czce)$|(yni|ynią|ynię|ini|inią|owa|ówna)$")
+_PL_MASC = ("arz", "arza", "arzem", "arzowi", "arze", "erz", "ciel", "ciela", "cielem", "cielowi", "nik", "nika", "nikiem",
+            "nikowi", "niku", "ik", "ika", "ikiem", "yk", "yka", "ykiem", "ant", "anta", "antem", "ent", "enta", "entem",
+            "ista", "isty", "istę", "istą", "ysta", "ysty", "ystę", "log", "loga", "logiem", "or", "ora", "orem", "er",
+            "era", "erem", "ca", "cy", "cę", "cą", "acz", "acza", "aczem", "ec")
+_CS_FEM = re.compile(r"(?<![iíyý])(ka|ky|ku|kou|kám|kách|kami)$|(lce|řce|čce|tce|nce|erce)$|(yně|yni|yní|ová|ové|ovou)$")
+_CS_FEM_NOUNS = {"sestra", "sestry", "sestře", "sestru", "sestrou", "žena", "ženy", "paní", "dáma"}
+_CS_MASC = ("tel", "tele", "teli", "telem", "ář", "áře", "áři", "ářem", "ař", "aře", "aři", "ařem", "ník", "níka", "níkem",
+            "níkovi", "ik", "ika", "ikem", "ent", "enta", "entem", "ant", "anta", "antem", "ista", "isty", "istu", "istou",
+            "or", "ora", "orem", "ér", "éra", "érem", "er", "era", "erem", "log", "loga", "logem", "ač", "ače", "ačem", "eč",
+            "eče", "ečem", "ce", "ci", "cem", "ec")
+
+
+def _past_tense(words, i, fem: tuple, masc: tuple):
+    """The gender of the nearest past-tense form (Polish -ła/-ł, Czech -la/-l) after, then before, the noun."""
+    for j in [*range(i + 1, min(len(words), i + 4)), *range(i - 1, max(-1, i - 3), -1)]:
+        w = _clean(words[j])
+        if len(w) > 3 and w.endswith(fem):
+            return "female"
+        if len(w) > 2 and w.endswith(masc):
+            return "male"
+    return None
+
+
+def _west_slavic(words, i, fem_re, fem_nouns, masc, past_fem, past_masc):
+    w = _clean(words[i])
+    if w in fem_nouns or fem_re.search(w):
+        return "female"
+    agree = _past_tense(words, i, past_fem, past_masc)
+    if w.endswith(masc):  # a masculine noun may name a woman: an agreeing feminine past tense says so
+        return "female" if agree == "female" else "male"
+    return agree or "unknown"
+
+
+def _pl(words, i):
+    return _west_slavic(words, i, _PL_FEM, {"kobieta", "kobiety", "pani"}, _PL_MASC, ("ła", "łaby"), ("ł", "łby"))
+
+
+def _cs(words, i):
+    return _west_slavic(words, i, _CS_FEM, _CS_FEM_NOUNS, _CS_MASC, ("la", "lá"), ("l",))
+
+
+# ---------------------------------------------------------------- Hebrew, Arabic (feminine endings)
+_MARKS = re.compile(r"[\u0591-\u05C7\u064B-\u065F\u0670]")  # Hebrew points and cantillation, Arabic harakat
+_HE_BOTH = {"מורה", "מנקה", "אופה", "רואה", "קונה", "בונה"}  # III-ה participles: one spelling, both genders
+_HE_PREFIX = re.compile(r"^[והבלשכמ]?ה?")
+
+
+def _he(words, i):
+    w = _MARKS.sub("", _clean(words[i])).replace("\u05f3", "").replace("'", "")
+    if w in _HE_BOTH or _HE_PREFIX.sub("", w, count=1) in _HE_BOTH:
+        return "unknown"
+    if w.endswith(("ת", "ה")):  # -ה, -ת, -ית, plural -ות
+        return "female"
+    return "male" if len(w) >= 2 else "unknown"
+
+
+_AR_NOT_PERSON = {"نظافة", "شرطة", "صحة", "حراسة", "إدارة", "خدمة"}  # second words of compounds (عامل نظافة)
+
+
+def _ar(words, i):
+    w = _MARKS.sub("", _clean(words[i])).replace("\u0640", "")  # tatweel
+    if w in _AR_NOT_PERSON or re.sub(r"^(وال|بال|فال|كال|لل|ال)", "", w) in _AR_NOT_PERSON:
+        return "unknown"
+    if w.endswith(("ة", "ات")):  # ta marbuta, feminine plural
+        return "female"
+    return "male" if len(w) >= 3 else "unknown"
+
+
 _READERS = {"de": _de, "fr": _fr, "es": _es, "it": _it, "ru": lambda w, i: _slavic("ru", w, i),
-            "uk": lambda w, i: _slavic("uk", w, i)}
+            "uk": lambda w, i: _slavic("uk", w, i), "pl": _pl, "cs": _cs, "he": _he, "ar": _ar}
 
 
 def read_gender(lang: str, words: list[str], i: int) -> str:
