@@ -16,7 +16,7 @@ from pathlib import Path
 from forgetbench.eval.findings import comparisons
 from forgetbench.eval.languages import PAIR_GROUPS, TIERS, language
 from forgetbench.io import atomic_write_json, atomic_write_text
-from forgetbench.report.sections import render_html, render_markdown, sections
+from forgetbench.report.sections import MOST_AFFECTED, render_html, render_markdown, sections
 
 
 def _f(x, nd=2, pct=False):
@@ -377,8 +377,51 @@ def _family_tables(S: dict) -> dict[str, Table]:
             for name, F in (S.get("families") or {}).items()}
 
 
+def method_of(S: dict, v: str) -> str:
+    """A variant's compression method, read from its artefacts: a sparse artefact is pruning, an int8 one (or a
+    nominal size below 1 without sparsity: bitsandbytes) quantisation; another model (a student): its own."""
+    size = next((r["size"] for r in S["variant_table"] if r["variant"] == v), {})
+    pruned, quantised = "sparse_bytes" in size, "int8_bytes" in size or ("sparse_bytes" not in size
+                                                                         and (size.get("nominal_ratio") or 1) < 1)
+    if pruned and quantised:
+        return "pruning + quantisation"
+    return "pruning" if pruned else "quantisation" if quantised else "other model"
+
+
+def most_affected(S: dict, k: int = MOST_AFFECTED) -> list[dict]:
+    """The cross-method table: each compared variant's ``k`` kept pairs of lowest relative spBLEU, and for every
+    pair in any of those lists the methods under which it is among the most affected; pairs most affected under
+    more methods first, then by their mean rank."""
+    comps, kept = comparisons(S), [p for p in S["pairs"] if p["kept"]]
+    ranks: dict[str, dict[str, int]] = {}
+    for v in comps:
+        order = sorted(kept, key=lambda p: (p["rel"][v]["spBLEU"] is None, p["rel"][v]["spBLEU"] or 0))
+        for r, p in enumerate(order[:k], 1):
+            ranks.setdefault(f"{p['src']}-{p['tgt']}", {})[v] = r
+    by_pair = {f"{p['src']}-{p['tgt']}": p for p in kept}
+    rows = [{"pair": pair, "tier": by_pair[pair]["tier"].get("thesis"), "ranks": r,
+             "methods": sorted({method_of(S, v) for v in r})} for pair, r in ranks.items()]
+    return sorted(rows, key=lambda x: (-len(x["methods"]), sum(x["ranks"].values()) / len(x["ranks"]), x["pair"]))
+
+
+def _most_affected_table(S: dict) -> dict[str, Table]:
+    comps = comparisons(S)
+    methods = {method_of(S, v) for v in comps} - {"other model"}
+    if len(comps) < 2 or len(methods) < 2:
+        return {}
+    by_pair = {f"{p['src']}-{p['tgt']}": p for p in S["pairs"]}
+    rows = []
+    for x in most_affected(S):
+        p = by_pair[x["pair"]]
+        rows.append([x["pair"], x["tier"] or "–", " & ".join(x["methods"])]
+                    + [f"{_fci(p['rel'][v]['spBLEU'], p['intervals'][v]['spBLEU'].get('rel_ci'), 1)}"
+                       + (f" (#{x['ranks'][v]})" if v in x["ranks"] else "") for v in comps])
+    return {"most_affected": (["pair", "tier", "most affected under"]
+                              + [f"{v} ({method_of(S, v)}): rel. spBLEU % [95 % CI] (rank)" for v in comps], rows)}
+
+
 TABLES = (_variants_table, _tier_tables, _delta_tables, _gender_tables, _word_sense_table, _deploy_table,
-          _group_tables, _signals_table, _lid_table, _parity_tables, _pair_tables, _family_tables)
+          _group_tables, _signals_table, _lid_table, _parity_tables, _pair_tables, _family_tables, _most_affected_table)
 
 
 def _deploy_speeds(sp: dict, b1, bb, env: dict) -> list[str]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from forgetbench.eval.findings import comparisons
 
 BOTH, HTML_ONLY = ("md", "html"), ("html",)
+MOST_AFFECTED = 5  # pairs per variant in the cross-method table
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,10 @@ def sections(S: dict, T: dict, examples_html, languages_html, aligners_html) -> 
             Block("figure", f"tiers_{view}", HTML_ONLY), Block("heading", "tier", HTML_ONLY), Block("table", f"tier_{view}"),
             *[b for axis in ("src_tier", "tgt_tier") for b in (Block("heading", axis.replace("_", " "), HTML_ONLY),
                                                               Block("table", f"{axis}_{view}", HTML_ONLY))]]))
+    if "most_affected" in T:
+        out.append(Section("Most affected pairs across methods", [Block("table", "most_affected")], note=(
+            f"Each variant's {MOST_AFFECTED} kept pairs of lowest relative spBLEU (rank in brackets); pairs most "
+            "affected under both pruning and quantisation come first (the study's Table 5.11).")))
     out += [Section("ΔchrF losers and winners", [Block("table", "delta"), Block("figure", "delta_hist", HTML_ONLY)]),
             Section("Off-target translations", [Block("table", "off_target")]),
             Section("Cross-attention λ", [Block("table", "hallucination")])]

@@ -1,0 +1,39 @@
+"""The cross-method table of most affected pairs (the study's Table 5.11): each variant's k lowest pairs, the
+methods read from the artefacts, pairs most affected under both pruning and quantisation first."""
+
+from forgetbench.report.build import _most_affected_table, method_of, most_affected
+
+
+def _summary(rel: dict[str, list[float]]) -> dict:
+    pairs = [f"en-{x}" for x in "abcdef"]
+    variants = list(rel)
+    return {"base": "base", "variants": ["base", *variants],
+            "variant_table": [{"variant": "base", "size": {"dense_bytes": 10, "nominal_ratio": 1.0}},
+                              {"variant": "p", "size": {"sparse_bytes": 7, "nominal_ratio": 0.7}},
+                              {"variant": "q", "size": {"int8_bytes": 3, "nominal_ratio": 0.25}},
+                              {"variant": "nf4", "size": {"dense_bytes": 10, "nominal_ratio": 0.125}},
+                              {"variant": "student", "size": {"dense_bytes": 5, "nominal_ratio": 1.0}}],
+            "pairs": [{"src": "en", "tgt": p[3:], "kept": True, "tier": {"thesis": "High"},
+                       "rel": {v: {"spBLEU": rel[v][k], "chrF": 0.0} for v in variants},
+                       "intervals": {v: {"spBLEU": {"rel_ci": [rel[v][k] - 1, rel[v][k] + 1]}} for v in variants}}
+                      for k, p in enumerate(pairs)]}
+
+
+def test_methods_come_from_the_artefacts():
+    S = _summary({"p": [0] * 6})
+    assert [method_of(S, v) for v in ("p", "q", "nf4", "student")] == ["pruning", "quantisation", "quantisation",
+                                                                      "other model"]
+
+
+def test_pairs_affected_under_both_methods_come_first_then_by_mean_rank():
+    #                 en-a  en-b  en-c  en-d  en-e  en-f
+    S = _summary({"p": [-30, -20, -1, -10, 5, 0], "q": [-2, -25, -40, 3, 4, 1]})
+    rows = most_affected(S, k=2)
+    assert [r["pair"] for r in rows] == ["en-b", "en-a", "en-c"]  # b: both (ranks 2, 1); a: pruning #1; c: quant. #1
+    assert rows[0]["methods"] == ["pruning", "quantisation"] and rows[0]["ranks"] == {"p": 2, "q": 2}
+    T = _most_affected_table(S)["most_affected"]
+    assert T[1][0][:3] == ["en-b", "High", "pruning & quantisation"] and T[1][0][3] == "-20.00 [-21.00, -19.00] (#2)"
+
+
+def test_no_table_with_a_single_method():
+    assert _most_affected_table(_summary({"p": [0] * 6})) == {}
