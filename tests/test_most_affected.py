@@ -32,7 +32,10 @@ def test_pairs_affected_under_both_methods_come_first_then_by_mean_rank():
     assert [r["pair"] for r in rows] == ["en-b", "en-a", "en-c"]  # b: both (ranks 2, 1); a: pruning #1; c: quant. #1
     assert rows[0]["methods"] == ["pruning", "quantisation"] and rows[0]["ranks"] == {"p": 2, "q": 2}
     T = _most_affected_table(S)["most_affected"]
-    assert T[1][0][:3] == ["en-b", "High", "pruning & quantisation"] and T[1][0][3] == "-20.00 [-21.00, -19.00] (#2)"
+    # k = 5: every pair but en-e is among both variants' five lowest; mean ranks a 2, b 2, c 2.5, d 4, f 4.5
+    assert [r[0] for r in T[1]] == ["en-a", "en-b", "en-c", "en-d", "en-f"]  # en-e: in no list
+    assert T[1][0][:3] == ["en-a", "High", "pruning & quantisation"] and T[1][0][3:] == ["-30.0 [-31.0, -29.0] (#1)",
+                                                                                         "-2.0 [-3.0, -1.0] (#3)"]
 
 
 def test_no_table_with_a_single_method():
