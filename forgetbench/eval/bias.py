@@ -3,17 +3,21 @@
     bias:
       mt_gender: {path: ../data/mt_gender, languages: [de, fr, es, it, ru, uk], sentences: 200}
       mucow: {path: ../data/mucow, pairs: [en-de, en-ru], sentences: 300}
+      dibimt: {path: /licensed/dibimt.jsonl, languages: [de, es, it, ru, zh], sentences: 500}
 
 MT-Gender: en.txt (gold gender, profession index, sentence, profession; items also in en_pro.txt /
 en_anti.txt are pro- / anti-stereotypical) is translated into each language; the profession is
 aligned with the model's own cross-attention and its gender read by ``gender_readers``. Items
 with gold "neutral" are skipped (the metrics are over male and female entities).
 MuCoW: the pair's source sentences are translated and scored against the sense keys.
+DiBiMT (closed: the user's licensed copy, ``word_sense.read_dibimt``'s JSONL with ``sentence`` and ``lang``):
+each language's items are translated and scored (accuracy, SFII, SPDI, MFS, MFS⁺), every metric and its
+change from the base with a paired bootstrap interval over the items.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tqdm.auto import tqdm
@@ -24,7 +28,14 @@ from forgetbench.eval.gender_metrics import GenderItem, gender_scores, resampled
 from forgetbench.eval.gender_readers import read_gender
 from forgetbench.eval.store import Store
 from forgetbench.eval.translate import Job, pair_batches
-from forgetbench.eval.word_sense import mucow_scores, read_mucow
+from forgetbench.eval.word_sense import (
+    DIBIMT_METRICS,
+    dibimt_metrics,
+    dibimt_outcome,
+    mucow_scores,
+    read_dibimt,
+    read_mucow,
+)
 from forgetbench.io import sha256_file
 from forgetbench.stats import mean, rel
 
@@ -84,6 +95,7 @@ class BiasConfig:
     gender_jobs: list[Job]
     mucow: dict  # pair -> (items, job)
     aligner_context: object = None  # a FLORES-101 Benchmark: co-occurrence statistics for the second aligner, or None
+    dibimt: dict = field(default_factory=dict)  # lang -> (items, job)
 
 
 def gender_jobs(folder: Path, languages: list[str], sentences: int | None) -> tuple[list[GenderRow], list[Job]]:
@@ -109,8 +121,25 @@ def mucow_jobs(folder: Path, pairs: list[str], sentences: int | None) -> dict:
     return out
 
 
+def dibimt_jobs(path: Path, languages: list[str] | None, sentences: int | None) -> dict:
+    """Per target language (all the file has, or ``languages``): its first ``sentences`` DiBiMT items and their
+    translation job from English."""
+    items = read_dibimt(path, sources=True)
+    langs = languages or sorted({it.lang for it in items})
+    missing = [x for x in langs if not any(it.lang == x for it in items)]
+    if missing:
+        raise ForgetbenchError(f"{path}: no DiBiMT item for language(s) {missing} (its languages: "
+                               f"{sorted({it.lang for it in items})})")
+    out = {}
+    for lang in langs:
+        its = [it for it in items if it.lang == lang][:sentences]
+        out[lang] = (its, Job(SourceSet(f"dibimt:{lang}", tuple(it.sentence for it in its), sha256_file(path)), "en", lang))
+    return out
+
+
 def jobs(bias: BiasConfig | None) -> list[Job]:
-    return [] if bias is None else [*bias.gender_jobs, *(j for _, j in bias.mucow.values())]
+    return [] if bias is None else [*bias.gender_jobs, *(j for _, j in bias.mucow.values()),
+                                    *(j for _, j in bias.dibimt.values())]
 
 
 def gender_pass(store: Store, variant: str, model, tokenizer, bias: BiasConfig, batch_size: int = 32,
@@ -264,5 +293,40 @@ def analyse_bias(store: Store, bias: BiasConfig | None, base: str, variants: lis
                 db = cb + np.array([outcomes[b][i] == "wrong" for i in common], dtype=float)
                 res[v]["accuracy_change_ci"] = bs.percentile_interval(acc - bs.resample_ratio(cb, db, weights)).to_dict()
         out["word_sense"][pair] = res
+    if bias.dibimt:
+        out["dibimt"] = {lang: dibimt_results(store, items, job, base, variants, resamples, seed, bases)
+                         for lang, (items, job) in bias.dibimt.items()}
     return out
+
+
+def dibimt_results(store: Store, items: list, job: Job, base: str, variants: list[str], resamples: int, seed: int,
+                   bases: dict[str, str]) -> dict:
+    """One language's DiBiMT metrics per variant, each with its bootstrap interval over the items and, paired (the
+    same resampled items), its change from the base series."""
+    import numpy as np
+
+    from forgetbench.eval import bootstrap as bs
+
+    judged = {}
+    for v in variants:
+        hyps = {r["idx"]: r["hyp"] for r in store.translations(v, job.benchmark.name)}
+        judged[v] = {i: (items[i], *dibimt_outcome(items[i], h, job.tgt)) for i, h in hyps.items()}
+    common = sorted(set.intersection(*(set(j) for j in judged.values()))) if judged else []
+    if not common:
+        return {}
+    idx = np.random.default_rng([seed, 13]).integers(0, len(common), size=(resamples, len(common)))
+    draws = {v: [dibimt_metrics([judged[v][common[k]] for k in row]) for row in idx] for v in variants}
+    res = {}
+    for v in variants:
+        d = dibimt_metrics([judged[v][i] for i in common])
+        for m in DIBIMT_METRICS:
+            vals = np.array([np.nan if x[m] is None else x[m] for x in draws[v]])
+            d[f"{m}_ci"] = bs.percentile_interval(vals).to_dict() if np.isfinite(vals).any() else [None, None]
+            b = bases.get(v, base)
+            if v != base and b in draws:
+                bv = np.array([np.nan if x[m] is None else x[m] for x in draws[b]])
+                diff = vals - bv
+                d[f"{m}_change_ci"] = bs.percentile_interval(diff).to_dict() if np.isfinite(diff).any() else [None, None]
+        res[v] = d
+    return res
 

@@ -2,7 +2,8 @@
 
 DiBiMT (docs/METHOD.md §2; closed benchmark, so the scorer reads data a licensed user supplies as
 JSONL, one item per line: ``{"id", "word", "gold": σ, "senses": [σ ordered by frequency],
-"good": [lemmas], "bad": {lemma: σ'}}``). A translation is GOOD if it contains a GOOD lemma, BAD if
+"good": [lemmas], "bad": {lemma: σ'}}``, and for a sweep also ``"sentence"`` (the English source) and
+``"lang"`` (the target language of its GOOD/BAD lemmas)). A translation is GOOD if it contains a GOOD lemma, BAD if
 it contains a BAD lemma (and no GOOD one), else MISS. With C(σ) the 1-based index of σ in the
 frequency-ordered sense list and polysemy degree |senses|:
 
@@ -111,13 +112,17 @@ class DibimtItem:
     senses: tuple[str, ...]
     good: tuple[str, ...]
     bad: dict
+    sentence: str = ""  # the English source (a sweep translates it)
+    lang: str = ""  # the target language of ``good`` and ``bad``
 
     @property
     def gold_index(self) -> int:
         return self.senses.index(self.gold) + 1
 
 
-def read_dibimt(path: str | Path) -> list[DibimtItem]:
+def read_dibimt(path: str | Path, sources: bool = False) -> list[DibimtItem]:
+    """The items of a DiBiMT JSONL file; ``sources``: each must carry ``sentence`` and ``lang`` (a sweep). Every
+    problem is one line naming file:line."""
     p = Path(path)
     if not p.is_file():
         raise ForgetbenchError(f"DiBiMT data {p} not found (DiBiMT is closed: supply your licensed copy as JSONL)")
@@ -132,11 +137,18 @@ def read_dibimt(path: str | Path) -> list[DibimtItem]:
         if not isinstance(d, dict):
             raise ForgetbenchError(f"{p}:{n}: expected a JSON object, got {type(d).__name__}")
         try:
-            it = DibimtItem(str(d["id"]), d["word"], d["gold"], tuple(d["senses"]), tuple(d["good"]), dict(d["bad"]))
+            it = DibimtItem(str(d["id"]), d["word"], d["gold"], tuple(d["senses"]), tuple(d["good"]), dict(d["bad"]),
+                            *((str(d["sentence"]), str(d["lang"])) if sources else ()))
         except KeyError as e:
             raise ForgetbenchError(f"{p}:{n}: missing key {e}") from None
-        if it.gold not in it.senses or any(s not in it.senses for s in it.bad.values()):
-            raise ForgetbenchError(f"{p}:{n}: gold and BAD senses must appear in 'senses'")
+        except (TypeError, ValueError):
+            raise ForgetbenchError(f"{p}:{n}: senses and good must be lists, bad a mapping lemma -> sense") from None
+        unknown = [s for s in (it.gold, *it.bad.values()) if s not in it.senses]
+        if unknown:
+            raise ForgetbenchError(f"{p}:{n}: unknown sense id {unknown[0]!r}: the gold and BAD senses must be among "
+                                   f"'senses' {list(it.senses)[:6]}")
+        if sources and not it.sentence.strip():
+            raise ForgetbenchError(f"{p}:{n}: empty 'sentence' (the English source to translate)")
         items.append(it)
     return items
 
@@ -152,7 +164,16 @@ def dibimt_outcome(item: DibimtItem, hyp: str, lang: str) -> tuple[str, str | No
 
 
 def dibimt_scores(items: list[DibimtItem], hyps: list[str], lang: str) -> dict:
-    res = [(it, *dibimt_outcome(it, h, lang)) for it, h in zip(items, hyps, strict=True)]
+    return dibimt_metrics([(it, *dibimt_outcome(it, h, lang)) for it, h in zip(items, hyps, strict=True)])
+
+
+DIBIMT_METRICS = ("accuracy", "SFII", "SPDI", "MFS", "MFS+")
+
+
+def dibimt_metrics(res: list[tuple[DibimtItem, str, str | None]]) -> dict:
+    """The metrics of judged items ``(item, outcome, produced sense)`` (``dibimt_outcome``'s results): a resample
+    of items reuses their outcomes."""
+    items = [it for it, _, _ in res]
     judged = [(it, o, s) for it, o, s in res if o != "miss"]
     good = sum(1 for _, o, _ in judged if o == "good")
     bad = [(it, s) for it, o, s in judged if o == "bad"]

@@ -280,6 +280,20 @@ def _word_sense_table(S: dict) -> dict[str, Table]:
                              _f(d.get("relative_accuracy"))] for pair, res in ws.items() for v, d in res.items()])}
 
 
+def _dibimt_table(S: dict) -> dict[str, Table]:
+    """DiBiMT per language and variant: accuracy, SFII, SPDI, MFS, MFS⁺ with intervals, and SFII's and MFS's changes
+    from the base (lower SFII / SPDI / MFS is less biased)."""
+    dib = (S.get("bias") or {}).get("dibimt")
+    if not dib:
+        return {}
+    ms = ("accuracy", "SFII", "SPDI", "MFS", "MFS+")
+    return {"dibimt": (["language", "variant", "items", "judged"] + [f"{m} [95 % CI]" for m in ms]
+                       + ["SFII change [95 % CI]", "MFS change [95 % CI]"],
+                       [[lang, v, d["n"], d["good"] + d["bad"]] + [_fci(d[m], d.get(f"{m}_ci"), 3) for m in ms]
+                        + [_ci(d.get(f"{m}_change_ci"), 3) if f"{m}_change_ci" in d else "–" for m in ("SFII", "MFS")]
+                        for lang, res in dib.items() for v, d in res.items()])}
+
+
 def _deploy_table(S: dict) -> dict[str, Table]:
     if not S.get("speed"):
         return {}
@@ -420,7 +434,7 @@ def _most_affected_table(S: dict) -> dict[str, Table]:
                               + [f"{v} ({method_of(S, v)}): rel. spBLEU % [95 % CI] (rank)" for v in comps], rows)}
 
 
-TABLES = (_variants_table, _tier_tables, _delta_tables, _gender_tables, _word_sense_table, _deploy_table,
+TABLES = (_variants_table, _tier_tables, _delta_tables, _gender_tables, _word_sense_table, _dibimt_table, _deploy_table,
           _group_tables, _signals_table, _lid_table, _parity_tables, _pair_tables, _family_tables, _most_affected_table)
 
 

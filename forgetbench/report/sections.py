@@ -98,6 +98,11 @@ def sections(S: dict, T: dict, examples_html, languages_html, aligners_html) -> 
         out.append(Section("Gender bias (MT-Gender)", blocks, html_note=GENDER_NOTE))
     if "word_sense" in T:
         out.append(Section("Word sense (MuCoW)", [Block("table", "word_sense")]))
+    if "dibimt" in T:
+        out.append(Section("Word sense (DiBiMT)", [Block("table", "dibimt")], note=(
+            "SFII: error rate averaged over sense-frequency indices; SPDI: over polysemy degrees; MFS / MFS+: share of "
+            "errors choosing a more frequent / the most frequent sense. Lower is less biased. Intervals: bootstrap "
+            "over the items, changes paired with the base.")))
     out += [Section(f"Pairs, most losing first — {v}", [Block("table", f"pairs_{v}"), Block("raw", examples_html(v))],
                     formats=HTML_ONLY) for v in comparisons(S)]
     out += [Section("Per language", [Block("raw", languages_html())], formats=HTML_ONLY),

@@ -22,6 +22,7 @@
     bias:
       mt_gender: {path: ../data/mt_gender, languages: [de, fr], sentences: 40, aligner_context: ../data/flores101}
       mucow: {path: ../data/mucow, pairs: [en-de], sentences: 80}
+      dibimt: {path: /licensed/dibimt.jsonl, languages: [de], sentences: 500}   # your DiBiMT copy (closed)
 
 Everything is validated before any work starts.
 """
@@ -39,7 +40,7 @@ from forgetbench.errors import ForgetbenchError
 from forgetbench.eval.analysis import Thresholds, TierView
 from forgetbench.eval.backends import BackendConfig, parse_backend, series_name, variant_backend
 from forgetbench.eval.benchmarks import Benchmark, open_benchmark
-from forgetbench.eval.bias import BiasConfig, gender_jobs, mucow_jobs
+from forgetbench.eval.bias import BiasConfig, dibimt_jobs, gender_jobs, mucow_jobs
 from forgetbench.eval.gender_readers import COVERED
 from forgetbench.eval.languages import language, tiers_from_counts
 from forgetbench.eval.translate import Job
@@ -423,11 +424,11 @@ def load_bias(spec: dict | None, base_dir: Path, src: Path | str = "<config>") -
     spec = mapping(spec, f"{src}: bias")
     if not spec:
         return None
-    extra = set(spec) - {"mt_gender", "mucow"}
+    extra = set(spec) - {"mt_gender", "mucow", "dibimt"}
     if extra:
-        raise ForgetbenchError(f"{src}: bias: unknown key(s) {sorted(extra)}; allowed: mt_gender, mucow")
+        raise ForgetbenchError(f"{src}: bias: unknown key(s) {sorted(extra)}; allowed: dibimt, mt_gender, mucow")
     allowed = {"mt_gender": {"path", "languages", "sentences", "aligner_context", "eflomal_context"},
-               "mucow": {"path", "pairs", "sentences"}}
+               "mucow": {"path", "pairs", "sentences"}, "dibimt": {"path", "languages", "sentences"}}
     for block, keys in allowed.items():
         if block in spec:
             b = mapping(spec[block], f"{src}: bias.{block}")
@@ -442,7 +443,7 @@ def load_bias(spec: dict | None, base_dir: Path, src: Path | str = "<config>") -
                     expect(b[k], kind, f"{src}: bias.{block}.{k}")
             if "sentences" in b and (not is_type(b["sentences"], int) or b["sentences"] < 1):
                 raise ForgetbenchError(f"{src}: bias.{block}.sentences must be a positive integer, got {b['sentences']!r}")
-    rows, gjobs, mucow, ctx = [], [], {}, None
+    rows, gjobs, mucow, ctx, dibimt = [], [], {}, None, {}
     if "mt_gender" in spec:
         g = spec["mt_gender"]
         langs = g.get("languages", list(COVERED))
@@ -461,6 +462,15 @@ def load_bias(spec: dict | None, base_dir: Path, src: Path | str = "<config>") -
             if not isinstance(pair, str) or len(pair.split("-")) != 2:
                 raise ForgetbenchError(f"{src}: bias.mucow.pairs: {pair!r} is not of the form en-xx")
         mucow = mucow_jobs(resolve_path(base_dir, m["path"]), pairs, m.get("sentences"))
-    return BiasConfig(rows, gjobs, mucow, ctx)
+    if "dibimt" in spec:
+        d = spec["dibimt"]
+        path = resolve_path(base_dir, d["path"])
+        if not path.is_file():
+            raise ForgetbenchError(f"{src}: bias.dibimt.path: {path} not found (DiBiMT is closed: your licensed copy as "
+                                   "JSONL, docs/METHOD.md §2.8)")
+        for lang in d.get("languages") or []:
+            language(lang)
+        dibimt = dibimt_jobs(path, d.get("languages"), d.get("sentences"))
+    return BiasConfig(rows, gjobs, mucow, ctx, dibimt)
 
 
