@@ -526,6 +526,42 @@ def hallucination(run: RunData, groups: dict[str, DeltaGroups]) -> dict[str, dic
     return out
 
 
+MOVES = ("loser", "neither", "winner")
+
+
+@dataclass
+class Movement:
+    """How variant ``a``'s losers and winners fare under ``b`` (the study: which sentences move from loser to winner
+    between 30 % and 45 %): the sentences by category under ``a`` (rows) and ``b`` (columns), and the loser→winner
+    ones, most moving first."""
+
+    a: str
+    b: str
+    counts: dict[str, dict[str, int]]
+    loser_to_winner: list[dict] = field(default_factory=list)
+
+
+def movement(run: RunData, sentences: list[SentenceDelta], a: str, b: str, n: int = 5) -> Movement:
+    """``Movement`` over the analysed sentences both variants have; a category is ΔchrF < −delta (loser), > +delta
+    (winner) or neither, as ``delta_groups``."""
+    th = run.thresholds.delta
+    da = {(s.key, s.idx): s.delta for s in sentences if s.variant == a}
+    db = {(s.key, s.idx): s.delta for s in sentences if s.variant == b}
+
+    def cat(d):
+        return "loser" if d < -th else "winner" if d > th else "neither"
+
+    counts = {x: dict.fromkeys(MOVES, 0) for x in MOVES}
+    moves = []
+    for k in sorted(set(da) & set(db)):
+        counts[cat(da[k])][cat(db[k])] += 1
+        if cat(da[k]) == "loser" and cat(db[k]) == "winner":
+            moves.append({"pair": f"{k[0][1]}-{k[0][2]}", "benchmark": k[0][0], "idx": k[1], "delta_a": da[k],
+                          "delta_b": db[k]})
+    moves.sort(key=lambda m: (m["delta_a"] - m["delta_b"], m["pair"], m["idx"]))
+    return Movement(a, b, counts, moves[:n])
+
+
 @dataclass
 class Example:
     pair: str
@@ -660,9 +696,12 @@ class Analysis:
     bases: dict = field(default_factory=dict)  # variant -> the base series it is compared with (its backend's)
     backend_parity: dict[str, BackendParity] = field(default_factory=dict)  # other base series -> vs the base
     families: dict = field(default_factory=dict)  # template -> eval.families.FamilyResult (only where a sweep has one)
+    movement: dict = field(default_factory=dict)  # "a|b" -> Movement (only where a sweep asks for it)
 
     def to_dict(self) -> dict:
-        return {f.name: plain(getattr(self, f.name)) for f in fields(self) if f.name != "families" or self.families}
+        optional = ("families", "movement")  # present only where a sweep has them
+        return {f.name: plain(getattr(self, f.name)) for f in fields(self)
+                if f.name not in optional or getattr(self, f.name)}
 
 
 def tier_contrasts(run: RunData, pairs: list[PairResult], samples: RelSamples) -> dict[str, dict[str, dict[str, TierContrast]]]:
@@ -747,7 +786,8 @@ def signatures(run: RunData, spbleu: SpBLEU) -> dict:
 def analyse(store: Store, jobs: list[Job], base: str, variants: list[str], spbleu: SpBLEU,
             thresholds: Thresholds | None = None, tier_views: list[TierView] | None = None,
             n_examples: int = 5, contrasts: list[tuple[str, str]] | None = None,
-            bases: dict[str, str] | None = None, parity: list[str] | None = None, families: dict | None = None) -> Analysis:
+            bases: dict[str, str] | None = None, parity: list[str] | None = None, families: dict | None = None,
+            movements: list[tuple[str, str]] | None = None) -> Analysis:
     """``parity``: the base translated by other backends (series names in ``variants``), each compared with
     ``base`` in ``backend_parity``; ``bases``: variant -> base series where it is not ``base`` (a variant
     translated by another backend is compared with the base translated by that backend)."""
@@ -765,6 +805,7 @@ def analyse(store: Store, jobs: list[Job], base: str, variants: list[str], spble
     A.pair_groups = pair_groups(run, pairs)
     A.bases = {v: run.base_of(v) for v in run.comps}
     A.backend_parity = backend_parity(run, pairs)
+    A.movement = {f"{a}|{b}": movement(run, sentences, a, b) for a, b in movements or []}
     if families:
         from forgetbench.eval.families import family_results
 

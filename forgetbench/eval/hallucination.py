@@ -29,7 +29,8 @@ def alignment_variance(alpha: torch.Tensor) -> float:
 
 @torch.inference_mode()
 def cross_attention(model, tokenizer, srcs: list[str], hyps: list[str], src_lang: str, tgt_lang: str,
-                    max_length: int = 256, states: list | None = None) -> list[tuple[torch.Tensor, list[int], list[int]]]:
+                    max_length: int = 256, states: list | None = None,
+                    layers: str | list[int] = "all") -> list[tuple[torch.Tensor, list[int], list[int]]]:
     """Per sentence: α [target tokens, source tokens] (padding removed, rows renormalised), source ids, label ids.
     ``states``: per sentence the encoder's states of its source tokens, as the translation computed them
     (``generation.translate_rows(states=...)``): the encoder is not run again. A row's states do not depend on the
@@ -56,13 +57,23 @@ def cross_attention(model, tokenizer, srcs: list[str], hyps: list[str], src_lang
                                                attention_mask=enc["attention_mask"].to(dev),
                                                decoder_input_ids=dec_in.to(dev), decoder_attention_mask=dec_mask.to(dev),
                                                output_attentions=True, use_cache=False, **given)
-    att = torch.stack([a.to("cpu", torch.float32) for a in out.cross_attentions]).mean(dim=(0, 2))  # [B, T, S]
+    chosen = select_layers(out.cross_attentions, layers)
+    att = torch.stack([a.to("cpu", torch.float32) for a in chosen]).mean(dim=(0, 2))  # [B, T, S]
     res = []
     for b in range(att.shape[0]):
         n_tgt, n_src = int(dec_mask[b].sum()), int(enc["attention_mask"][b].sum())
         a = att[b, :n_tgt, :n_src]
         res.append((a / a.sum(-1, keepdim=True), enc["input_ids"][b, :n_src].tolist(), labels[b, :n_tgt].tolist()))
     return res
+
+
+def select_layers(per_layer, layers: str | list[int] = "all"):
+    """The decoder layers whose cross-attention is averaged: all (λ, the study's choice), the last, or given ones."""
+    if layers == "all":
+        return per_layer
+    if layers == "last":
+        return per_layer[-1:]
+    return [per_layer[i] for i in layers]
 
 
 def cross_attention_variance(model, tokenizer, srcs, hyps, src_lang, tgt_lang, max_length: int = 256,

@@ -55,7 +55,32 @@ def figures(S: dict) -> dict[str, str]:
     import matplotlib
 
     matplotlib.use("Agg")
-    return _scatter(S) | _tier_bars(S) | _delta_histograms(S) | _family_figures(S)
+    return _scatter(S) | _tier_bars(S) | _delta_histograms(S) | _family_figures(S) | _attention_figures(S)
+
+
+def _attention_figures(S: dict) -> dict[str, str]:
+    """Per variant: its example losers and winners, one row each, base and compressed cross-attention side by side
+    (source pieces across, each model's output pieces down; the study's figures 5.6–5.8)."""
+    import matplotlib.pyplot as plt
+
+    out = {}
+    for v, rec in (S.get("attention_maps") or {}).items():
+        rows = [(subset, x) for subset in ("losers", "winners") for x in rec.get(subset, [])]
+        if not rows:
+            continue
+        h = sum(max(2.0, 0.18 * max(len(x["base_map"]["output"]), len(x["compressed_map"]["output"]))) for _, x in rows)
+        fig, axes = plt.subplots(len(rows), 2, figsize=(11, h + 0.6 * len(rows)), squeeze=False)
+        base = (S.get("bases") or {}).get(v, S["base"])
+        for r, (subset, x) in enumerate(rows):
+            for c, (who, m) in enumerate(((base, x["base_map"]), (v, x["compressed_map"]))):
+                ax = axes[r][c]
+                ax.imshow(m["alpha"], aspect="auto", cmap="viridis", vmin=0, vmax=1)
+                ax.set_xticks(range(len(m["source"])), m["source"], rotation=90, fontsize=6)
+                ax.set_yticks(range(len(m["output"])), m["output"], fontsize=6)
+                ax.set_title(f"{subset[:-1]} {x['pair']} #{x['idx']} (ΔchrF {x['delta_chrF']:+.1f}): {who}", fontsize=8)
+        fig.tight_layout()
+        out[f"attention_{v}"] = _png(fig)
+    return out
 
 
 def _yerr(points: list[dict], key: str) -> list[list[float]]:
@@ -280,6 +305,29 @@ def _word_sense_table(S: dict) -> dict[str, Table]:
                              _f(d.get("relative_accuracy"))] for pair, res in ws.items() for v, d in res.items()])}
 
 
+def _movement_tables(S: dict) -> dict[str, Table]:
+    """Per (a, b) asked for: a's sentences by category (rows) against b's (columns); then the loser→winner ones."""
+    T = {}
+    for key, M in (S.get("movement") or {}).items():
+        cats = ("loser", "neither", "winner")
+        T[f"movement_{key}"] = ([f"{M['a']} \\ {M['b']}", *cats, "sentences"],
+                                [[x, *(M["counts"][x][y] for y in cats), sum(M["counts"][x].values())] for x in cats])
+        T[f"moves_{key}"] = (["pair", "sentence", f"ΔchrF {M['a']}", f"ΔchrF {M['b']}"],
+                             [[m["pair"], m["idx"], _f(m["delta_a"]), _f(m["delta_b"])] for m in M["loser_to_winner"]])
+    return T
+
+
+def _attention_texts(S: dict) -> dict[str, Table]:
+    """The texts of each variant's mapped examples (the figure's rows, in order)."""
+    T = {}
+    for v, rec in (S.get("attention_maps") or {}).items():
+        b = (S.get("bases") or {}).get(v, S["base"])
+        T[f"attention_{v}"] = (["example", "pair", "ΔchrF", "source", b, v],
+                               [[subset[:-1], x["pair"], _f(x["delta_chrF"]), x["source"], x["base"], x["compressed"]]
+                                for subset in ("losers", "winners") for x in rec.get(subset, [])])
+    return T
+
+
 def _dibimt_table(S: dict) -> dict[str, Table]:
     """DiBiMT per language and variant: accuracy, SFII, SPDI, MFS, MFS⁺ with intervals, and SFII's and MFS's changes
     from the base (lower SFII / SPDI / MFS is less biased)."""
@@ -435,7 +483,8 @@ def _most_affected_table(S: dict) -> dict[str, Table]:
 
 
 TABLES = (_variants_table, _tier_tables, _delta_tables, _gender_tables, _word_sense_table, _dibimt_table, _deploy_table,
-          _group_tables, _signals_table, _lid_table, _parity_tables, _pair_tables, _family_tables, _most_affected_table)
+          _group_tables, _signals_table, _lid_table, _parity_tables, _pair_tables, _family_tables, _most_affected_table,
+          _movement_tables, _attention_texts)
 
 
 def _deploy_speeds(sp: dict, b1, bb, env: dict) -> list[str]:

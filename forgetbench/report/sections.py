@@ -52,6 +52,9 @@ SIGNALS_NOTE = ("Exact KL(teacher ‖ student) and the student's CE on its train
                 "layers were just copied and at the end of training.")
 FAMILY_NOTE = ("Variants made from one template, one per value; averages over the kept pairs with their stratified "
                "paired bootstrap intervals. Head-to-head: contrasts: [[a, b]] in the config.")
+ATTENTION_NOTE = ("On-target example losers and winners: each model's cross-attention, teacher-forced on its own output, "
+                  "averaged over decoder layers ({layers}) and all heads, as λ reads it (rows: output pieces; columns: "
+                  "source pieces; each row sums to 1).")
 GENDER_NOTE = ("ψ = (F1<sub>m</sub> − F1<sub>f</sub>)/(F1<sub>m</sub> + F1<sub>f</sub>); ψ* = |ψ<sub>anti</sub> − "
                "ψ<sub>pro</sub>|; profession aligned by the model's cross-attention.")
 
@@ -90,6 +93,15 @@ def sections(S: dict, T: dict, examples_html, languages_html, aligners_html) -> 
     out += [Section("ΔchrF losers and winners", [Block("table", "delta"), Block("figure", "delta_hist", HTML_ONLY)]),
             Section("Off-target translations", [Block("table", "off_target")]),
             Section("Cross-attention λ", [Block("table", "hallucination")])]
+    for key, M in (S.get("movement") or {}).items():
+        out.append(Section(f"Losers and winners of {M['a']} under {M['b']}", [
+            Block("table", f"movement_{key}"), Block("heading", f"Sentences moving from loser ({M['a']}) to winner "
+                                                                f"({M['b']})"), Block("table", f"moves_{key}")]))
+    for v in S.get("attention_maps") or {}:
+        out.append(Section(f"Cross-attention maps — {v}", [Block("figure", f"attention_{v}"),
+                                                            Block("table", f"attention_{v}", css="ex")],
+                           note=ATTENTION_NOTE.format(layers=S["attention_maps"][v].get("layers", "all")),
+                           formats=HTML_ONLY))
     if "gender" in T:
         blocks = [Block("table", "gender"), Block("table", "gender_languages")]
         if "aligners" in T:

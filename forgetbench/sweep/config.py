@@ -7,6 +7,8 @@
     # a variant may be another model (a distilled student), compressed or not:
     #   {student: {model: ../artifacts/student-kd}, student-p30: {model: ../artifacts/student-kd, recipe: prune-30}}
     contrasts: [[student, base]]           # head-to-head per pair group (VL2VL … H2H), paired bootstrap
+    movement: [[prune-30, prune-45]]       # how a's losers and winners fare under b (sentence by sentence)
+    attention_maps: {sentences: 2, layers: all}   # example cross-attention maps, base beside compressed
     speed: {sentences: 20}                 # batch-1 decoding speed of every variant (omit: not measured)
     backend: ctranslate2                   # torch (default) | ctranslate2 | {name, compute_type, device}
     processes: 2                           # worker processes, each with `threads` threads (2 × 1 on 2 cores)
@@ -38,6 +40,7 @@ from forgetbench.compress.recipe import Recipe, load_recipe
 from forgetbench.configs import dataclass_from, expect, is_type, load_yaml_mapping, mapping
 from forgetbench.errors import ForgetbenchError
 from forgetbench.eval.analysis import Thresholds, TierView
+from forgetbench.eval.attention_maps import MapsConfig
 from forgetbench.eval.backends import BackendConfig, parse_backend, series_name, variant_backend
 from forgetbench.eval.benchmarks import Benchmark, open_benchmark
 from forgetbench.eval.bias import BiasConfig, dibimt_jobs, gender_jobs, mucow_jobs
@@ -48,7 +51,8 @@ from forgetbench.models.hardware import Hardware, parse_hardware, place, with_ov
 from forgetbench.outputs import confined_name
 
 TOP_KEYS = {"name", "model", "variants", "benchmarks", "languages", "pairs", "sentences", "generation", "metrics",
-            "analysis", "tiers", "threads", "base", "bias", "contrasts", "speed", "backend", "processes", "hardware"}
+            "analysis", "tiers", "threads", "base", "bias", "contrasts", "speed", "backend", "processes", "hardware",
+            "attention_maps", "movement"}
 
 
 @dataclass
@@ -75,6 +79,8 @@ class SweepConfig:
     hardware: Hardware = field(default_factory=Hardware)  # where every model of the sweep runs (models.hardware)
     hardware_flags: dict = field(default_factory=dict)  # the command line's overrides of the hardware block
     families: dict = field(default_factory=dict)  # template name -> Family (variants generated from one template)
+    attention_maps: MapsConfig | None = None  # example cross-attention maps (eval.attention_maps); None: not drawn
+    movement: list[tuple[str, str]] = field(default_factory=list)  # (a, b): losers/winners of a moving in b
 
     def model_of(self, variant: str) -> Path:
         return self.variant_models.get(variant, self.model)
@@ -200,7 +206,8 @@ def load_sweep(path: str | Path, hardware: dict | None = None) -> SweepConfig:
         if r is not None and r.load_quantisation is not None:
             check_available(f"{src}: variants.{v} ({r.name})", placement.cuda)
     return SweepConfig(name, model, variants, base, jobs, gen, spm, spm_official, th, views, threads, src, raw, bias,
-                       variant_models, contrasts, speed_n, backend, processes, hw, dict(hardware or {}), families)
+                       variant_models, contrasts, speed_n, backend, processes, hw, dict(hardware or {}), families,
+                       _attention_maps(raw, src), _pairs_of_variants(raw, "movement", variants, src))
 
 
 def _variants(raw: dict, base_dir: Path, src) -> tuple[dict[str, Recipe | None], dict[str, Path], str, dict]:
@@ -298,13 +305,24 @@ def expand_template(name: str, spec: dict, base_dir: Path, src) -> dict[str, Rec
     return out
 
 
-def _contrasts(raw: dict, variants: dict, src) -> list[tuple[str, str]]:
-    contrasts = []
-    for c in expect(raw.get("contrasts") or [], list, f"{src}: contrasts"):
+def _attention_maps(raw: dict, src) -> MapsConfig | None:
+    """``attention_maps: {sentences: 2, layers: all}``: example maps per variant (absent: none drawn)."""
+    if "attention_maps" not in raw:
+        return None
+    return dataclass_from(MapsConfig, raw["attention_maps"] or {}, f"{src}: attention_maps")
+
+
+def _pairs_of_variants(raw: dict, key: str, variants: dict, src) -> list[tuple[str, str]]:
+    out = []
+    for c in expect(raw.get(key) or [], list, f"{src}: {key}"):
         if not isinstance(c, list) or len(c) != 2 or not all(x in variants for x in c) or c[0] == c[1]:
-            _err(src, f"contrasts: {c!r} is not a pair of two different variant names ({', '.join(variants)})")
-        contrasts.append((str(c[0]), str(c[1])))
-    return contrasts
+            _err(src, f"{key}: {c!r} is not a pair of two different variant names ({', '.join(variants)})")
+        out.append((str(c[0]), str(c[1])))
+    return out
+
+
+def _contrasts(raw: dict, variants: dict, src) -> list[tuple[str, str]]:
+    return _pairs_of_variants(raw, "contrasts", variants, src)
 
 
 def _speed(raw: dict, src) -> int:

@@ -32,6 +32,7 @@ from forgetbench.console import Console, as_console
 from forgetbench.errors import ForgetbenchError
 from forgetbench.eval import bias as biasmod
 from forgetbench.eval.analysis import sentences_analysed
+from forgetbench.eval.attention_maps import attention_map, pick_examples
 from forgetbench.eval.backends import TorchTranslator, fake_quantised
 from forgetbench.eval.metrics import SpBLEU
 from forgetbench.eval.sentence_stats import lid_pass, xattn_pass
@@ -283,11 +284,52 @@ def _closing_passes(cfg: SweepConfig, run_dir: Path, store: Store, con: Console,
     t5 = time.perf_counter()
     with con.stage(f"{cfg.name}: language identification"):
         lid_pass(store, cfg.series_names, cfg.jobs)
+    if cfg.attention_maps is not None:
+        with con.stage(f"{cfg.name}: cross-attention maps of example sentences"):
+            attention_maps_pass(cfg, run_dir, store, placement)
     t6 = time.perf_counter()
     if cfg.bias is not None and cfg.bias.aligner_context is not None and cfg.bias.gender_jobs:
         with con.stage(f"{cfg.name}: second gender aligner"):
             biasmod.fastalign_gender_pass(store, cfg.series_names, cfg.bias)
     return {"speed": t5 - t4, "lid": t6 - t5, "second_aligner": time.perf_counter() - t6}
+
+
+def attention_maps_pass(cfg: SweepConfig, run_dir: Path, store: Store, placement: Placement | None = None) -> None:
+    """Rank 0, after language identification: each compared variant's example cross-attention maps, base and
+    compressed side by side (``eval.attention_maps``), stored once per variant (``attention:<variant>``)."""
+    spb, on_target, mc = SpBLEU(cfg.spm, official=cfg.spm_official), store.stats("on_target"), cfg.attention_maps
+    models: dict = {}
+
+    def model(name):
+        if name not in models:
+            models.clear()  # at most the base and one variant in memory
+            models[cfg.base] = load_variant(cfg, run_dir, cfg.base, placement)
+            models[name] = load_variant(cfg, run_dir, name, placement)
+        return models[name]
+
+    for v in [v for v in cfg.variants if v != cfg.base and store.meta(f"attention:{v}") is None]:
+        b, deltas, rows = cfg.base_of(v), [], {}
+        for job in cfg.jobs:
+            key = (job.benchmark.name, job.src, job.tgt)
+            base_rows = {r["idx"]: r for r in store.translations(b, *key)}
+            if not sentences_analysed(job, {i: r["hyp"] for i, r in base_rows.items()}, spb, cfg.thresholds):
+                continue
+            comp = {r["idx"]: r for r in store.translations(v, *key)}
+            rows[key] = (job, base_rows, comp)
+            deltas += [(key, i, comp[i]["chrf"] - base_rows[i]["chrf"]) for i in sorted(comp) if i in base_rows]
+        picked = pick_examples(deltas, on_target, b, v, cfg.thresholds.delta, mc.sentences)
+        record: dict = {"layers": mc.layers}
+        for subset, examples in picked.items():
+            record[subset] = []
+            for key, i, d in examples:
+                job, base_rows, comp = rows[key]
+                src = job.lines()[0][i]
+                record[subset].append({
+                    "pair": f"{job.src}-{job.tgt}", "benchmark": key[0], "idx": i, "delta_chrF": d, "source": src,
+                    "base": base_rows[i]["hyp"], "compressed": comp[i]["hyp"],
+                    "base_map": attention_map(*model(cfg.base), src, base_rows[i]["hyp"], job.src, job.tgt, mc.layers),
+                    "compressed_map": attention_map(*model(v), src, comp[i]["hyp"], job.src, job.tgt, mc.layers)})
+        store.set_meta(f"attention:{v}", record)
 
 
 def _watch(run_dir: Path, stage, every: float = 2.0):

@@ -34,15 +34,15 @@ def summarise(cfg: SweepConfig, run_dir: str | Path, run_info: dict | None = Non
     spb = SpBLEU(cfg.spm, official=cfg.spm_official)
     bases = {s: cfg.base_of(s) for s in series}
     A = analyse(store, cfg.jobs, cfg.base, series, spb, cfg.thresholds, cfg.tier_views, contrasts=cfg.contrasts,
-                bases=bases, parity=cfg.parity_series, families=cfg.families)
+                bases=bases, parity=cfg.parity_series, families=cfg.families, movements=cfg.movement)
     lacking = {v: r["all"].missing for v, r in A.hallucination.items() if r["all"].missing}
     if lacking:  # the sweep computes λ for the analysed pairs only: the analysis settings or pairs changed since
         store.close()
         raise ForgetbenchError(f"{run_dir}: cross-attention λ is missing for analysed sentences ({lacking}); the analysis "
                                "settings changed since the sweep: rerun `forgetbench sweep` with this config on the run "
                                "folder to compute them")
-    speed, signals, hardware, batches = ({v: x for v in series if (x := store.meta(f"{kind}:{v}")) is not None}
-                                         for kind in ("speed", "signals", "hardware", "batch_size"))
+    speed, signals, hardware, batches, maps = ({v: x for v in series if (x := store.meta(f"{kind}:{v}")) is not None}
+                                               for kind in ("speed", "signals", "hardware", "batch_size", "attention"))
     bias_summary = biasmod.analyse_bias(store, cfg.bias, cfg.base, series, cfg.thresholds.resamples,
                                         cfg.thresholds.seed, bases)
     backends = {s: known[s].get("backend", "torch") for s in series}
@@ -54,5 +54,7 @@ def summarise(cfg: SweepConfig, run_dir: str | Path, run_info: dict | None = Non
                        "backend": cfg.backend.describe(), "backends": backends,
                        "variant_models": {v: str(cfg.model_of(v)) for v in cfg.variants},
                        "tier_views": {v.name: v.tiers for v in cfg.tier_views}, "run": run}
+    if maps:
+        S["attention_maps"] = maps
     S["findings"] = findings(S)
     return S
