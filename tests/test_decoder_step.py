@@ -388,3 +388,35 @@ def test_first_argmax_is_torchs_argmax_with_ties_nan_and_infinities():
     for t in (x, x.double(), x[:, ::2], x.half()):
         got = first_argmax(t)
         assert got.dtype == torch.int64 and torch.equal(got, t.argmax(-1))
+
+
+def test_rows_ended_early_leave_before_their_cohort_outlives_the_step_limit(tiny_dir, monkeypatch):
+    """Rows that end (EOS) stay in the batch until enough rows end to compact it, and their cohort keeps stepping.
+    Width 16, 31 rows: 15 of the first cohort end at their second token (they leave: compaction), the 16th at its
+    third, beside a second cohort that runs to the limit. The lingering row must leave before its cohort's step
+    count passes max_new_tokens: the direct step's position table has max_new_tokens rows."""
+    from forgetbench.models import generation
+    from forgetbench.models.generation import encode_rows, greedy_stream
+    from forgetbench.models.load import load
+
+    model, tok, _ = load(tiny_dir, dtype="fp32", small100=False, with_signature=False)
+    eos = model.generation_config.eos_token_id
+    real, calls = generation.first_argmax, []
+
+    def first_argmax(logits):
+        t = real(logits)
+        t[t == eos] = eos + 1  # nobody ends unless told here
+        calls.append(len(t))
+        if len(calls) == 1:
+            t[:15] = eos  # the first cohort but its last row
+        elif len(calls) == 2:
+            t[0] = eos  # that last row, now first in the batch
+        return t
+
+    monkeypatch.setattr(generation, "first_argmax", first_argmax)
+    rows = [(r[2], "en", "de") for r in calib_rows() if r[0] == "en"][:31]
+    enc = encode_rows(tok, rows)
+    got = dict(greedy_stream(model, enc["input_ids"], enc["attention_mask"], tok.get_lang_id("de"), 6, width=16,
+                             direct=True))
+    assert sorted(got) == list(range(31))
+    assert [len(got[r]) for r in range(16)] == [2] * 15 + [3] and all(len(got[r]) == 6 for r in range(16, 31))

@@ -147,6 +147,8 @@ def greedy_stream(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
     rows: list[int] = []  # the input row of each row in the batch
     done: list[bool] = []  # rows that ended but are still in the batch (they leave it in groups)
     out: dict[int, list[int]] = {}
+    joined: dict[int, int] = {}  # the step each row joined at: a cohort's step count is the steps since
+    steps = 0
     tokens = input_ids.new_empty(0)
     while nxt < n or rows:
         live = len(rows) - sum(done)
@@ -164,16 +166,18 @@ def greedy_stream(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                 else:
                     step.add(hidden, mask)
                 rows += range(nxt, e)
+                joined |= dict.fromkeys(range(nxt, e), steps)
                 done += [False] * (e - nxt)
                 fresh += e - nxt
                 nxt = e
             tokens = torch.cat([tokens, tokens.new_full((fresh,), start)])
         logits = step(tokens)
+        steps += 1
         tokens = first_argmax(logits) if len(rows) > fresh or forced is None else None
         if fresh and forced is not None:  # a cohort's first token is its forced target code
             first = forced[rows[len(rows) - fresh] : rows[-1] + 1]
             tokens = first if tokens is None else torch.cat([tokens[: len(rows) - fresh], first])
-        expired = False  # a cohort reached max_new_tokens: all its rows ended, it must leave before the next step
+        expired = False  # a cohort reached max_new_tokens: its rows ended, they must leave before the next step
         for k, tok in enumerate(tokens.tolist()):
             if not done[k]:
                 r = rows[k]
@@ -184,6 +188,8 @@ def greedy_stream(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                     expired |= len(seq) == max_new_tokens
                     yield r, out.pop(r)
         n_done = sum(done)
+        # rows that ended early wait for compaction, but not past their cohort's last step (max_new_tokens steps)
+        expired |= any(d and steps - joined[r] >= max_new_tokens for r, d in zip(rows, done, strict=True))
         if n_done == len(rows):  # the next rows start a new batch
             rows, done, tokens, step = [], [], tokens[:0], None
         elif expired or n_done * COMPACT_FRACTION >= len(rows):  # copying the caches at every ended row costs more
