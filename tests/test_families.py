@@ -67,7 +67,8 @@ def test_the_knee_is_the_last_value_before_a_significant_large_drop():
            _pt("l-50", 0.5, -20.0, -26.0, -12.5), _pt("l-70", 0.7, -60.0, -70.0, -50.0)]
     k = knee(pts)
     assert (k["value"], k["falls_at"]["value"], k["drop_bound_pct"]) == (0.3, 0.5, KNEE_DROP)
-    assert "sparsity 0.3 (l-30) is the largest that keeps quality: rel. spBLEU -8.0 % [-14.0, -2.0]" in k["statement"]
+    assert ("sparsity 0.3 (l-30) is the largest whose drop is not significantly beyond 10 %: rel. spBLEU -8.0 % "
+            "[-14.0, -2.0]") in k["statement"]
     assert knee([base, _pt("l-10", 0.1, -1.0, -3.0, 1.0)])["falls_at"] is None
     assert knee([base, _pt("l-10", 0.1, -30.0, -40.0, -20.0)])["variant"] == "base"
 

@@ -8,7 +8,7 @@ Rules:
    mean over pairs, ``bootstrap.group_mean``), and its mean relative difference from the base with its interval.
 2. The knee of a numeric ladder: walking up the axis, the first member whose relative spBLEU interval lies wholly
    below −``KNEE_DROP`` % (a drop larger than the Findings' "small" bound, significantly) is where quality falls;
-   the knee is the member before it — the largest value that keeps quality. Both are reported with their
+   the knee is the member before it — the largest whose drop is not significantly beyond that bound. Both are reported with their
    intervals; no member falling so: no knee within the ladder (said so); the first member falling: the knee is
    the base.
 """
@@ -69,7 +69,8 @@ def knee(points: list[FamilyPoint], axis: str = "sparsity") -> dict:
     for prev, pt in zip(points, points[1:], strict=False):
         ci = pt.rel_spBLEU_ci
         if ci is not None and ci.high is not None and ci.high < -KNEE_DROP:
-            kept = (f"{axis} {prev.value} ({prev.variant}) is the largest that keeps quality: rel. spBLEU {_rel(prev)}"
+            kept = (f"{axis} {prev.value} ({prev.variant}) is the largest whose drop is not significantly beyond "
+                    f"{KNEE_DROP:g} %: rel. spBLEU {_rel(prev)}"
                     if prev.rel_spBLEU_ci is not None else f"only the base ({axis} 0) keeps quality")
             return {"value": prev.value, "variant": prev.variant, "rel_spBLEU": prev.rel_spBLEU,
                     "rel_spBLEU_ci": prev.rel_spBLEU_ci.to_dict() if prev.rel_spBLEU_ci else None,
