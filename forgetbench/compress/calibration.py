@@ -41,6 +41,29 @@ def read_calibration_tsv(path: str | Path, max_sentences: int | None = None, see
     return rows
 
 
+def _trained_languages(folder) -> set[str] | None:
+    """The languages of a model's own training pairs (``training.json``'s corpus.train), where it has one."""
+    import json
+
+    f = Path(str(folder)) / "training.json"
+    if not folder or not f.is_file():
+        return None
+    try:
+        train = json.loads(f.read_text(encoding="utf-8")).get("corpus", {}).get("train")
+    except ValueError:
+        return None
+    return set(train) if isinstance(train, dict) and train else None
+
+
+def _languages(rows: list[Row]) -> dict[str, int]:
+    """Rows per non-English language (the calibration choice's realised mix, for the variant's record)."""
+    out: dict[str, int] = {}
+    for r in rows:
+        x = r[1] if r[0] == "en" else r[0]
+        out[x] = out.get(x, 0) + 1
+    return dict(sorted(out.items()))
+
+
 def seq2seq_calibration(tokenizer, rows: list[Row], batch_size: int = 16, max_length: int = 128,
                         progress: bool = False) -> Callable[[nn.Module], None]:
     """A callable running teacher-forced forwards of ``rows`` (grouped by direction, length-sorted)."""
@@ -67,6 +90,55 @@ def seq2seq_calibration(tokenizer, rows: list[Row], batch_size: int = 16, max_le
     return run
 
 
+def choose(rows: list[Row], spec) -> list[Row]:
+    """The rows of a ``recipe.Calibration``'s choice, ``spec.max_sentences`` of them, seeded: refused in one line when
+    the choice leaves fewer rows than asked (so that every variant is calibrated on as many sentences)."""
+    rng, n = random.Random(spec.seed), spec.max_sentences
+    other = lambda r: r[1] if r[0] == "en" else r[0]  # noqa: E731 - a row's non-English language
+    if spec.choice == "sample":
+        return rng.sample(rows, n) if len(rows) > n else rows
+    if spec.choice == "english":
+        pool = [r for r in rows if r[0] == "en"]
+    elif spec.choice == "language":
+        pool = [r for r in rows if spec.language in (r[0], r[1])]
+    else:
+        by: dict[str, list[Row]] = {}
+        for r in rows:
+            by.setdefault(other(r), []).append(r)
+        langs = sorted(by)
+        if spec.choice == "uniform":
+            share = {x: 1.0 for x in langs}
+        else:
+            import json
+
+            d = json.loads(Path(spec.counts).read_text(encoding="utf-8"))
+            train = d.get("corpus", d).get("train", d.get("train", {}))
+            share = {x: float(train.get(x, 0)) for x in langs}
+            if not sum(share.values()):
+                raise ForgetbenchError(f"calibration: {spec.counts} counts none of the calibration languages {langs}")
+        quota = _largest_remainder(share, n)
+        short = [x for x in langs if quota[x] > len(by[x])]
+        if short:
+            raise ForgetbenchError(f"calibration choice {spec.choice}: {short[0]} needs {quota[short[0]]} rows, "
+                                   f"{spec.data} has {len(by[short[0]])}; lower max_sentences or give more data")
+        return [r for x in langs for r in rng.sample(by[x], quota[x])]
+    if len(pool) < n:
+        what = f"language {spec.language}" if spec.choice == "language" else "English sources"
+        raise ForgetbenchError(f"calibration choice {spec.choice}: {spec.data} has {len(pool)} rows with {what}, "
+                               f"max_sentences asks {n}; lower max_sentences or give more data")
+    return rng.sample(pool, n)
+
+
+def _largest_remainder(share: dict[str, float], n: int) -> dict[str, int]:
+    """Integer quotas summing to ``n`` in proportion to ``share`` (largest remainders, ties by name)."""
+    total = sum(share.values())
+    exact = {x: n * s / total for x, s in share.items()}
+    quota = {x: int(v) for x, v in exact.items()}
+    for x in sorted(exact, key=lambda x: (-(exact[x] - quota[x]), x))[: n - sum(quota.values())]:
+        quota[x] += 1
+    return quota
+
+
 class Seq2SeqCalibration:
     """The MT models' calibration source for ``compress.apply_recipe``: a step's ``calibration`` TSV,
     sampled (``max_sentences``, ``seed``), run teacher-forced through the model with its tokenizer."""
@@ -81,10 +153,28 @@ class Seq2SeqCalibration:
             return "no calibration data: add calibration: {data: FILE.tsv} to the step or pass --calibration FILE.tsv"
         if spec.data.suffix == ".conllu":
             return f"calibration data {spec.data} is CoNLL-U; MT models calibrate on a TSV of parallel sentences"
+        if getattr(spec, "choice", "sample") != "sample":
+            try:
+                rows = choose(read_calibration_tsv(spec.data), spec)
+            except ForgetbenchError as e:
+                return str(e)
+            codes = getattr(self.tokenizer, "lang_code_to_id", None)
+            used = {x for r in rows for x in r[:2]}
+            lacking = sorted(used - set(codes)) if codes is not None else []
+            if lacking:
+                return f"calibration language(s) {lacking} are not language codes of the model's tokenizer"
+            trained = _trained_languages(getattr(self.tokenizer, "name_or_path", ""))
+            if trained is not None and used - trained - {"en"}:
+                return (f"calibration language(s) {sorted(used - trained - {'en'})} are not among the model's training "
+                        f"languages ({', '.join(sorted(trained))}; its training.json)")
         return None
 
     def forwards(self, spec) -> tuple[Callable[[nn.Module], None], dict]:
-        rows = read_calibration_tsv(spec.data, spec.max_sentences, spec.seed)
+        choice = getattr(spec, "choice", "sample")
+        rows = (read_calibration_tsv(spec.data, spec.max_sentences, spec.seed) if choice == "sample"
+                else choose(read_calibration_tsv(spec.data), spec))
         run = seq2seq_calibration(self.tokenizer, rows, spec.batch_size, spec.max_length, progress=self.progress)
         return run, {"data": str(spec.data), "sha256": sha256_file(spec.data), "sentences": len(rows),
-                     "directions": sorted({f"{r[0]}-{r[1]}" for r in rows})}
+                     "directions": sorted({f"{r[0]}-{r[1]}" for r in rows})} | (
+                         {"choice": choice, "language": spec.language, "languages": _languages(rows)}
+                         if choice != "sample" else {})

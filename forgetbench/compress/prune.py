@@ -42,13 +42,34 @@ def in_place(named: list[tuple[str, nn.Parameter]]) -> Iterator[list[torch.Tenso
     yield [p.data for _, p in named]
 
 
+METHODS = ("magnitude", "wanda", "sparsegpt")
+
+
 @dataclass(frozen=True)
 class PruneConfig:
     sparsity: float
     scope: str = "layer"
     include_embeddings: bool = True
+    method: str = "magnitude"  # magnitude | wanda | sparsegpt (compress.data_aware_prune)
+    n_m: tuple | None = None  # data-aware methods: N of every M input columns pruned, e.g. (2, 4)
+
+    @property
+    def needs_calibration(self) -> bool:
+        return self.method != "magnitude"
 
     def __post_init__(self):
+        if self.method not in METHODS:
+            raise ForgetbenchError(f"unknown pruning method {self.method!r}; choose one of {', '.join(METHODS)}")
+        if self.n_m is not None:
+            nm = self.n_m
+            if (not isinstance(nm, (list, tuple)) or len(nm) != 2
+                    or not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in nm)):
+                raise ForgetbenchError(f"n_m must be [N, M] with positive integers, e.g. [2, 4]; got {nm!r}")
+            if nm[0] >= nm[1]:
+                raise ForgetbenchError(f"n_m [{nm[0]}, {nm[1]}]: N must be smaller than M (N of every M weights pruned)")
+            if self.method == "magnitude":
+                raise ForgetbenchError("n_m patterns are for the data-aware methods (method: wanda or sparsegpt)")
+            object.__setattr__(self, "n_m", tuple(nm))
         if not isinstance(self.sparsity, (int, float)) or isinstance(self.sparsity, bool):
             raise ForgetbenchError(f"sparsity must be a number in [0, 1), got {self.sparsity!r}")
         if not 0.0 <= float(self.sparsity) < 1.0:
@@ -97,8 +118,11 @@ class PruneReport:
         return self.zeros / self.numel if self.numel else 0.0
 
     def to_dict(self) -> dict:
+        cfg = asdict(self.config)
+        if self.config.method == "magnitude":  # the magnitude report as before the data-aware methods
+            cfg = {k: v for k, v in cfg.items() if k not in ("method", "n_m")}
         return {
-            "config": asdict(self.config),
+            "config": cfg,
             "overall": {"numel": self.numel, "zeros": self.zeros, "sparsity": self.sparsity},
             "units": [
                 {"name": u.name, "numel": u.numel, "zeros": u.zeros, "sparsity": u.sparsity, "params": u.params}

@@ -22,19 +22,28 @@ from forgetbench.compress.prune import PruneConfig
 from forgetbench.compress.ptq import QuantConfig
 from forgetbench.errors import ForgetbenchError
 
-PRUNE_KEYS = {"sparsity", "scope", "include_embeddings"}
+PRUNE_KEYS = {"sparsity", "scope", "include_embeddings", "method", "n_m", "calibration"}
 QUANT_KEYS = {"calibrator", "num_bins", "percentile", "start_bin", "sites", "exclude", "calibration"}
-CALIB_KEYS = {"data", "max_sentences", "batch_size", "max_length", "seed"}
+CALIB_KEYS = {"data", "max_sentences", "batch_size", "max_length", "seed", "choice", "language", "counts"}
+CHOICES = ("sample", "english", "uniform", "proportional", "language")
 STEP_KINDS = ("prune", "quantize", "bitsandbytes")
 
 
 @dataclass(frozen=True)
 class Calibration:
+    """A step's calibration set: ``max_sentences`` rows of ``data`` chosen by ``choice`` (``calibration.choose``):
+    sample (a seeded sample of every row), english (English sources only), uniform (as many per language),
+    proportional (per language as its share of ``counts``' training pairs: Multilingual Brain Surgeon), language
+    (the rows of one ``language``: target-language calibration)."""
+
     data: Path
     max_sentences: int = 256
     batch_size: int = 16
     max_length: int = 128
     seed: int = 0
+    choice: str = "sample"
+    language: str | None = None
+    counts: Path | None = None  # a training.json (corpus.train pair counts) for choice: proportional
 
 
 @dataclass(frozen=True)
@@ -89,7 +98,23 @@ def _calibration(where: str, d, base: Path, override: Path | None) -> Calibratio
     for k in ("max_sentences", "batch_size", "max_length"):
         if k in d and (not isinstance(d[k], int) or isinstance(d[k], bool) or d[k] < 1):
             _fail(where, f"calibration.{k} must be a positive integer, got {d[k]!r}")
-    return Calibration(path.resolve(), **{k: d[k] for k in ("max_sentences", "batch_size", "max_length", "seed") if k in d})
+    choice = d.get("choice", "sample")
+    if choice not in CHOICES:
+        _fail(where, f"calibration.choice {choice!r} is unknown; choose one of {', '.join(CHOICES)}")
+    if (choice == "language") != ("language" in d):
+        _fail(where, "calibration.language (an M2M-100 code) goes with choice: language, and only with it")
+    counts = None
+    if choice == "proportional":
+        if "counts" not in d:
+            _fail(where, "calibration choice proportional needs counts: a training.json with corpus.train pair counts")
+        counts = Path(d["counts"]) if Path(d["counts"]).is_absolute() else base / d["counts"]
+        if not counts.is_file():
+            _fail(where, f"calibration.counts {counts} not found")
+        counts = counts.resolve()
+    elif "counts" in d:
+        _fail(where, "calibration.counts goes with choice: proportional")
+    return Calibration(path.resolve(), **{k: d[k] for k in ("max_sentences", "batch_size", "max_length", "seed") if k in d},
+                       choice=choice, language=d.get("language"), counts=counts)
 
 
 def parse_recipe(data: dict, source: str = "<recipe>", base: Path | None = None,
@@ -121,9 +146,22 @@ def parse_recipe(data: dict, source: str = "<recipe>", base: Path | None = None,
                 steps.append(Step(kind, BnbConfig(**opts)))
             elif kind == "prune":
                 _unknown(where, set(opts), PRUNE_KEYS)
-                if "sparsity" not in opts:
+                if "sparsity" not in opts and "n_m" not in opts:
                     _fail(where, "prune needs 'sparsity' (a number in [0, 1))")
-                steps.append(Step(kind, PruneConfig(**opts)))
+                p = {k: v for k, v in opts.items() if k != "calibration"}
+                if "n_m" in p and "sparsity" not in p and isinstance(p["n_m"], list) and len(p["n_m"]) == 2 \
+                        and all(isinstance(x, int) and x > 0 for x in p["n_m"]):
+                    p["sparsity"] = p["n_m"][0] / p["n_m"][1]
+                cfg = PruneConfig(**p)
+                calib = _calibration(where, opts.get("calibration"), base, calibration_override if cfg.needs_calibration
+                                     else None)
+                if cfg.needs_calibration and calib is None:
+                    _fail(where, f"{cfg.method} pruning needs calibration data: add calibration: {{data: FILE.tsv}} or "
+                                 "pass --calibration FILE.tsv")
+                if not cfg.needs_calibration and "calibration" in opts:
+                    _fail(where, "magnitude pruning reads no calibration data: remove 'calibration' or set method: "
+                                 "wanda or sparsegpt")
+                steps.append(Step(kind, cfg, calib))
             else:
                 _unknown(where, set(opts), QUANT_KEYS)
                 q = {k: v for k, v in opts.items() if k != "calibration"}

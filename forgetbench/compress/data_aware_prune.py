@@ -1,0 +1,133 @@
+"""Data-aware pruning of a whole model (``prune: {method: wanda | sparsegpt, sparsity, calibration: …}``).
+
+Rules (docs/METHOD.md §1.5):
+
+1. Units in order (``compress.units``: the same unit map as magnitude pruning; encoder layers, then decoder
+   layers). For each unit, one calibration pass through the model *as pruned so far* records the inputs of the
+   unit's weight matrices (forward pre-hooks on its ``nn.Linear`` modules), then those matrices are pruned
+   (``compress.data_aware``: Wanda per output row, SparseGPT per block of 128 columns). Later units are
+   calibrated on the outputs of the pruned earlier ones, as SparseGPT's reference carries activations from
+   layer to layer; each pass costs one forward over the calibration set.
+2. Encoder–decoder inputs: the encoder's matrices see the calibration sources; the decoder's, teacher-forced
+   references; the cross-attention key/value projections, the encoder's outputs — which the hooks record as
+   they are. Padding positions are left out (the sources' attention mask on the encoder side and for the
+   cross-attention key/value projections; the references' non-padding labels on the decoder side).
+3. What is not a linear map of a unit (biases, layer norms; the shared embedding, tied with the output
+   projection, whose input is a lookup) is pruned by magnitude within the unit at the same sparsity, the tie
+   kept (one storage). Counts are exact per scope: per output row (Wanda), per block (SparseGPT), per unit
+   for the rest; N:M patterns per group of M input columns.
+4. Streaming (models larger than memory) is refused: each unit needs forward passes through the whole model.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from forgetbench.compress.data_aware import sparsegpt, wanda_mask
+from forgetbench.compress.prune import (
+    GroupReport,
+    PruneConfig,
+    PruneReport,
+    UnitReport,
+    num_to_prune,
+    numel_zeros,
+    prune_smallest,
+)
+from forgetbench.compress.units import resolve_units
+from forgetbench.errors import ForgetbenchError
+
+ENCODER_SIDE = (".encoder.", ".encoder_attn.k_proj", ".encoder_attn.v_proj")
+
+
+class _Inputs:
+    """A linear map's calibration statistics: Σ x² per input column (Wanda) or Σ x xᵀ (SparseGPT), valid positions
+    only."""
+
+    def __init__(self, cols: int, method: str):
+        self.method, self.n = method, 0
+        self.stat = torch.zeros(cols, cols, dtype=torch.float64) if method == "sparsegpt" else torch.zeros(cols, dtype=torch.float64)
+
+    def add(self, x: torch.Tensor, keep: torch.Tensor | None) -> None:
+        x = x.detach().reshape(-1, x.shape[-1])
+        if keep is not None and keep.numel() == x.shape[0]:
+            x = x[keep.reshape(-1).to(x.device)]
+        x = x.double().cpu()
+        self.n += x.shape[0]
+        self.stat += x.T @ x if self.method == "sparsegpt" else (x**2).sum(0)
+
+
+def _masks(model: nn.Module):
+    """Positions to keep, set per batch from the model's own inputs (rule 2)."""
+    holder: dict = {}
+    pad = getattr(getattr(model, "config", None), "pad_token_id", None)
+
+    def hook(_m, args, kwargs):
+        am, labels = kwargs.get("attention_mask"), kwargs.get("labels")
+        holder["enc"] = am.bool() if am is not None else None
+        holder["dec"] = (labels != pad) & (labels != -100) if labels is not None and pad is not None else None
+
+    return holder, model.register_forward_pre_hook(hook, with_kwargs=True)
+
+
+def data_aware_prune(model: nn.Module, config: PruneConfig, forwards, units: list[dict] | None = None) -> PruneReport:
+    """Rules 1–3: prune ``model`` in place with ``config.method``; ``forwards(model)`` runs the calibration set."""
+    resolved = resolve_units(model, units, include_embeddings=config.include_embeddings)
+    if any(p.param.device.type == "meta" for u in resolved for p in u.params):
+        raise ForgetbenchError("data-aware pruning needs the weights in memory (offloaded weights are meta "
+                               "placeholders); it cannot be streamed")
+    linears = {id(m.weight): (name, m) for name, m in model.named_modules() if isinstance(m, nn.Linear)}
+    holder, top = _masks(model)
+    reports, groups = [], []
+    try:
+        for u in resolved:
+            mats = [(p, *linears[id(p.param)]) for p in u.params if id(p.param) in linears and not p.aliases]
+            rest = [p for p in u.params if all(p is not q for q, _, _ in mats)]
+            zeros = _prune_unit_linears(model, mats, config, forwards, holder, groups, u.name) if mats else {}
+            if rest:
+                k = num_to_prune(config.sparsity, sum(p.numel for p in rest))
+                thr = prune_smallest([p.param.data for p in rest], k)
+                groups.append(GroupReport(f"{u.name}/rest (magnitude)", sum(p.numel for p in rest), k, thr))
+                zeros |= {p.name: numel_zeros(p.param.data) for p in rest}
+            reports.append(UnitReport(u.name, u.numel, sum(zeros[p.name] for p in u.params), [p.name for p in u.params],
+                                      {p.name: p.aliases for p in u.params if p.aliases}))
+    finally:
+        top.remove()
+    return PruneReport(config, reports, groups)
+
+
+def _prune_unit_linears(model, mats, config: PruneConfig, forwards, holder, groups, unit: str) -> dict[str, int]:
+    """One calibration pass recording the unit's linear inputs, then each matrix pruned (rule 1)."""
+    stats, handles = {}, []
+    for p, name, mod in mats:
+        stats[p.name] = _Inputs(mod.in_features, config.method)
+        side = "enc" if any(s in f".{name}" for s in ENCODER_SIDE) else "dec"
+
+        def pre(_m, args, _s=stats[p.name], _side=side):
+            _s.add(args[0], holder.get(_side))
+
+        handles.append(mod.register_forward_pre_hook(pre))
+    try:
+        with torch.no_grad():
+            forwards(model)
+    finally:
+        for h in handles:
+            h.remove()
+    zeros = {}
+    n_m = tuple(config.n_m) if config.n_m else None
+    for p, name, mod in mats:
+        s = stats[p.name]
+        if s.n == 0:
+            raise ForgetbenchError(f"{name}: the calibration passes never reached this layer; data-aware pruning needs "
+                                   "inputs for every weight matrix it prunes")
+        W = mod.weight.data
+        with torch.no_grad():
+            if config.method == "wanda":
+                mask = wanda_mask(W, s.stat.sqrt(), config.sparsity, n_m)
+                W.masked_fill_(mask.to(W.device), 0)
+            else:
+                new, mask = sparsegpt(W.cpu(), s.stat, config.sparsity, n_m=n_m)
+                W.copy_(new.to(W.device, W.dtype))
+        groups.append(GroupReport(f"{unit}/{p.name} ({config.method})", W.numel(), int(mask.sum()), None))
+        zeros[p.name] = numel_zeros(W)
+    return zeros

@@ -1,0 +1,113 @@
+"""Wanda and SparseGPT through the recipe runner on M2M-100-architecture models: exact counts per scope, ties
+kept, calibration choices recorded and mattering, bad input refused in one line before any work."""
+
+import json
+
+import pytest
+import torch
+
+from forgetbench.cli import main
+from forgetbench.compress.recipe import parse_recipe
+
+from .conftest import CALIB, REPO
+
+
+def _recipe(tmp_path, method, sparsity=0.45, **calib):
+    spec = {"data": str(CALIB), "max_sentences": 64} | calib
+    step = {"prune": {"method": method, "sparsity": sparsity, "calibration": spec}}
+    p = tmp_path / f"{method}-{calib.get('choice', 'sample')}.yaml"
+    p.write_text(json.dumps({"name": p.stem, "steps": [step]}))
+    return p
+
+
+@pytest.mark.parametrize("method", ["wanda", "sparsegpt"])
+def test_counts_are_exact_per_scope_and_ties_kept(tmp_path, tiny_dir, method):
+    from forgetbench.compress.pipeline import compress_dir, load_compressed
+    from forgetbench.compress.recipe import load_recipe
+
+    rep = compress_dir(tiny_dir, load_recipe(str(_recipe(tmp_path, method, 0.5))), tmp_path / "out", progress=False)
+    model, _, _ = load_compressed(tmp_path / "out")
+    assert model.model.shared.weight.data_ptr() == model.lm_head.weight.data_ptr()  # the tie kept
+    for name, mod in model.named_modules():
+        if isinstance(mod, torch.nn.Linear) and name != "lm_head":
+            z = (mod.weight == 0).sum(1) if method == "wanda" else (mod.weight == 0).sum()
+            if method == "wanda":  # every output row: exactly half of its inputs
+                assert (z == mod.in_features // 2).all(), name
+            else:  # blocks of 128 columns (d_model 64: one block): exactly half
+                assert int(z) == mod.weight.numel() // 2, name
+    prune = rep["steps"][0]["prune"]
+    assert abs(prune["overall"]["sparsity"] - 0.5) < 0.01 and prune["config"]["method"] == method
+    assert prune["calibration"]["sentences"] == 64
+
+
+def test_the_calibration_choice_is_recorded_and_changes_the_mask(tmp_path, tiny_dir):
+    from forgetbench.compress.pipeline import compress_dir, load_compressed
+    from forgetbench.compress.recipe import load_recipe
+
+    masks = {}
+    for choice in ("english", "uniform"):
+        rep = compress_dir(tiny_dir, load_recipe(str(_recipe(tmp_path, "wanda", choice=choice))), tmp_path / choice,
+                           progress=False)
+        info = rep["steps"][0]["prune"]["calibration"]
+        assert info["choice"] == choice and info["sentences"] == 64
+        if choice == "english":
+            assert all(d.startswith("en-") for d in info["directions"])
+        else:  # as many rows per language (64 over 20 languages: 3 or 4 each)
+            assert set(info["languages"].values()) <= {3, 4} and len(info["languages"]) == 20
+        model, _, _ = load_compressed(tmp_path / choice)
+        masks[choice] = model.model.encoder.layers[0].fc1.weight == 0
+    assert not torch.equal(masks["english"], masks["uniform"])
+
+
+def test_proportional_calibration_follows_the_training_counts(tmp_path):
+    from forgetbench.compress.calibration import choose, read_calibration_tsv
+
+    counts = tmp_path / "training.json"
+    counts.write_text(json.dumps({"corpus": {"train": {"de": 600, "sw": 200, "fr": 200}}}))
+    r = parse_recipe({"steps": [{"prune": {"method": "wanda", "sparsity": 0.3, "calibration": {
+        "data": str(CALIB), "max_sentences": 20, "choice": "proportional", "counts": str(counts)}}}]})
+    rows = choose(read_calibration_tsv(CALIB), r.steps[0].calibration)
+    langs = [x[1] if x[0] == "en" else x[0] for x in rows]
+    assert (langs.count("de"), langs.count("sw"), langs.count("fr"), len(rows)) == (12, 4, 4, 20)
+
+
+@pytest.mark.parametrize("step,match", [
+    ({"method": "obs", "sparsity": 0.3}, "unknown pruning method 'obs'"),
+    ({"method": "wanda", "sparsity": 0.3}, "wanda pruning needs calibration data"),
+    ({"method": "wanda", "n_m": [4, 4], "calibration": {"data": "CALIB"}}, "N must be smaller than M"),
+    ({"method": "wanda", "sparsity": 0.3, "calibration": {"data": "CALIB", "choice": "random"}},
+     "calibration.choice 'random' is unknown"),
+    ({"method": "wanda", "sparsity": 0.3, "calibration": {"data": "CALIB", "choice": "language", "language": "sw"}},
+     "has 32 rows with language sw, max_sentences asks 256"),
+    ({"method": "wanda", "sparsity": 0.3, "calibration": {"data": "CALIB", "choice": "language", "language": "qq",
+                                                           "max_sentences": 8}}, "has 0 rows with language qq"),
+    ({"method": "magnitude", "sparsity": 0.3, "calibration": {"data": "CALIB"}}, "magnitude pruning reads no calibration"),
+])
+def test_bad_data_aware_input_is_one_line_and_writes_nothing(tmp_path, tiny_dir, capsys, step, match):
+    if "calibration" in step:
+        step["calibration"]["data"] = str(CALIB)
+    r = tmp_path / "r.yaml"
+    r.write_text(json.dumps({"name": "r", "steps": [{"prune": step}]}))
+    capsys.readouterr()
+    assert main(["compress", str(tiny_dir), "--recipe", str(r), "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert len(err) == 1 and match in err[0], err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_language_the_model_lacks_is_refused(tmp_path, capsys):
+    """The teacher was trained on 14 languages (its training.json); the calibration file has ja, zh, ha, tr, hu, pl too."""
+    r = _recipe(tmp_path, "wanda", 0.3, choice="language", language="ja", max_sentences=8)
+    capsys.readouterr()
+    assert main(["compress", str(REPO / "artifacts" / "teacher"), "--recipe", str(r), "--out", str(tmp_path / "o"),
+                 "--quiet"]) == 2
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert len(err) == 1 and "not among the model's training languages" in err[0] and "'ja'" in err[0], err
+    assert not (tmp_path / "o").exists()
+
+
+def test_data_aware_pruning_is_not_streamed(tmp_path, tiny_dir, capsys):
+    capsys.readouterr()
+    assert main(["compress-stream", str(tiny_dir), "--recipe", str(_recipe(tmp_path, "sparsegpt")),
+                 "--out", str(tmp_path / "o")]) == 2
+    assert "cannot be streamed" in capsys.readouterr().err
