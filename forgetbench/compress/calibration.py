@@ -90,9 +90,16 @@ def seq2seq_calibration(tokenizer, rows: list[Row], batch_size: int = 16, max_le
     return run
 
 
-def choose(rows: list[Row], spec) -> list[Row]:
+def choose(rows: list[Row], spec, trained: set[str] | None = None) -> list[Row]:
     """The rows of a ``recipe.Calibration``'s choice, ``spec.max_sentences`` of them, seeded: refused in one line when
-    the choice leaves fewer rows than asked (so that every variant is calibrated on as many sentences)."""
+    the choice leaves fewer rows than asked (so that every variant is calibrated on as many sentences). ``trained``:
+    the model's training languages (its training.json), where known: rows in other languages are not drawn, and
+    choice: language with another language is refused."""
+    if trained is not None:
+        if spec.choice == "language" and spec.language not in trained | {"en"}:
+            raise ForgetbenchError(f"calibration language {spec.language!r} is not among the model's training languages "
+                                   f"({', '.join(sorted(trained))}; its training.json)")
+        rows = [r for r in rows if {r[0], r[1]} <= trained | {"en"}]
     rng, n = random.Random(spec.seed), spec.max_sentences
     other = lambda r: r[1] if r[0] == "en" else r[0]  # noqa: E731 - a row's non-English language
     if spec.choice == "sample":
@@ -155,24 +162,23 @@ class Seq2SeqCalibration:
             return f"calibration data {spec.data} is CoNLL-U; MT models calibrate on a TSV of parallel sentences"
         if getattr(spec, "choice", "sample") != "sample":
             try:
-                rows = choose(read_calibration_tsv(spec.data), spec)
+                rows = choose(read_calibration_tsv(spec.data), spec, self.trained)
             except ForgetbenchError as e:
                 return str(e)
             codes = getattr(self.tokenizer, "lang_code_to_id", None)
-            used = {x for r in rows for x in r[:2]}
-            lacking = sorted(used - set(codes)) if codes is not None else []
+            lacking = sorted({x for r in rows for x in r[:2]} - set(codes)) if codes is not None else []
             if lacking:
                 return f"calibration language(s) {lacking} are not language codes of the model's tokenizer"
-            trained = _trained_languages(getattr(self.tokenizer, "name_or_path", ""))
-            if trained is not None and used - trained - {"en"}:
-                return (f"calibration language(s) {sorted(used - trained - {'en'})} are not among the model's training "
-                        f"languages ({', '.join(sorted(trained))}; its training.json)")
         return None
+
+    @property
+    def trained(self) -> set[str] | None:
+        return _trained_languages(getattr(self.tokenizer, "name_or_path", ""))
 
     def forwards(self, spec) -> tuple[Callable[[nn.Module], None], dict]:
         choice = getattr(spec, "choice", "sample")
         rows = (read_calibration_tsv(spec.data, spec.max_sentences, spec.seed) if choice == "sample"
-                else choose(read_calibration_tsv(spec.data), spec))
+                else choose(read_calibration_tsv(spec.data), spec, self.trained))
         run = seq2seq_calibration(self.tokenizer, rows, spec.batch_size, spec.max_length, progress=self.progress)
         return run, {"data": str(spec.data), "sha256": sha256_file(spec.data), "sentences": len(rows),
                      "directions": sorted({f"{r[0]}-{r[1]}" for r in rows})} | (

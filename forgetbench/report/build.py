@@ -114,14 +114,15 @@ def _family_figures(S: dict) -> dict[str, str]:
                     ax.axvline(100 * knee if knee <= 1 else knee, color="grey", ls="--", lw=0.8, label="knee")
                     ax.legend(fontsize=7)
                 ax.set_xlabel(f"{F['axis']} (%)" if max(q["value"] for q in pts) <= 1 else F["axis"])
-                ax.set_ylabel(f"average {m} over {len(F['pairs'])} pairs ± 95 % CI")
+                ax.set_ylabel(f"avg {m}, {len(F['pairs'])} pairs (95 % CI)")
             else:
                 rel = [p for p in pts if p.get(f"rel_{m}") is not None]
                 ax.bar(range(len(rel)), [p[f"rel_{m}"] for p in rel], yerr=_yerr(rel, f"rel_{m}"), capsize=2)
                 ax.set_xticks(range(len(rel)), [str(p["value"]) for p in rel], fontsize=8)
                 ax.axhline(0, color="grey", lw=0.8)
-                ax.set_ylabel(f"mean relative {m} diff (%) ± 95 % CI")
+                ax.set_ylabel(f"mean rel. {m} diff. % (95 % CI)")
             ax.set_title(f"{name}: {m}", fontsize=9)
+        fig.tight_layout()
         out[f"family_{name}"] = _png(fig)
     return out
 
