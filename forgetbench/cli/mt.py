@@ -217,14 +217,14 @@ def cmd_compress_stream(args) -> int:
 def cmd_recipes(args) -> int:
     from forgetbench.compress.recipe import RECIPE_DIRS, load_recipe
 
-    seen = set()
+    found: dict = {}
     for d in RECIPE_DIRS:
         for f in sorted(d.glob("*.yaml")) if d.is_dir() else []:
-            if f.stem in seen:
-                continue
-            seen.add(f.stem)
-            r = load_recipe(str(f))
-            print(f"{r.name:12s} {' -> '.join(s.kind for s in r.steps):20s} {r.description}")
+            found.setdefault(f.stem, f)
+    recipes = [load_recipe(str(f)) for f in found.values()]
+    width = max((len(r.name) for r in recipes), default=12)
+    for r in recipes:
+        print(f"{r.name:{width}s}  {' -> '.join(s.kind for s in r.steps):20s} {r.description}")
     return 0
 
 
