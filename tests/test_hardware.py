@@ -209,7 +209,7 @@ def test_bfloat16_on_cpu_runs_end_to_end_and_a_resume_in_float32_is_refused(tmp_
     before = dict(hyps)
     assert main(["sweep", str(cfg), "--out", str(run), "--dtype", "float32"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "translated on cpu bfloat16, the settings now say cpu float32" in err[0]
+    assert len(err) == 1 and "its series come from cpu bfloat16, the settings now say cpu float32" in err[0]
     assert _hyps(run) == before
 
 

@@ -119,7 +119,7 @@ class PruneReport:
 
     def to_dict(self) -> dict:
         cfg = asdict(self.config)
-        if self.config.method == "magnitude":  # the magnitude report as before the data-aware methods
+        if self.config.method == "magnitude":  # a magnitude report keeps its own keys
             cfg = {k: v for k, v in cfg.items() if k not in ("method", "n_m")}
         return {
             "config": cfg,

@@ -164,9 +164,9 @@ def prepare_run(cfg: SweepConfig, run_dir: Path, placement: Placement | None = N
                     raise ForgetbenchError(f"{run_dir}: {series} was translated with backend {was}, the config now "
                                            f"says {now}; use a new --out for another backend")
         now = numerics(placement or place(cfg.hardware, f"{cfg.source}: hardware"))
-        was = store.meta("numerics")
-        if was is not None and was != now and known:
-            raise ForgetbenchError(f"{run_dir}: its series were translated on {_numerics_text(was)}, the settings now say "
+        stored = store.meta("numerics")
+        if stored is not None and stored != now and known:
+            raise ForgetbenchError(f"{run_dir}: its series come from {_numerics_text(stored)}, the settings now say "
                                    f"{_numerics_text(now)}; the series would mix numerics: use a new --out, or the "
                                    "same hardware settings to resume")
         store.set_meta("numerics", now)
