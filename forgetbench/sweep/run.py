@@ -68,6 +68,9 @@ def prepare_variant(cfg: SweepConfig, run_dir: Path, store: Store, name: str, pl
                          placement=placement)
         sizes = json.loads((folder / "compression.json").read_text())["sizes"]
         info = {"recipe": recipe.name, "sizes": sizes | {"nominal_ratio": nominal_ratio(recipe)}}
+    calibration = calibration_record(recipe)
+    if calibration:
+        info["calibration"] = calibration
     known = store.variants()
     sha = known[name]["model_sha256"] if name in known else weights_sha256(folder)
     for series, backend in cfg.series(name):
@@ -76,6 +79,16 @@ def prepare_variant(cfg: SweepConfig, run_dir: Path, store: Store, name: str, pl
         if backend == "ctranslate2":
             ct2.cached_conversion(lambda n=name: load_variant(cfg, run_dir, n), ct2_folder(cfg, run_dir, name),
                                   cfg.backend.compute_type, sha)
+
+
+def calibration_record(recipe) -> dict | None:
+    """A data-aware prune step's method, sparsity and calibration choice (for the Findings on calibration)."""
+    for st in (recipe.steps if recipe is not None else ()):
+        if st.kind == "prune" and getattr(st.config, "needs_calibration", False):
+            c = st.calibration
+            return {"method": st.config.method, "sparsity": st.config.sparsity, "choice": c.choice,
+                    "language": c.language}
+    return None
 
 
 def backend_label(cfg: SweepConfig, backend: str) -> str:

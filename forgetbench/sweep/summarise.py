@@ -56,5 +56,8 @@ def summarise(cfg: SweepConfig, run_dir: str | Path, run_info: dict | None = Non
                        "tier_views": {v.name: v.tiers for v in cfg.tier_views}, "run": run}
     if maps:
         S["attention_maps"] = maps
+    calibrations = {v: known[v]["calibration"] for v in series if known[v].get("calibration")}
+    if calibrations:  # data-aware variants: their calibration choices, read by the Findings
+        S["calibrations"] = calibrations
     S["findings"] = findings(S)
     return S
