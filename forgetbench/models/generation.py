@@ -188,8 +188,9 @@ def greedy_stream(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                     expired |= len(seq) == max_new_tokens
                     yield r, out.pop(r)
         n_done = sum(done)
-        # rows that ended early wait for compaction, but not past their cohort's last step (max_new_tokens steps)
-        expired |= any(d and steps - joined[r] >= max_new_tokens for r, d in zip(rows, done, strict=True))
+        # rows that ended early wait for compaction, but not past their cohort's last step (max_new_tokens steps):
+        # rows stay in joining order, so the first is the oldest, and once it is that old every such row is done
+        expired |= bool(rows) and steps - joined[rows[0]] >= max_new_tokens
         if n_done == len(rows):  # the next rows start a new batch
             rows, done, tokens, step = [], [], tokens[:0], None
         elif expired or n_done * COMPACT_FRACTION >= len(rows):  # copying the caches at every ended row costs more
