@@ -224,13 +224,12 @@ def _variants(raw: dict, base_dir: Path, src) -> tuple[dict[str, Recipe | None],
             _err(src, f"variant name {name!r}: use letters, digits, - and _")
         expect(r, (str, type(None), dict), f"{src}: variants.{name}")
         if isinstance(r, dict) and "model" not in r and r.get("recipe") in TEMPLATE_STEPS:
-            members = expand_template(str(name), r, base_dir, src)
+            members, family = expand_template(str(name), r, base_dir, src)
             clash = sorted(set(members) & (set(variants) | set(variants_raw)))
             if clash:
                 _err(src, f"variants.{name}: generated variant(s) {clash} clash with other variant names")
             variants |= members
-            families[str(name)] = Family(str(name), *_axis(r), {v: value for v, value in zip(members, _axis(r)[1],
-                                                                                                  strict=True)})
+            families[str(name)] = family
             continue
         if isinstance(r, dict):
             if set(r) - {"model", "recipe"} or "model" not in r:
@@ -259,12 +258,11 @@ class Family:
 
     name: str
     axis: str
-    values: tuple
     members: dict  # variant -> its axis value
 
     @property
     def numeric(self) -> bool:
-        return all(is_type(v, (int, float)) for v in self.values)
+        return all(is_type(v, (int, float)) for v in self.members.values())
 
     def to_dict(self) -> dict:
         return {"axis": self.axis, "members": self.members, "numeric": self.numeric}
@@ -283,9 +281,9 @@ def member_name(family: str, value) -> str:
     return f"{family}-{value}"
 
 
-def expand_template(name: str, spec: dict, base_dir: Path, src) -> dict[str, Recipe]:
-    """A template's variants (``Family``): one recipe of one ``recipe`` step per value of its list option, the other
-    options as given; each recipe validated as a recipe file is."""
+def expand_template(name: str, spec: dict, base_dir: Path, src) -> tuple[dict[str, Recipe], Family]:
+    """A template's variants and their ``Family``: one recipe of one ``recipe`` step per value of its list option,
+    the other options as given; each recipe validated as a recipe file is."""
     from forgetbench.compress.recipe import parse_recipe
 
     kind = spec["recipe"]
@@ -302,7 +300,7 @@ def expand_template(name: str, spec: dict, base_dir: Path, src) -> dict[str, Rec
         step = {kind: opts | {axis: value}}
         out[vname] = parse_recipe({"name": vname, "description": f"{name}: {axis} {value}", "steps": [step]},
                                   f"{src}: variants.{name} ({axis} {value})", base_dir)
-    return out
+    return out, Family(name, axis, dict(zip(out, values, strict=True)))
 
 
 def _attention_maps(raw: dict, src) -> MapsConfig | None:
