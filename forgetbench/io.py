@@ -28,6 +28,17 @@ def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
+def training_counts(path: str | os.PathLike) -> dict:
+    """The training-pair counts per language of a model's ``training.json`` (``corpus.train``; a file of bare
+    ``train`` counts too); {} where it has none or is not JSON."""
+    try:
+        d = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    counts = d.get("corpus", d).get("train", d.get("train", {})) if isinstance(d, dict) else {}
+    return counts if isinstance(counts, dict) else {}
+
+
 def read_text(path: str | os.PathLike, what: str = "") -> str:
     """A UTF-8 text file; invalid UTF-8 is refused with the line it is on."""
     data = Path(path).read_bytes()

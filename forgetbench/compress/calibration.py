@@ -7,6 +7,7 @@ a slice of NTREX-128 for that (``data/calibration/``).
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Callable
 from pathlib import Path
@@ -16,7 +17,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from forgetbench.errors import ForgetbenchError
-from forgetbench.io import read_text, sha256_file
+from forgetbench.io import read_text, sha256_file, training_counts
 from forgetbench.models.hardware import input_device
 
 Row = tuple[str, str, str, str]
@@ -42,17 +43,9 @@ def read_calibration_tsv(path: str | Path, max_sentences: int | None = None, see
 
 
 def _trained_languages(folder) -> set[str] | None:
-    """The languages of a model's own training pairs (``training.json``'s corpus.train), where it has one."""
-    import json
-
+    """The languages of a model's own training pairs (its ``training.json``), where it has one."""
     f = Path(str(folder)) / "training.json"
-    if not folder or not f.is_file():
-        return None
-    try:
-        train = json.loads(f.read_text(encoding="utf-8")).get("corpus", {}).get("train")
-    except ValueError:
-        return None
-    return set(train) if isinstance(train, dict) and train else None
+    return (set(training_counts(f)) or None) if folder and f.is_file() else None
 
 
 def _languages(rows: list[Row]) -> dict[str, int]:
@@ -116,10 +109,7 @@ def choose(rows: list[Row], spec, trained: set[str] | None = None) -> list[Row]:
         if spec.choice == "uniform":
             share = {x: 1.0 for x in langs}
         else:
-            import json
-
-            d = json.loads(Path(spec.counts).read_text(encoding="utf-8"))
-            train = d.get("corpus", d).get("train", d.get("train", {}))
+            train = training_counts(spec.counts)
             share = {x: float(train.get(x, 0)) for x in langs}
             if not sum(share.values()):
                 raise ForgetbenchError(f"calibration: {spec.counts} counts none of the calibration languages {langs}")
@@ -171,7 +161,7 @@ class Seq2SeqCalibration:
                 return f"calibration language(s) {lacking} are not language codes of the model's tokenizer"
         return None
 
-    @property
+    @functools.cached_property
     def trained(self) -> set[str] | None:
         return _trained_languages(getattr(self.tokenizer, "name_or_path", ""))
 

@@ -61,20 +61,15 @@ def _tsv_rows(path: Path):
             yield cells[0], cells[1]
 
 
-def _dataset_rows(path: Path, lang: str):
-    """(english, foreign) of a ``datasets`` folder (``eval.hf_datasets.parallel_rows``)."""
-    from forgetbench.eval.hf_datasets import parallel_rows
-
-    yield from parallel_rows(f"data.corpora.{lang}", path, "en", lang)
-
-
 def _tsv_pairs(path: Path, banned: set[str], max_chars: int, lang: str = ""):
     """(english, foreign) pairs of a TSV corpus (or a ``datasets`` folder), streamed; the filter of
     ``train.corpus.build_corpus``."""
+    from forgetbench.eval.hf_datasets import parallel_rows
     from forgetbench.train.corpus import normalise
 
     seen: set[bytes] = set()
-    for e, x in (_dataset_rows(path, lang) if Path(path).is_dir() else _tsv_rows(path)):
+    rows = parallel_rows(f"data.corpora.{lang}", path, "en", lang) if Path(path).is_dir() else _tsv_rows(path)
+    for e, x in rows:
         e, x = e.strip(), x.strip()
         if not e or not x or len(e) > max_chars or len(x) > max_chars:
             continue

@@ -47,6 +47,7 @@ from forgetbench.eval.bias import BiasConfig, dibimt_jobs, gender_jobs, mucow_jo
 from forgetbench.eval.gender_readers import COVERED
 from forgetbench.eval.languages import language, tiers_from_counts
 from forgetbench.eval.translate import Job
+from forgetbench.io import training_counts
 from forgetbench.models.hardware import Hardware, parse_hardware, place, with_overrides
 from forgetbench.outputs import confined_name
 
@@ -147,8 +148,7 @@ def _pairs(spec, langs: list[str], src) -> list[tuple[str, str]]:
 
 def training_tiers(counts_file: Path, thresholds: list[int]) -> dict[str, str]:
     """Tiers from the project's own training-pair counts: < t0 Very-Low, < t1 Low, < t2 Medium, else High."""
-    d = json.loads(counts_file.read_text())
-    counts = d.get("corpus", d).get("train", d.get("train", {}))
+    counts = training_counts(counts_file)
     if not counts:
         raise ForgetbenchError(f"{counts_file}: no corpus.train counts")
     return tiers_from_counts(counts, thresholds)
