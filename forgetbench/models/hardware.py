@@ -37,9 +37,9 @@ from pathlib import Path
 import torch
 
 from forgetbench.errors import ForgetbenchError
+from forgetbench.models.load import DTYPES
 
-DTYPE_NAMES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
-               "float16": "float16", "fp16": "float16"}
+DTYPE_NAMES = {k: str(v).removeprefix("torch.") for k, v in DTYPES.items()}  # fp32 / float32 -> "float32", …
 MAP_NAMES = ("auto", "balanced", "sequential")
 KEYS = ("device", "dtype", "device_map", "max_memory", "offload_folder")
 TIED = ("model.shared", "model.encoder.embed_tokens", "model.decoder.embed_tokens", "lm_head")
@@ -107,18 +107,15 @@ def parse_hardware(spec, where: str, base_dir: Path | None = None) -> Hardware:
     return with_overrides(Hardware(), where, base_dir, **spec)
 
 
-def with_overrides(hw: Hardware, where: str | None, base_dir: Path | None = None, **values) -> Hardware:
-    """``hw`` with the given settings checked and set; None values are left out. ``where``: the config block's
-    name for errors; None: the settings are command-line flags (``--device`` …), paths relative to the current
-    folder."""
-    return _checked(hw, where, base_dir, {k: v for k, v in values.items() if v is not None})
-
-
 def _label(where: str | None, key: str) -> str:
     return f"--{key.replace('_', '-')}" if where is None else f"{where}.{key}"
 
 
-def _checked(hw: Hardware, where: str | None, base_dir: Path | None, values: dict) -> Hardware:
+def with_overrides(hw: Hardware, where: str | None, base_dir: Path | None = None, **values) -> Hardware:
+    """``hw`` with the given settings checked and set; None values are left out. ``where``: the config block's
+    name for errors; None: the settings are command-line flags (``--device`` …), paths relative to the current
+    folder."""
+    values = {k: v for k, v in values.items() if v is not None}
     device = str(values.get("device", hw.device))
     if not _DEVICE.fullmatch(device):
         raise ForgetbenchError(f"{_label(where, 'device')}: unknown device {device!r}; choose auto, cpu, cuda or cuda:N")
