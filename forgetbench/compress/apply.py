@@ -141,11 +141,24 @@ def check_recipe(recipe: Recipe, calibrate: CalibrationSource | None = None, str
             raise ForgetbenchError(f"{recipe.source}: step {i} ({h.kind}): {why}")
 
 
+def check_in_memory(model: nn.Module) -> None:
+    """Rule 2, in place: every weight must be in CPU or GPU memory. A device map's offloaded modules hold meta
+    placeholders (accelerate's hooks load the weights for each forward), so a change made there would be lost:
+    refused, naming the first such weight."""
+    meta = [n for n, p in model.named_parameters() if p.device.type == "meta"]
+    if meta:
+        raise ForgetbenchError(f"{len(meta)} weights are offloaded (e.g. {meta[0]}): compressing them in place would be "
+                               "lost; give the device map room for every weight (max_memory), or prune and quantise "
+                               "weights shard by shard with compress-stream")
+
+
 def apply_recipe(model: nn.Module | Target, recipe: Recipe, calibrate: CalibrationSource | None = None) -> StepReport:
     """Run ``recipe``'s steps in order on ``model`` (in place) and return the compression report's
     ``recipe``/``steps`` part and the last quantisation state (None without a quantize step)."""
     target = model if isinstance(model, Target) else Target(model)
     check_recipe(recipe, calibrate, target.streamed)
+    if not target.streamed:
+        check_in_memory(target.model)
     steps, qstate = [], None
     for i, step in enumerate(recipe.steps, 1):
         t0 = time.perf_counter()

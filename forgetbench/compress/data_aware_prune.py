@@ -72,10 +72,7 @@ def _masks(model: nn.Module):
 
 def data_aware_prune(model: nn.Module, config: PruneConfig, forwards, units: list[dict] | None = None) -> PruneReport:
     """Rules 1–3: prune ``model`` in place with ``config.method``; ``forwards(model)`` runs the calibration set."""
-    resolved = resolve_units(model, units, include_embeddings=config.include_embeddings)
-    if any(p.param.device.type == "meta" for u in resolved for p in u.params):
-        raise ForgetbenchError("data-aware pruning needs the weights in memory (offloaded weights are meta "
-                               "placeholders); it cannot be streamed")
+    resolved = resolve_units(model, units, include_embeddings=config.include_embeddings)  # in memory: apply_recipe
     linears = {id(m.weight): (name, m) for name, m in model.named_modules() if isinstance(m, nn.Linear)}
     holder, top = _masks(model)
     reports, groups = [], []

@@ -75,17 +75,6 @@ def load_model_dir(model_dir: str | Path, eager: bool = True, placement: Placeme
     return model, tok
 
 
-def check_in_memory(model: nn.Module, where) -> None:
-    """Compression changes weights in place: every weight must be in CPU or GPU memory. A device map's disk- or
-    CPU-offloaded modules hold meta placeholders (accelerate's hooks load the weights for each forward), so a
-    change made there would be silently lost: refused, naming the first such weight."""
-    meta = [n for n, p in model.named_parameters() if p.device.type == "meta"]
-    if meta:
-        raise ForgetbenchError(f"{where}: {len(meta)} weights are offloaded (e.g. {meta[0]}): compressing them in place "
-                               "would be lost; give the device map room for every weight (max_memory), or prune and "
-                               "quantise weights shard by shard with compress-stream")
-
-
 def compress_dir(model_dir: str | Path, recipe: Recipe, out_dir: str | Path, progress: bool | Console = True,
                  placement: Placement | None = None) -> dict:
     """Apply ``recipe`` to the model in ``model_dir`` and write the output folder (model, artefacts,
@@ -98,7 +87,6 @@ def compress_dir(model_dir: str | Path, recipe: Recipe, out_dir: str | Path, pro
         check_recipe(recipe)
     with con.stage(f"load {model_dir}"):
         model, tok = load_model_dir(model_dir, placement=placement)
-    check_in_memory(model, model_dir)
     calibrate = Seq2SeqCalibration(tok, progress=not con.quiet)
     check_recipe(recipe, calibrate)
     inputs = {str(p.relative_to(model_dir)): sha256_file(p) for p in sorted(model_dir.iterdir())
