@@ -1,9 +1,43 @@
 """Wanda and SparseGPT on single matrices: the formula by hand, SparseGPT against a slow explicit reference and
 against magnitude pruning on the reconstruction error, exact counts, N:M patterns."""
 
+import math
+
 import torch
 
-from forgetbench.compress.data_aware import count, reference_sparsegpt, sparsegpt, wanda_mask
+from forgetbench.compress.data_aware import count, sparsegpt, wanda_mask
+
+
+@torch.no_grad()
+def reference_sparsegpt(weight: torch.Tensor, H: torch.Tensor, sparsity: float = 0.5, block: int = 128,
+                        damp: float = 0.01) -> torch.Tensor:
+    """The same algorithm the slow way: for each column in order, the inverse Hessian of the columns not yet
+    processed is recomputed explicitly; the block masks are chosen as ``sparsegpt`` chooses them (from the
+    inverse Hessian of the columns remaining at the block's start)."""
+    W = weight.detach().clone().double()
+    cols = W.shape[1]
+    Hd = H.clone().double()
+    dead = torch.diag(Hd) == 0
+    Hd[dead, dead] = 1
+    W[:, dead] = 0
+    Hd += damp * torch.mean(torch.diag(Hd)) * torch.eye(cols, dtype=Hd.dtype)
+    mask = torch.zeros_like(W, dtype=torch.bool)
+    for i1 in range(0, cols, block):
+        i2 = min(i1 + block, cols)
+        # the Cholesky factor of H⁻¹ at column j: sqrt of the first diagonal entry of the remaining columns' inverse
+        d = torch.tensor([math.sqrt(torch.linalg.inv(Hd[j:, j:])[0, 0].item()) for j in range(i1, i2)], dtype=W.dtype)
+        flat = (W[:, i1:i2] ** 2 / d.reshape(1, -1) ** 2).flatten()
+        m1 = torch.zeros(flat.numel(), dtype=torch.bool)
+        m1[torch.sort(flat, stable=True).indices[: count(sparsity, flat.numel())]] = True
+        mask[:, i1:i2] = m1.reshape(-1, i2 - i1)
+        for j in range(i1, i2):
+            Hinv = torch.linalg.inv(Hd[j:, j:])  # explicit inverse over the columns j … end
+            w = W[:, j].clone()
+            q = torch.where(mask[:, j], torch.zeros_like(w), w)
+            err = (w - q) / Hinv[0, 0]
+            W[:, j:] -= err.unsqueeze(1) @ Hinv[0:1, :]  # the OBS update of every later column
+            W[:, j] = q
+    return W.to(weight.dtype)
 
 
 def test_wanda_prunes_the_lowest_weight_times_input_norm_per_row():

@@ -16,8 +16,8 @@ receives). They differ in what they keep:
   are pruned (Wanda: lowest scores; SparseGPT: lowest w²/[H⁻¹]²_jj, chosen when the group's first column is
   reached). Stored as zeros: no sparse kernel here.
 
-``reference_sparsegpt`` is the same algorithm written the slow, explicit way (the inverse Hessian of the
-remaining columns recomputed after each elimination, one column at a time): the tests compare the two.
+``tests/test_data_aware.py`` holds the same algorithm written the slow, explicit way (the inverse Hessian of
+the remaining columns recomputed after each elimination, one column at a time) and compares the two.
 """
 
 from __future__ import annotations
@@ -105,35 +105,3 @@ def sparsegpt(weight: torch.Tensor, H: torch.Tensor, sparsity: float = 0.5, bloc
         W[:, i1:i2], mask[:, i1:i2] = Q1, m1
         W[:, i2:] -= Err1 @ Hinv[i1:i2, i2:]
     return W.to(weight.dtype), mask
-
-
-@torch.no_grad()
-def reference_sparsegpt(weight: torch.Tensor, H: torch.Tensor, sparsity: float = 0.5, block: int = 128,
-                        damp: float = 0.01) -> torch.Tensor:
-    """The same algorithm the slow way: for each column in order, the inverse Hessian of the columns not yet
-    processed is recomputed explicitly; the block masks are chosen as ``sparsegpt`` chooses them (from the
-    inverse Hessian of the columns remaining at the block's start)."""
-    W = weight.detach().clone().double()
-    cols = W.shape[1]
-    Hd = H.clone().double()
-    dead = torch.diag(Hd) == 0
-    Hd[dead, dead] = 1
-    W[:, dead] = 0
-    Hd += damp * torch.mean(torch.diag(Hd)) * torch.eye(cols, dtype=Hd.dtype)
-    mask = torch.zeros_like(W, dtype=torch.bool)
-    for i1 in range(0, cols, block):
-        i2 = min(i1 + block, cols)
-        # the Cholesky factor of H⁻¹ at column j: sqrt of the first diagonal entry of the remaining columns' inverse
-        d = torch.tensor([math.sqrt(torch.linalg.inv(Hd[j:, j:])[0, 0].item()) for j in range(i1, i2)], dtype=W.dtype)
-        flat = (W[:, i1:i2] ** 2 / d.reshape(1, -1) ** 2).flatten()
-        m1 = torch.zeros(flat.numel(), dtype=torch.bool)
-        m1[torch.sort(flat, stable=True).indices[: count(sparsity, flat.numel())]] = True
-        mask[:, i1:i2] = m1.reshape(-1, i2 - i1)
-        for j in range(i1, i2):
-            Hinv = torch.linalg.inv(Hd[j:, j:])  # explicit inverse over the columns j … end
-            w = W[:, j].clone()
-            q = torch.where(mask[:, j], torch.zeros_like(w), w)
-            err = (w - q) / Hinv[0, 0]
-            W[:, j:] -= err.unsqueeze(1) @ Hinv[0:1, :]  # the OBS update of every later column
-            W[:, j] = q
-    return W.to(weight.dtype)
