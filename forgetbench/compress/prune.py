@@ -47,7 +47,7 @@ METHODS = ("magnitude", "wanda", "sparsegpt")
 
 @dataclass(frozen=True)
 class PruneConfig:
-    sparsity: float
+    sparsity: float | None  # None with n_m: N / M
     scope: str = "layer"
     include_embeddings: bool = True
     method: str = "magnitude"  # magnitude | wanda | sparsegpt (compress.data_aware_prune)
@@ -70,6 +70,8 @@ class PruneConfig:
             if self.method == "magnitude":
                 raise ForgetbenchError("n_m patterns are for the data-aware methods (method: wanda or sparsegpt)")
             object.__setattr__(self, "n_m", tuple(nm))
+            if self.sparsity is None:
+                object.__setattr__(self, "sparsity", nm[0] / nm[1])
         if not isinstance(self.sparsity, (int, float)) or isinstance(self.sparsity, bool):
             raise ForgetbenchError(f"sparsity must be a number in [0, 1), got {self.sparsity!r}")
         if not 0.0 <= float(self.sparsity) < 1.0:

@@ -148,11 +148,7 @@ def parse_recipe(data: dict, source: str = "<recipe>", base: Path | None = None,
                 _unknown(where, set(opts), PRUNE_KEYS)
                 if "sparsity" not in opts and "n_m" not in opts:
                     _fail(where, "prune needs 'sparsity' (a number in [0, 1))")
-                p = {k: v for k, v in opts.items() if k != "calibration"}
-                if "n_m" in p and "sparsity" not in p and isinstance(p["n_m"], list) and len(p["n_m"]) == 2 \
-                        and all(isinstance(x, int) and x > 0 for x in p["n_m"]):
-                    p["sparsity"] = p["n_m"][0] / p["n_m"][1]
-                cfg = PruneConfig(**p)
+                cfg = PruneConfig(**{"sparsity": None} | {k: v for k, v in opts.items() if k != "calibration"})
                 calib = _calibration(where, opts.get("calibration"), base, calibration_override if cfg.needs_calibration
                                      else None)
                 if cfg.needs_calibration and calib is None:
