@@ -312,6 +312,14 @@ def attention_maps_pass(cfg: SweepConfig, run_dir: Path, store: Store, placement
     compressed side by side (``eval.attention_maps``), stored once per variant (``attention:<variant>``)."""
     spb, on_target, mc = SpBLEU(cfg.spm, official=cfg.spm_official), store.stats("on_target"), cfg.attention_maps
     models: dict = {}
+    analysed: dict = {}  # (base series, job key) -> the base's rows of a pair the analysis reads, else None
+
+    def base_rows_of(b, job, key):
+        if (b, key) not in analysed:
+            rows_b = {r["idx"]: r for r in store.translations(b, *key)}
+            ok = sentences_analysed(job, {i: r["hyp"] for i, r in rows_b.items()}, spb, cfg.thresholds)
+            analysed[(b, key)] = rows_b if ok else None
+        return analysed[(b, key)]
 
     def model(name):
         if name not in models:
@@ -324,8 +332,8 @@ def attention_maps_pass(cfg: SweepConfig, run_dir: Path, store: Store, placement
         b, deltas, rows = cfg.base_of(v), [], {}
         for job in cfg.jobs:
             key = (job.benchmark.name, job.src, job.tgt)
-            base_rows = {r["idx"]: r for r in store.translations(b, *key)}
-            if not sentences_analysed(job, {i: r["hyp"] for i, r in base_rows.items()}, spb, cfg.thresholds):
+            base_rows = base_rows_of(b, job, key)
+            if base_rows is None:
                 continue
             comp = {r["idx"]: r for r in store.translations(v, *key)}
             rows[key] = (job, base_rows, comp)
