@@ -96,13 +96,11 @@ class Benchmark:
 def open_benchmark(name: str, kind: str, root: str | Path, split: str | None = None, config: str | None = None):
     """A benchmark of ``kind`` under ``root`` (``dataset``: ``eval.hf_datasets``, ``split``/``config`` its own)."""
     if kind == "dataset":
-        from forgetbench.eval.hf_datasets import HUB, DatasetBenchmark, open_dataset
+        from forgetbench.eval.hf_datasets import HUB, DatasetBenchmark
 
         if not str(root).startswith(HUB) and not Path(root).is_dir():
             raise ForgetbenchError(f"benchmark {name}: folder {root} not found (a save_to_disk folder, or hub:<id>)")
-        b = DatasetBenchmark(name, kind, root, split, config)
-        b._rows = open_dataset(name, root, split, config)  # read and checked before any work
-        return b
+        return DatasetBenchmark(name, kind, root, split, config)  # read and checked before any work
     if split is not None or config is not None:
         raise ForgetbenchError(f"benchmark {name}: split and config are for kind dataset, not {kind}")
     if kind not in KINDS:

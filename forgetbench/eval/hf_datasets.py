@@ -28,6 +28,8 @@ HUB = "hub:"
 
 @dataclass
 class DatasetBenchmark:
+    """A ``datasets`` split as a benchmark: opened and checked when made (rule 3), pairs read once each."""
+
     name: str
     kind: str
     root: Path | str  # a save_to_disk folder, or "hub:<id>"
@@ -36,29 +38,12 @@ class DatasetBenchmark:
     _rows: object = field(default=None, init=False, repr=False, compare=False)
     _lines: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
-    def _dataset(self):
-        if self._rows is None:
-            self._rows = open_dataset(self.name, self.root, self.split, self.config)
-        return self._rows
-
-    def _column(self, ds, lang: str):
-        """Rule 1: the sentences of ``lang`` (None where a row lacks it)."""
-        cols = ds.column_names
-        if lang in cols:
-            return list(ds[lang])
-        L = language(lang)
-        flores = [c for c in cols if c.startswith(f"sentence_{L.iso3}_")]
-        if flores:
-            return list(ds[flores[0]])
-        if "translation" in cols:
-            return [(t or {}).get(lang) for t in ds["translation"]]
-        raise ForgetbenchError(f"{self.name}: no column for {L.name} ({lang}) in {self.root}; columns {cols[:8]}: name "
-                               f"one {lang!r}, sentence_{L.iso3}_<Script>, or give a translation column")
+    def __post_init__(self):
+        self._rows = open_dataset(self.name, self.root, self.split, self.config)
 
     def pair(self, src: str, tgt: str) -> tuple[list[str], list[str]]:
         if (src, tgt) not in self._lines:
-            ds = self._dataset()
-            s, t = self._column(ds, src), self._column(ds, tgt)
+            s, t = (column(self._rows, x, self.name, self.root) for x in (src, tgt))
             rows = [(i, a, b) for i, (a, b) in enumerate(zip(s, t, strict=True)) if a is not None and b is not None]
             if not rows:
                 raise ForgetbenchError(f"{self.name}: no row has both {src} and {tgt} in {self.root}")
@@ -78,8 +63,24 @@ class DatasetBenchmark:
         return h.hexdigest()
 
 
-def open_dataset(name: str, root, split: str | None, config: str | None):
-    """Rule 3: the rows of a ``save_to_disk`` folder or a hub dataset, one split."""
+def column(ds, lang: str, name: str, root) -> list:
+    """Rule 1: the sentences of ``lang`` in ``ds`` (None where a row lacks it)."""
+    cols = ds.column_names
+    if lang in cols:
+        return list(ds[lang])
+    L = language(lang)
+    flores = [c for c in cols if c.startswith(f"sentence_{L.iso3}_")]
+    if flores:
+        return list(ds[flores[0]])
+    if "translation" in cols:
+        return [(t or {}).get(lang) for t in ds["translation"]]
+    raise ForgetbenchError(f"{name}: no column for {L.name} ({lang}) in {root}; columns {cols[:8]}: name "
+                           f"one {lang!r}, sentence_{L.iso3}_<Script>, or give a translation column")
+
+
+def open_dataset(name: str, root, split: str | None, config: str | None, default_split: str | None = None):
+    """Rule 3: the rows of a ``save_to_disk`` folder or a hub dataset, one split (a DatasetDict without ``split``:
+    ``default_split`` where it has it)."""
     try:
         import datasets
     except ImportError:
@@ -94,6 +95,7 @@ def open_dataset(name: str, root, split: str | None, config: str | None):
         first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
         raise ForgetbenchError(f"benchmark {name}: {root} cannot be read as {where}: {first}") from None
     if isinstance(ds, datasets.DatasetDict):
+        split = split if split is not None or default_split not in ds else default_split
         if split is None or split not in ds:
             raise ForgetbenchError(f"benchmark {name}: {root} holds splits {sorted(ds)}; choose one with split: …")
         ds = ds[split]
@@ -105,12 +107,6 @@ def open_dataset(name: str, root, split: str | None, config: str | None):
 def parallel_rows(name: str, root, src: str, tgt: str) -> list[tuple[str, str]]:
     """The (src, tgt) sentences of a ``save_to_disk`` folder used as a training corpus (a DatasetDict: its ``train``
     split), rows lacking either side left out; the columns found as in rule 1."""
-    try:
-        ds = open_dataset(name, root, None, None)
-    except ForgetbenchError as e:
-        if "choose one with split" not in str(e):
-            raise
-        ds = open_dataset(name, root, "train", None)
-    bench = DatasetBenchmark(name, "dataset", root)
-    return [(str(a), str(b)) for a, b in zip(bench._column(ds, src), bench._column(ds, tgt), strict=True)
+    ds = open_dataset(name, root, None, None, default_split="train")
+    return [(str(a), str(b)) for a, b in zip(column(ds, src, name, root), column(ds, tgt, name, root), strict=True)
             if a is not None and b is not None]
