@@ -200,7 +200,7 @@ def cmd_compress_stream(args) -> int:
     from forgetbench.outputs import new_output
 
     new_output(args.out)
-    recipe = load_recipe(args.recipe)
+    recipe = load_recipe(args.recipe, calibration_override=args.calibration)
     set_threads(args.threads)
     skeleton = None
     cfg = Path(args.model_dir) / "config.json"
@@ -298,10 +298,13 @@ def add_commands(sub) -> None:
     cf.add_argument("--small100", action="store_true", help="SMaLL-100 input format (target code on the encoder side)")
     cf.set_defaults(func=cmd_convert_fairseq)
 
-    cs = sub.add_parser("compress-stream", help="prune / weight-quantise a sharded safetensors checkpoint group by group")
+    cs = sub.add_parser("compress-stream", help="prune (magnitude, Wanda, SparseGPT) or weight-quantise a sharded safetensors "
+                                                "checkpoint group by group, layer by layer")
     cs.add_argument("model_dir", help="a model folder with model.safetensors or a sharded index")
-    cs.add_argument("--recipe", required=True, help="a recipe without activation quantisation")
+    cs.add_argument("--recipe", required=True, help="a recipe without activation quantisation (data-aware pruning "
+                    "calibrates through the folder's tokenizer)")
     cs.add_argument("--out", required=True, help="output folder (must not exist)")
+    cs.add_argument("--calibration", help="calibration TSV overriding the recipe's (data-aware pruning)")
     cs.add_argument("--threads", type=positive, help=THREADS_HELP)
     cs.set_defaults(func=cmd_compress_stream)
 

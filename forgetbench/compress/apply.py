@@ -79,9 +79,6 @@ def register(config_type: type, handler: StepHandler) -> None:
 def _prune_check(step, streamed, calibrate):
     if not step.config.needs_calibration:
         return None
-    if streamed:
-        return (f"{step.config.method} pruning calibrates unit by unit through the whole model and cannot be streamed; "
-                "load the model (with a device map if it is large) or use method: magnitude")
     if calibrate is None:
         return f"{step.config.method} pruning needs calibration forward passes, and this path has no calibration source"
     return calibrate.check(step.calibration)
@@ -92,8 +89,13 @@ def _prune_run(target: Target, step: Step, calibrate) -> StepReport:
         from forgetbench.compress.data_aware_prune import data_aware_prune
 
         forwards, info = calibrate.forwards(step.calibration)
-        rep = data_aware_prune(target.model, step.config, forwards, target.units).to_dict()
-        return {"prune": rep | {"calibration": info}}, None
+        if target.streamed:  # layer by layer from the shards (compress.data_aware_stream)
+            from forgetbench.compress.data_aware_stream import stream_data_aware_prune
+
+            rep = stream_data_aware_prune(target.model, target.open_tensors, step.config, forwards, target.units)
+        else:
+            rep = data_aware_prune(target.model, step.config, forwards, target.units)
+        return {"prune": rep.to_dict() | {"calibration": info}}, None
     return {"prune": prune(target.model, step.config, target.units, open_tensors=target.open_tensors).to_dict()}, None
 
 

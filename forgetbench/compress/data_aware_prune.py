@@ -16,7 +16,8 @@ Rules (docs/METHOD.md §1.5):
    projection, whose input is a lookup) is pruned by magnitude within the unit at the same sparsity, the tie
    kept (one storage). Counts are exact per scope: per output row (Wanda), per block (SparseGPT), per unit
    for the rest; N:M patterns per group of M input columns.
-4. Streaming (models larger than memory) is refused: each unit needs forward passes through the whole model.
+4. Streamed from checkpoint shards (models larger than memory), the same units are pruned the same way, layer by
+   layer, with the calibration activations carried from layer to layer: ``compress.data_aware_stream``.
 """
 
 from __future__ import annotations
@@ -70,31 +71,48 @@ def _masks(model: nn.Module):
     return holder, model.register_forward_pre_hook(hook, with_kwargs=True)
 
 
+def linear_of(model: nn.Module) -> dict[str, tuple[str, nn.Linear]]:
+    """``<module>.weight`` -> (module name, module) for every ``nn.Linear`` (a meta skeleton's too)."""
+    return {f"{name}.weight": (name, m) for name, m in model.named_modules() if isinstance(m, nn.Linear)}
+
+
+def unit_linears(u, linears: dict) -> list[tuple]:
+    """The unit's weight matrices pruned by the data-aware rule: linear maps, not tied (rule 3)."""
+    return [(p, *linears[p.name]) for p in u.params if p.name in linears and not p.aliases]
+
+
 def data_aware_prune(model: nn.Module, config: PruneConfig, forwards, units: list[dict] | None = None) -> PruneReport:
     """Rules 1–3: prune ``model`` in place with ``config.method``; ``forwards(model)`` runs the calibration set."""
     resolved = resolve_units(model, units, include_embeddings=config.include_embeddings)  # in memory: apply_recipe
-    linears = {id(m.weight): (name, m) for name, m in model.named_modules() if isinstance(m, nn.Linear)}
+    linears = linear_of(model)
     holder, top = _masks(model)
     reports, groups = [], []
     try:
         for u in resolved:
-            mats = [(p, *linears[id(p.param)]) for p in u.params if id(p.param) in linears and not p.aliases]
-            rest = [p for p in u.params if all(p is not q for q, _, _ in mats)]
-            zeros = _prune_unit_linears(model, mats, config, forwards, holder, groups, u.name) if mats else {}
-            if rest:
-                k = num_to_prune(config.sparsity, sum(p.numel for p in rest))
-                thr = prune_smallest([p.param.data for p in rest], k)
-                groups.append(GroupReport(f"{u.name}/rest (magnitude)", sum(p.numel for p in rest), k, thr))
-                zeros |= {p.name: numel_zeros(p.param.data) for p in rest}
-            reports.append(UnitReport(u.name, u.numel, sum(zeros[p.name] for p in u.params), [p.name for p in u.params],
-                                      {p.name: p.aliases for p in u.params if p.aliases}))
+            mats = unit_linears(u, linears)
+            reports.append(prune_unit(u, mats, config, lambda: forwards(model), holder, groups))
     finally:
         top.remove()
     return PruneReport(config, reports, groups)
 
 
-def _prune_unit_linears(model, mats, config: PruneConfig, forwards, holder, groups, unit: str) -> dict[str, int]:
-    """One calibration pass recording the unit's linear inputs, then each matrix pruned (rule 1)."""
+def prune_unit(u, mats: list[tuple], config: PruneConfig, run, holder: dict, groups: list,
+               tensor_of=lambda p: p.param.data) -> UnitReport:
+    """One unit: its matrices recorded over ``run()`` (the calibration inputs reaching them) and pruned (rule 1),
+    then the rest of its parameters by magnitude (rule 3); ``tensor_of(param)``: where a parameter's values are."""
+    zeros = _prune_unit_linears(mats, config, run, holder, groups, u.name) if mats else {}
+    rest = [p for p in u.params if all(p is not q for q, _, _ in mats)]
+    if rest:
+        k = num_to_prune(config.sparsity, sum(p.numel for p in rest))
+        thr = prune_smallest([tensor_of(p) for p in rest], k)
+        groups.append(GroupReport(f"{u.name}/rest (magnitude)", sum(p.numel for p in rest), k, thr))
+        zeros |= {p.name: numel_zeros(tensor_of(p)) for p in rest}
+    return UnitReport(u.name, u.numel, sum(zeros[p.name] for p in u.params), [p.name for p in u.params],
+                      {p.name: p.aliases for p in u.params if p.aliases})
+
+
+def _prune_unit_linears(mats, config: PruneConfig, run, holder, groups, unit: str) -> dict[str, int]:
+    """One calibration pass (``run()``) recording the unit's linear inputs, then each matrix pruned (rule 1)."""
     stats, handles = {}, []
     for p, name, mod in mats:
         stats[p.name] = _Inputs(mod.in_features, config.method)
@@ -106,7 +124,7 @@ def _prune_unit_linears(model, mats, config: PruneConfig, forwards, holder, grou
         handles.append(mod.register_forward_pre_hook(pre))
     try:
         with torch.no_grad():
-            forwards(model)
+            run()
     finally:
         for h in handles:
             h.remove()

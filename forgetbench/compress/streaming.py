@@ -11,8 +11,11 @@ preallocated). Same unit map, same threshold and tie order as in memory, hence i
 Everything else is copied in chunks. Peak memory is about one selection group plus one chunk
 (the ``global`` pruning scope opens every unit at once).
 
-Activation quantisation needs forward passes for calibration and is not streamable (refused
-before any work): load the model with a device map instead.
+Data-aware pruning (Wanda, SparseGPT) is streamed layer by layer, the calibration activations carried from
+layer to layer (``compress.data_aware_stream``): its calibration source comes with the call (``calibrate``: the
+MT models' TSV through the folder's tokenizer by default). Activation quantisation needs forward passes through
+the whole model for calibration and is not streamable (refused before any work): load the model with a device
+map instead.
 """
 
 from __future__ import annotations
@@ -164,24 +167,28 @@ class StreamedTensors:
 
 
 def stream_compress(model_dir: str | Path, recipe: Recipe, out_dir: str | Path, units: list[dict] | None = None,
-                    skeleton: nn.Module | None = None) -> dict:
+                    skeleton: nn.Module | None = None, calibrate=None) -> dict:
     """Apply ``recipe`` to the checkpoint in ``model_dir`` without loading it; ``skeleton`` is the model on
-    the meta device (default: built from the folder's Hugging Face ``config.json``)."""
+    the meta device (default: built from the folder's Hugging Face ``config.json``); ``calibrate``: the calibration
+    source of a data-aware prune step (default: ``Seq2SeqCalibration`` with the folder's tokenizer, where it has
+    one)."""
     src = Path(model_dir)
-    check_recipe(recipe, streamed=True)  # before any work
+    if calibrate is None and skeleton is None and _calibrates(recipe):
+        calibrate = _seq2seq_calibration(src)
+    check_recipe(recipe, calibrate, streamed=True)  # before any work
     if skeleton is None:
         from transformers import AutoConfig
 
         from forgetbench.models.device_map import empty_model
 
-        skeleton = empty_model(AutoConfig.from_pretrained(str(src)))
+        skeleton = empty_model(AutoConfig.from_pretrained(str(src)), "eager", torch.float32)  # as compress loads it
     meta_model = skeleton
     weight_map = shard_map(src)
     t0 = time.perf_counter()
     with atomic_directory(out_dir) as tmp:
         io = ShardIO(src, tmp, weight_map)
         opened = StreamedTensors(io, meta_model)
-        report, _ = apply_recipe(Target(meta_model, opened, units), recipe)
+        report, _ = apply_recipe(Target(meta_model, opened, units), recipe, calibrate)
         for name in weight_map:
             if name not in opened.done:
                 io.copy(name)
@@ -196,6 +203,25 @@ def stream_compress(model_dir: str | Path, recipe: Recipe, out_dir: str | Path, 
             "inputs_sha256": {f.name: sha256_file(f) for f in sorted(src.glob("*.safetensors*"))}}
         atomic_write_json(tmp / "compression.json", report)
     return report
+
+
+def _calibrates(recipe: Recipe) -> bool:
+    return any(s.calibration is not None for s in recipe.steps)
+
+
+def _seq2seq_calibration(src: Path):
+    """The folder's tokenizer as an MT calibration source (None without one: ``check_recipe`` then says so)."""
+    from forgetbench.compress.calibration import Seq2SeqCalibration
+
+    if not (src / "tokenizer_config.json").is_file():
+        return None
+    from transformers import AutoTokenizer
+
+    try:
+        tok = AutoTokenizer.from_pretrained(str(src))
+    except (OSError, ValueError, TypeError):  # tokenizer files missing or damaged
+        return None
+    return Seq2SeqCalibration(tok)
 
 
 def _reread(io: ShardIO, name: str) -> torch.Tensor:

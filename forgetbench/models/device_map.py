@@ -40,12 +40,16 @@ def load_config(model_or_known: str):
     raise ForgetbenchError(f"{model_or_known}: neither a model folder nor a known config ({', '.join(known_configs())})")
 
 
-def empty_model(config):
+def empty_model(config, attn_implementation: str | None = None, dtype=None):
+    """The model of ``config`` on the meta device (buffers real), tied; ``attn_implementation`` and ``dtype`` as when
+    loading (a config's own ``dtype`` otherwise: the buffers, such as sinusoidal positions, are made in it)."""
     from accelerate import init_empty_weights
     from transformers import AutoModelForSeq2SeqLM
 
+    kw = {"attn_implementation": attn_implementation} if attn_implementation else {}
+    kw |= {"dtype": dtype} if dtype is not None else {}
     with init_empty_weights():
-        model = AutoModelForSeq2SeqLM.from_config(config)
+        model = AutoModelForSeq2SeqLM.from_config(config, **kw)
     model.tie_weights()
     return model
 
