@@ -42,7 +42,7 @@ def read_calibration_tsv(path: str | Path, max_sentences: int | None = None, see
     return rows
 
 
-def _trained_languages(folder) -> set[str] | None:
+def trained_languages(folder) -> set[str] | None:
     """The languages of a model's own training pairs (its ``training.json``), where it has one."""
     f = Path(str(folder)) / "training.json"
     return (set(training_counts(f)) or None) if folder and f.is_file() else None
@@ -89,7 +89,7 @@ def choose(rows: list[Row], spec, trained: set[str] | None = None) -> list[Row]:
     the model's training languages (its training.json), where known: rows in other languages are not drawn, and
     choice: language with another language is refused."""
     if trained is not None:
-        if spec.choice == "language" and spec.language not in trained | {"en"}:
+        if spec.choice in ("language", "target") and spec.language not in trained | {"en"}:
             raise ForgetbenchError(f"calibration language {spec.language!r} is not among the model's training languages "
                                    f"({', '.join(sorted(trained))}; its training.json)")
         rows = [r for r in rows if {r[0], r[1]} <= trained | {"en"}]
@@ -101,6 +101,8 @@ def choose(rows: list[Row], spec, trained: set[str] | None = None) -> list[Row]:
         pool = [r for r in rows if r[0] == "en"]
     elif spec.choice == "language":
         pool = [r for r in rows if spec.language in (r[0], r[1])]
+    elif spec.choice == "target":
+        pool = [r for r in rows if r[1] == spec.language]
     else:
         by: dict[str, list[Row]] = {}
         for r in rows:
@@ -120,7 +122,8 @@ def choose(rows: list[Row], spec, trained: set[str] | None = None) -> list[Row]:
                                    f"{spec.data} has {len(by[short[0]])}; lower max_sentences or give more data")
         return [r for x in langs for r in rng.sample(by[x], quota[x])]
     if len(pool) < n:
-        what = f"language {spec.language}" if spec.choice == "language" else "English sources"
+        what = {"language": f"language {spec.language}", "target": f"target language {spec.language}"}.get(
+            spec.choice, "English sources")
         raise ForgetbenchError(f"calibration choice {spec.choice}: {spec.data} has {len(pool)} rows with {what}, "
                                f"max_sentences asks {n}; lower max_sentences or give more data")
     return rng.sample(pool, n)
@@ -150,6 +153,9 @@ class Seq2SeqCalibration:
             return "no calibration data: add calibration: {data: FILE.tsv} to the step or pass --calibration FILE.tsv"
         if spec.data.suffix == ".conllu":
             return f"calibration data {spec.data} is CoNLL-U; MT models calibrate on a TSV of parallel sentences"
+        if getattr(spec, "choice", "sample") == "target" and spec.language is None:
+            return ("calibration choice target without language: a sweep routes each pair to the model calibrated on "
+                    "its target language; to compress one model, give calibration.language")
         if getattr(spec, "choice", "sample") != "sample":
             try:
                 rows = choose(read_calibration_tsv(spec.data), spec, self.trained)
@@ -163,7 +169,7 @@ class Seq2SeqCalibration:
 
     @functools.cached_property
     def trained(self) -> set[str] | None:
-        return _trained_languages(getattr(self.tokenizer, "name_or_path", ""))
+        return trained_languages(getattr(self.tokenizer, "name_or_path", ""))
 
     def forwards(self, spec) -> tuple[Callable[[nn.Module], None], dict]:
         choice = getattr(spec, "choice", "sample")

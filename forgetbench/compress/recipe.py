@@ -13,6 +13,7 @@ Relative calibration paths resolve against the recipe file's folder.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from forgetbench.errors import ForgetbenchError
 PRUNE_KEYS = {"sparsity", "scope", "include_embeddings", "method", "n_m", "calibration"}
 QUANT_KEYS = {"calibrator", "num_bins", "percentile", "start_bin", "sites", "exclude", "calibration"}
 CALIB_KEYS = {"data", "max_sentences", "batch_size", "max_length", "seed", "choice", "language", "counts"}
-CHOICES = ("sample", "english", "uniform", "proportional", "language")
+CHOICES = ("sample", "english", "uniform", "proportional", "language", "target")
 STEP_KINDS = ("prune", "quantize", "bitsandbytes")
 
 
@@ -34,7 +35,9 @@ class Calibration:
     """A step's calibration set: ``max_sentences`` rows of ``data`` chosen by ``choice`` (``calibration.choose``):
     sample (a seeded sample of every row), english (English sources only), uniform (as many per language),
     proportional (per language as its share of ``counts``' training pairs: Multilingual Brain Surgeon), language
-    (the rows of one ``language``: target-language calibration)."""
+    (the rows of one ``language``, either side), target (the rows translating into ``language``: target-language
+    calibration; without ``language`` only in a sweep, which routes each pair to the model calibrated on its target
+    language)."""
 
     data: Path
     max_sentences: int = 256
@@ -65,6 +68,21 @@ class Recipe:
     def load_quantisation(self) -> BnbConfig | None:
         """The bitsandbytes step (``compress.bnb``: applied when the model is loaded), or None."""
         return next((s.config for s in self.steps if s.kind == "bitsandbytes"), None)
+
+    @property
+    def routed_by_target(self) -> bool:
+        """A data-aware prune step calibrated on the target language of each evaluation pair (``choice: target``
+        without ``language``): one model per target language, made by ``for_target``."""
+        return any(s.calibration is not None and s.calibration.choice == "target" and s.calibration.language is None
+                   for s in self.steps)
+
+    def for_target(self, language: str) -> Recipe:
+        """This recipe with its ``choice: target`` calibrations in ``language``: the model that translates the pairs
+        into ``language``."""
+        steps = tuple(dataclasses.replace(s, calibration=dataclasses.replace(s.calibration, language=language))
+                      if s.calibration is not None and s.calibration.choice == "target" and s.calibration.language is None
+                      else s for s in self.steps)
+        return dataclasses.replace(self, name=f"{self.name}@{language}", steps=steps)
 
     @property
     def written_steps(self) -> tuple[Step, ...]:
@@ -101,8 +119,8 @@ def _calibration(where: str, d, base: Path, override: Path | None) -> Calibratio
     choice = d.get("choice", "sample")
     if choice not in CHOICES:
         _fail(where, f"calibration.choice {choice!r} is unknown; choose one of {', '.join(CHOICES)}")
-    if (choice == "language") != ("language" in d):
-        _fail(where, "calibration.language (an M2M-100 code) goes with choice: language, and only with it")
+    if (choice == "language") and "language" not in d or choice not in ("language", "target") and "language" in d:
+        _fail(where, "calibration.language (an M2M-100 code) goes with choice: language or target, and only with them")
     counts = None
     if choice == "proportional":
         if "counts" not in d:

@@ -14,6 +14,10 @@ Rules:
    (per pair, the base's scores by each backend, with paired intervals) shows drift that is not forgetting.
 3. ``ctranslate2`` converts each model once per source-weights hash and compute type (``models.ct2``); the
    cross-attention and gender-alignment passes stay on the torch model (teacher-forced on the stored text).
+4. A variant routed by target language (a data-aware prune step with ``calibration: {choice: target}`` and no
+   language: one model per target language) is translated by ``RoutedTranslator``: each row by the torch model
+   of its target language, one model at a time. It is translated by ``torch`` whatever the setting (rule 1's
+   reason: its models exist only as the sweep's torch folders).
 """
 
 from __future__ import annotations
@@ -68,7 +72,8 @@ def fake_quantised(recipe) -> bool:
 def variant_backend(recipe, backend: BackendConfig) -> str:
     """Rule 1: the backend that translates a variant with this recipe (bitsandbytes' kernels are torch's too)."""
     loaded = recipe is not None and getattr(recipe, "load_quantisation", None) is not None
-    return "torch" if fake_quantised(recipe) or loaded else backend.name
+    routed = recipe is not None and getattr(recipe, "routed_by_target", False)
+    return "torch" if fake_quantised(recipe) or loaded or routed else backend.name
 
 
 def series_name(variant: str, backend: str, primary: str) -> str:
@@ -101,3 +106,46 @@ class TorchTranslator:
         if not greedy_rows_supported(self.model, num_beams):
             return None
         return stream_rows(self.model, self.tokenizer, rows, max_new_tokens, width=width, states=self.states)
+
+
+class RoutedTranslator:
+    """Rule 4: the backend interface over one torch translator per target language, ``member(tgt)`` giving the
+    translator of ``tgt`` (which may load that model and release the previous one: rows are taken a target language
+    at a time, in the order their languages first appear)."""
+
+    name = "torch"
+
+    def __init__(self, member):
+        self.member = member
+
+    def translate(self, texts: list[str], src_lang: str, tgt_lang: str, num_beams: int = 1,
+                  max_new_tokens: int = 128) -> list[str]:
+        return self.member(tgt_lang).translate(texts, src_lang, tgt_lang, num_beams, max_new_tokens)
+
+    @staticmethod
+    def _by_target(rows):
+        groups: dict[str, list[int]] = {}
+        for k, r in enumerate(rows):
+            groups.setdefault(r[2], []).append(k)
+        return groups
+
+    def translate_rows(self, rows: list[tuple[str, str, str]], num_beams: int = 1,
+                       max_new_tokens: int = 128) -> list[str]:
+        out: list[str] = [""] * len(rows)
+        for tgt, ks in self._by_target(rows).items():
+            for k, h in zip(ks, self.member(tgt).translate_rows([rows[k] for k in ks], num_beams, max_new_tokens),
+                            strict=True):
+                out[k] = h
+        return out
+
+    def stream_rows(self, rows: list[tuple[str, str, str]], num_beams: int, max_new_tokens: int, width: int):
+        """``(index, hypothesis)`` of every row, a target language at a time (each member's stream where it has one,
+        else its batches of ``width``)."""
+        for tgt, ks in self._by_target(rows).items():
+            sub, tr = [rows[k] for k in ks], self.member(tgt)
+            stream = tr.stream_rows(sub, num_beams, max_new_tokens, width)
+            if stream is None:
+                stream = ((b + j, h) for b in range(0, len(sub), width)
+                          for j, h in enumerate(tr.translate_rows(sub[b : b + width], num_beams, max_new_tokens)))
+            for j, h in stream:
+                yield ks[j], h

@@ -44,6 +44,7 @@ from forgetbench.eval.attention_maps import MapsConfig
 from forgetbench.eval.backends import BackendConfig, parse_backend, series_name, variant_backend
 from forgetbench.eval.benchmarks import Benchmark, open_benchmark
 from forgetbench.eval.bias import BiasConfig, dibimt_jobs, gender_jobs, mucow_jobs
+from forgetbench.eval.bias import jobs as bias_jobs
 from forgetbench.eval.gender_readers import COVERED
 from forgetbench.eval.languages import language, tiers_from_counts
 from forgetbench.eval.translate import Job
@@ -85,6 +86,14 @@ class SweepConfig:
 
     def model_of(self, variant: str) -> Path:
         return self.variant_models.get(variant, self.model)
+
+    def routed(self, variant: str) -> list[str]:
+        """The target languages of a variant routed by target language (``eval.backends`` rule 4): one model per
+        language any of the sweep's pairs (bias jobs included) translates into; [] for any other variant."""
+        r = self.variants.get(variant)
+        if r is None or not r.routed_by_target:
+            return []
+        return sorted({j.tgt for j in [*self.jobs, *bias_jobs(self.bias)]})
 
     def backend_of(self, variant: str) -> str:
         return variant_backend(self.variants[variant], self.backend)
@@ -205,9 +214,27 @@ def load_sweep(path: str | Path, hardware: dict | None = None) -> SweepConfig:
     for v, r in variants.items():
         if r is not None and r.load_quantisation is not None:
             check_available(f"{src}: variants.{v} ({r.name})", placement.cuda)
-    return SweepConfig(name, model, variants, base, jobs, gen, spm, spm_official, th, views, threads, src, raw, bias,
-                       variant_models, contrasts, speed_n, backend, processes, hw, dict(hardware or {}), families,
-                       _attention_maps(raw, src), _pairs_of_variants(raw, "movement", variants, src))
+    cfg = SweepConfig(name, model, variants, base, jobs, gen, spm, spm_official, th, views, threads, src, raw, bias,
+                      variant_models, contrasts, speed_n, backend, processes, hw, dict(hardware or {}), families,
+                      _attention_maps(raw, src), _pairs_of_variants(raw, "movement", variants, src))
+    _check_routed(cfg)
+    return cfg
+
+
+def _check_routed(cfg: SweepConfig) -> None:
+    """Before any work: a variant routed by target language has its calibration rows for every target language of
+    the sweep (``calibration.choose`` on each language's recipe, the model's training languages applied)."""
+    from forgetbench.compress.calibration import choose, read_calibration_tsv, trained_languages
+
+    for v in cfg.variants:
+        for lang in cfg.routed(v):
+            for step in cfg.variants[v].for_target(lang).steps:
+                if step.calibration is not None and step.calibration.choice == "target":
+                    try:
+                        choose(read_calibration_tsv(step.calibration.data), step.calibration,
+                               trained_languages(cfg.model_of(v)))
+                    except ForgetbenchError as e:
+                        _err(cfg.source, f"variants.{v} (routed by target language, the model for {lang}): {e}")
 
 
 def _variants(raw: dict, base_dir: Path, src) -> tuple[dict[str, Recipe | None], dict[str, Path], str, dict]:

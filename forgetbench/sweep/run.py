@@ -17,6 +17,7 @@ run record holds rank 0's seconds per stage and every process's seconds per kind
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import shutil
@@ -33,7 +34,7 @@ from forgetbench.errors import ForgetbenchError
 from forgetbench.eval import bias as biasmod
 from forgetbench.eval.analysis import sentences_analysed
 from forgetbench.eval.attention_maps import attention_map, pick_examples
-from forgetbench.eval.backends import TorchTranslator, fake_quantised
+from forgetbench.eval.backends import RoutedTranslator, TorchTranslator, fake_quantised
 from forgetbench.eval.metrics import SpBLEU
 from forgetbench.eval.sentence_stats import lid_pass, xattn_pass
 from forgetbench.eval.speed import batch1_speed, batched_speed
@@ -55,30 +56,44 @@ def prepare_variant(cfg: SweepConfig, run_dir: Path, store: Store, name: str, pl
     series (backend, recipe, sizes), convert it for the CTranslate2 series."""
     model, recipe = cfg.model_of(name), cfg.variants[name]
     record_signals(store, name, model)
-    if recipe is None or not recipe.written_steps:  # the base, or bitsandbytes alone (quantised when loaded)
+    if cfg.routed(name):  # one model per target language (eval.backends rule 4)
+        folder = run_dir / "variants" / name
+        folder.mkdir(parents=True, exist_ok=True)
+        for lang in cfg.routed(name):
+            _compress(model, recipe.for_target(lang), folder / lang, placement)
+        sizes = json.loads((folder / cfg.routed(name)[0] / "compression.json").read_text())["sizes"]
+        info = {"recipe": recipe.name, "sizes": sizes | {"nominal_ratio": nominal_ratio(recipe)},
+                "routed": cfg.routed(name)}
+    elif recipe is None or not recipe.written_steps:  # the base, or bitsandbytes alone (quantised when loaded)
         folder, info = model, {"recipe": None if recipe is None else recipe.name, "sizes": {
             "dense_bytes": sum(f.stat().st_size for f in model.glob("*.safetensors")),
             "nominal_ratio": 1.0 if recipe is None else nominal_ratio(recipe)}}
     else:
         folder = run_dir / "variants" / name
-        if not (folder / "compression.json").is_file():
-            if folder.exists():
-                shutil.rmtree(folder)
-            compress_dir(model, dataclasses.replace(recipe, steps=recipe.written_steps), folder, progress=False,
-                         placement=placement)
+        _compress(model, recipe, folder, placement)
         sizes = json.loads((folder / "compression.json").read_text())["sizes"]
         info = {"recipe": recipe.name, "sizes": sizes | {"nominal_ratio": nominal_ratio(recipe)}}
     calibration = calibration_record(recipe)
     if calibration:
         info["calibration"] = calibration
     known = store.variants()
-    sha = known[name]["model_sha256"] if name in known else weights_sha256(folder)
+    sha = known[name]["model_sha256"] if name in known else weights_sha256(folder) if not cfg.routed(name) else \
+        hashlib.sha256(" ".join(weights_sha256(folder / x) for x in cfg.routed(name)).encode()).hexdigest()
     for series, backend in cfg.series(name):
         if series not in known:
             store.add_variant(series, str(folder), sha, info | {"variant": name, "backend": backend_label(cfg, backend)})
         if backend == "ctranslate2":
             ct2.cached_conversion(lambda n=name: load_variant(cfg, run_dir, n), ct2_folder(cfg, run_dir, name),
                                   cfg.backend.compute_type, sha)
+
+
+def _compress(model: Path, recipe, folder: Path, placement: Placement | None) -> None:
+    """``recipe``'s written steps applied to ``model`` into ``folder``, unless a finished one is there."""
+    if not (folder / "compression.json").is_file():
+        if folder.exists():
+            shutil.rmtree(folder)
+        compress_dir(model, dataclasses.replace(recipe, steps=recipe.written_steps), folder, progress=False,
+                     placement=placement)
 
 
 def calibration_record(recipe) -> dict | None:
@@ -123,7 +138,7 @@ def deployment_pass(cfg: SweepConfig, run_dir: Path, store: Store, placement: Pl
                                              "disk_bytes": sizes.get("int8_bytes")})
             continue
         on_cpu = placement is None or not placement.cuda  # CTranslate2 int8 is the CPU deployment form
-        model, tok = load_variant(cfg, run_dir, name, None if on_cpu else placement)
+        model, tok = load_variant(cfg, run_dir, name, None if on_cpu else placement, cfg.jobs[0].tgt)
         if on_cpu and have_ct2 and type(model).__name__ == ct2.ARCHITECTURE:
             folder = ct2.cached_conversion(lambda m=model, t=tok: (m, t), ct2_folder(cfg, run_dir, name, "int8"), "int8",
                                            known[name]["model_sha256"])
@@ -151,10 +166,17 @@ def record_signals(store: Store, name: str, model: Path) -> None:
         store.set_meta(f"signals:{name}", {"first": probes[0], "last": probes[-1]})
 
 
-def load_variant(cfg: SweepConfig, run_dir: Path, name: str, placement: Placement | None = None):
+def load_variant(cfg: SweepConfig, run_dir: Path, name: str, placement: Placement | None = None,
+                 tgt: str | None = None):
     """A variant's model and tokenizer, fp32 on the CPU or where ``placement`` says (bitsandbytes variants
-    quantised as they load)."""
+    quantised as they load); for a variant routed by target language, the model of target language ``tgt``."""
     recipe = cfg.variants[name]
+    if cfg.routed(name):
+        if tgt not in cfg.routed(name):
+            raise ForgetbenchError(f"{name}: one model per target language ({', '.join(cfg.routed(name))}); "
+                                   f"no model for target {tgt!r}")
+        model, tok, _ = load_compressed(run_dir / "variants" / name / tgt, placement=placement)
+        return model, tok
     if recipe is None or recipe.load_quantisation is not None:
         folder = cfg.model_of(name) if recipe is None or not recipe.written_steps else run_dir / "variants" / name
         return load_model_dir(folder, placement=placement, quantisation=recipe and recipe.load_quantisation)
@@ -207,11 +229,13 @@ class _Worker:
         self.bias_jobs = biasmod.jobs(cfg.bias)
         self.spbleu = SpBLEU(cfg.spm, official=cfg.spm_official)
 
-    def load(self, name: str):
-        if self.name != name:
+    def load(self, name: str, tgt: str | None = None):
+        """The model of ``name`` (of its target language ``tgt`` where the variant is routed), one at a time."""
+        key = (name, tgt if self.cfg.routed(name) else None)
+        if self.name != key:
             self.name, self.model, self.tok, self.translators = None, None, None, {}
-            self.model, self.tok = load_variant(self.cfg, self.run_dir, name, self.placement)
-            self.name = name
+            self.model, self.tok = load_variant(self.cfg, self.run_dir, name, self.placement, tgt)
+            self.name = key
             if self.placement is not None and self.store.meta(f"hardware:{name}") is None:
                 self.store.set_meta(f"hardware:{name}", describe(self.placement, self.model)
                                     | {"memory_bytes": self.model.get_memory_footprint(),
@@ -228,6 +252,8 @@ class _Worker:
         self.store.set_meta(f"batch_size:{series}", rec | {"size": size, "halvings": rec["halvings"] + 1})
 
     def translator(self, unit: Unit):
+        if self.cfg.routed(unit.variant):  # a member loaded per target language (eval.backends rule 4)
+            return RoutedTranslator(lambda tgt: TorchTranslator(*self.load(unit.variant, tgt)))
         if unit.series not in self.translators:
             self.translators[unit.series] = translator_for(self.cfg, self.run_dir, unit.variant, unit.backend,
                                                            self.model, self.tok)
@@ -261,10 +287,11 @@ class _Worker:
         if unit.kind == "prepare":
             prepare_variant(cfg, self.run_dir, store, unit.variant, self.placement)
             return {"compress": time.perf_counter() - t0}, 0
-        model, tok = self.load(unit.variant)
+        routed = bool(cfg.routed(unit.variant))
+        model, tok = (None, None) if routed else self.load(unit.variant)
         jobs = [(self.bias_jobs if unit.kind == "bias" else cfg.jobs)[i] for i in unit.jobs]
         if unit.kind == "xattn":
-            self.cross_attention(unit.series, jobs[0], model, tok)
+            self.cross_attention(unit.series, jobs[0], *self.load(unit.variant, jobs[0].tgt))
             return {"cross_attention": time.perf_counter() - t0}, 0
         tr = self.translator(unit)
         inline = unit.kind == "pairs" and unit.series in cfg.compared_series and isinstance(tr, TorchTranslator)
@@ -280,7 +307,10 @@ class _Worker:
             return spent, n
         gender = [job for job in jobs if job in cfg.bias.gender_jobs]
         if gender:  # both aligners (the second needs no model: here it runs beside the others)
-            biasmod.gender_pass(store, unit.series, model, tok, cfg.bias, gen["batch_size"], False, gender)
+            for tgt in dict.fromkeys(j.tgt for j in gender) if routed else [None]:
+                part = [j for j in gender if tgt in (None, j.tgt)]
+                biasmod.gender_pass(store, unit.series, *self.load(unit.variant, tgt), cfg.bias, gen["batch_size"],
+                                    False, part)
             biasmod.fastalign_gender_pass(store, [unit.series], cfg.bias, gender)
         return {"bias": time.perf_counter() - t0}, 0
 
@@ -321,12 +351,13 @@ def attention_maps_pass(cfg: SweepConfig, run_dir: Path, store: Store, placement
             analysed[(b, key)] = rows_b if ok else None
         return analysed[(b, key)]
 
-    def model(name):
-        if name not in models:
+    def model(name, tgt):
+        key = (name, tgt if cfg.routed(name) else None)
+        if key not in models:
             models.clear()  # at most the base and one variant in memory
-            models[cfg.base] = load_variant(cfg, run_dir, cfg.base, placement)
-            models[name] = load_variant(cfg, run_dir, name, placement)
-        return models[name]
+            models[(cfg.base, None)] = load_variant(cfg, run_dir, cfg.base, placement)
+            models[key] = load_variant(cfg, run_dir, name, placement, tgt)
+        return models[key]
 
     for v in [v for v in cfg.variants if v != cfg.base and store.meta(f"attention:{v}") is None]:
         b, deltas, rows = cfg.base_of(v), [], {}
@@ -348,8 +379,8 @@ def attention_maps_pass(cfg: SweepConfig, run_dir: Path, store: Store, placement
                 record[subset].append({
                     "pair": f"{job.src}-{job.tgt}", "benchmark": key[0], "idx": i, "delta_chrF": d, "source": src,
                     "base": base_rows[i]["hyp"], "compressed": comp[i]["hyp"],
-                    "base_map": attention_map(*model(cfg.base), src, base_rows[i]["hyp"], job.src, job.tgt, mc.layers),
-                    "compressed_map": attention_map(*model(v), src, comp[i]["hyp"], job.src, job.tgt, mc.layers)})
+                    "base_map": attention_map(*model(cfg.base, job.tgt), src, base_rows[i]["hyp"], job.src, job.tgt, mc.layers),
+                    "compressed_map": attention_map(*model(v, job.tgt), src, comp[i]["hyp"], job.src, job.tgt, mc.layers)})
         store.set_meta(f"attention:{v}", record)
 
 
