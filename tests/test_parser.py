@@ -39,6 +39,21 @@ def test_parser_learns_a_toy_language_saves_loads_and_compresses(tmp_path):
     assert s0.las == info["dev"]["las"] and s0.invalid_trees == 0
     predict_file(tmp_path / "model", dv, tmp_path / "pred.conllu")
     assert [s.heads for s in read_conllu(tmp_path / "pred.conllu")] != []
+    # data-aware pruning through the one recipe runner, calibrated on CoNLL-U sentences: Wanda's exact count per
+    # output row of every linear map, the other weights (LSTMs, biaffine) by magnitude per unit
+    from forgetbench.compress.apply import apply_recipe
+    from forgetbench.compress.recipe import parse_recipe
+    from forgetbench.parsing.compress_eval import ConlluCalibration
+
+    wanda, _ = load_parser(tmp_path / "model")
+    recipe = parse_recipe({"name": "wanda-50", "steps": [{"prune": {"method": "wanda", "sparsity": 0.5, "calibration": {
+        "data": str(dv), "max_sentences": 20}}}]})
+    rep, _ = apply_recipe(wanda, recipe, ConlluCalibration(vocab))
+    assert rep["steps"][0]["prune"]["calibration"]["sentences"] == 20
+    linears = [(n, m) for n, m in wanda.named_modules() if isinstance(m, torch.nn.Linear)]
+    assert linears and all(((m.weight == 0).sum(1) == m.in_features // 2).all() for _, m in linears)
+    assert all(abs(u["zeros"] / u["numel"] - 0.5) < 0.01 for u in rep["steps"][0]["prune"]["units"])
+    assert evaluate(wanda, vocab, sents).invalid_trees == 0
     # the same compression hooks work on the parser: its units are declared
     rep = prune(model, PruneConfig(0.3))
     assert [u.name for u in rep.units] == ["embeddings", "char_encoder", "encoder.lstm", "mlp", "biaffine"]
