@@ -78,7 +78,7 @@ def test_proportional_calibration_follows_the_training_counts(tmp_path):
     ({"method": "wanda", "sparsity": 0.3, "calibration": {"data": "CALIB", "choice": "random"}},
      "calibration.choice 'random' is unknown"),
     ({"method": "wanda", "sparsity": 0.3, "calibration": {"data": "CALIB", "choice": "language", "language": "sw"}},
-     "has 32 rows with language sw, max_sentences asks 256"),
+     "has 32 rows with language sw, max_sentences asks 128"),
     ({"method": "wanda", "sparsity": 0.3, "calibration": {"data": "CALIB", "choice": "language", "language": "qq",
                                                            "max_sentences": 8}}, "has 0 rows with language qq"),
     ({"method": "magnitude", "sparsity": 0.3, "calibration": {"data": "CALIB"}}, "magnitude pruning reads no calibration"),

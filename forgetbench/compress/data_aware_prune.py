@@ -12,9 +12,9 @@ Rules (docs/METHOD.md §1.5):
    references; the cross-attention key/value projections, the encoder's outputs — which the hooks record as
    they are. Padding positions are left out (the sources' attention mask on the encoder side and for the
    cross-attention key/value projections; the references' non-padding labels on the decoder side).
-3. What is not a linear map of a unit (biases, layer norms; the shared embedding, tied with the output
-   projection, whose input is a lookup) is pruned by magnitude within the unit at the same sparsity, the tie
-   kept (one storage). Counts are exact per scope: per output row (Wanda), per block (SparseGPT), per unit
+3. A unit's weights that are not linear maps (LSTM matrices, a parser's biaffine tensors; the shared embedding,
+   tied with the output projection, whose input is a lookup) are pruned by magnitude within the unit at the same
+   sparsity, the tie kept (one storage); biases and layer norms are never unit weights (``compress.units``). Counts are exact per scope: per output row (Wanda), per block (SparseGPT), per unit
    for the rest; N:M patterns per group of M input columns.
 4. Streamed from checkpoint shards (models larger than memory), the same units are pruned the same way, layer by
    layer, with the calibration activations carried from layer to layer: ``compress.data_aware_stream``.

@@ -32,7 +32,8 @@ STEP_KINDS = ("prune", "quantize", "bitsandbytes")
 
 @dataclass(frozen=True)
 class Calibration:
-    """A step's calibration set: ``max_sentences`` rows of ``data`` chosen by ``choice`` (``calibration.choose``):
+    """A step's calibration set: ``max_sentences`` rows of ``data`` (default: 256 for PTQ, 128 for data-aware pruning)
+    chosen by ``choice`` (``calibration.choose``):
     sample (a seeded sample of every row), english (English sources only), uniform (as many per language),
     proportional (per language as its share of ``counts``' training pairs: Multilingual Brain Surgeon), language
     (the rows of one ``language``, either side), target (the rows translating into ``language``: target-language
@@ -100,7 +101,10 @@ def _unknown(where: str, got: set, allowed: set) -> None:
         _fail(where, f"unknown key(s) {extra}; allowed: {', '.join(sorted(allowed))}")
 
 
-def _calibration(where: str, d, base: Path, override: Path | None) -> Calibration | None:
+PRUNE_CALIBRATION_SENTENCES = 128  # data-aware pruning's default calibration size (Wanda's and SparseGPT's papers)
+
+
+def _calibration(where: str, d, base: Path, override: Path | None, max_sentences: int | None = None) -> Calibration | None:
     if override is not None:
         d = dict(d or {}) | {"data": str(override)}
         base = Path.cwd()
@@ -131,6 +135,7 @@ def _calibration(where: str, d, base: Path, override: Path | None) -> Calibratio
         counts = counts.resolve()
     elif "counts" in d:
         _fail(where, "calibration.counts goes with choice: proportional")
+    d = ({"max_sentences": max_sentences} if max_sentences else {}) | d
     return Calibration(path.resolve(), **{k: d[k] for k in ("max_sentences", "batch_size", "max_length", "seed") if k in d},
                        choice=choice, language=d.get("language"), counts=counts)
 
@@ -168,7 +173,7 @@ def parse_recipe(data: dict, source: str = "<recipe>", base: Path | None = None,
                     _fail(where, "prune needs 'sparsity' (a number in [0, 1))")
                 cfg = PruneConfig(**{"sparsity": None} | {k: v for k, v in opts.items() if k != "calibration"})
                 calib = _calibration(where, opts.get("calibration"), base, calibration_override if cfg.needs_calibration
-                                     else None)
+                                     else None, PRUNE_CALIBRATION_SENTENCES)
                 if cfg.needs_calibration and calib is None:
                     _fail(where, f"{cfg.method} pruning needs calibration data: add calibration: {{data: FILE.tsv}} or "
                                  "pass --calibration FILE.tsv")
