@@ -54,7 +54,7 @@ def test_every_path_runs_through_the_one_dispatcher(tiny_dir, parser_dir, tmp_pa
     assert calls[2:] == [("prune", False), ("quantize", False)]
 
 
-def test_streamed_weight_quantisation_covers_lstm_weights_like_in_memory(parser_dir, tmp_path):
+def test_streamed_weight_quantisation_covers_lstm_weights_like_in_memory(parser_dir, tmp_path, capsys):
     r = parse_recipe({"steps": [{"prune": {"sparsity": 0.3}}, {"quantize": {"sites": WEIGHTS_ONLY}}]})
     rep = stream_compress(parser_dir / "p", r, tmp_path / "s", skeleton=parser_skeleton(parser_dir / "p"))
     model, _ = load_parser(parser_dir / "p")
@@ -70,6 +70,14 @@ def test_streamed_weight_quantisation_covers_lstm_weights_like_in_memory(parser_
     assert not torch.equal(before[lstm[0]], streamed[lstm[0]])
     # the CLI streams a parser folder too
     assert main(["compress-stream", str(parser_dir / "p"), "--recipe", "prune-30", "--out", str(tmp_path / "c")]) == 0
+    # data-aware pruning of a parser is in memory: streamed, one line and exit 2, nothing written
+    wanda = tmp_path / "wanda.yaml"
+    wanda.write_text(f"steps:\n  - prune: {{method: wanda, sparsity: 0.3, calibration: {{data: {parser_dir / 'dev.conllu'}}}}}\n")
+    capsys.readouterr()
+    assert main(["compress-stream", str(parser_dir / "p"), "--recipe", str(wanda), "--out", str(tmp_path / "w")]) == 2
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert len(err) == 1 and "prune a parser in memory" in err[0], err
+    assert not (tmp_path / "w").exists()
 
 
 def test_parser_ptq_recipe_with_conllu_calibration_works_and_mt_calibration_is_refused(parser_dir, tmp_path, capsys):

@@ -152,3 +152,17 @@ def test_a_unit_map_out_of_forward_order_is_refused_when_streamed(tmp_path, tiny
     with pytest.raises(ForgetbenchError, match="runs before a layer earlier in the unit map is pruned"):
         stream_compress(tiny_dir, recipe, tmp_path / "o", units=units)
     assert not (tmp_path / "o").exists()
+
+
+def test_a_unit_not_called_whole_is_refused_when_streamed(tmp_path, tiny_dir):
+    """A unit whose module the forward does not call (a module list it iterates) cannot be stood in for."""
+    from forgetbench.compress.recipe import load_recipe
+    from forgetbench.compress.streaming import stream_compress
+    from forgetbench.errors import ForgetbenchError
+
+    units = [{"unit": "embeddings", "module": "model.shared"}, {"unit": "encoder", "module": "model.encoder.layers"},
+             {"unit": "decoder", "module": "model.decoder.layers"}]
+    recipe = load_recipe(str(_recipe(tmp_path, "wanda", 0.3, max_sentences=8)))
+    with pytest.raises(ForgetbenchError, match="model.encoder.layers is not called whole"):
+        stream_compress(tiny_dir, recipe, tmp_path / "o", units=units)
+    assert not (tmp_path / "o").exists()

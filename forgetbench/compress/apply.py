@@ -79,6 +79,9 @@ def register(config_type: type, handler: StepHandler) -> None:
 def _prune_check(step, streamed, calibrate):
     if not step.config.needs_calibration:
         return None
+    if calibrate is None and streamed:
+        return (f"{step.config.method} pruning streamed calibrates through an MT model folder's tokenizer, and this folder "
+                "has none; prune a parser in memory (forgetbench parse compress)")
     if calibrate is None:
         return f"{step.config.method} pruning needs calibration forward passes, and this path has no calibration source"
     return calibrate.check(step.calibration)

@@ -68,6 +68,18 @@ class _StandIn(nn.Module):
     def forward(self, *args, **kwargs):
         return self.passes.call(self.pos, self.parent, self.name, args, kwargs)
 
+    def _not_whole(self, *_):
+        raise ForgetbenchError(f"{self.name} is not called whole in the model's forward (its parts are); streamed "
+                               "data-aware pruning needs units that are layers; prune this model in memory")
+
+    __getitem__ = __iter__ = __len__ = _not_whole
+
+    def __getattr__(self, attr):
+        try:
+            return super().__getattr__(attr)
+        except AttributeError:
+            self._not_whole()
+
 
 def _split(name: str) -> tuple[str, str]:
     return tuple(name.rsplit(".", 1)) if "." in name else ("", name)
