@@ -82,6 +82,11 @@ def test_proportional_calibration_follows_the_training_counts(tmp_path):
     ({"method": "wanda", "sparsity": 0.3, "calibration": {"data": "CALIB", "choice": "language", "language": "qq",
                                                            "max_sentences": 8}}, "has 0 rows with language qq"),
     ({"method": "magnitude", "sparsity": 0.3, "calibration": {"data": "CALIB"}}, "magnitude pruning reads no calibration"),
+    ({"method": "wanda", "sparsity": 0.3, "scope": "global", "calibration": {"data": "CALIB"}},
+     "pruning scope 'global' does not go with method wanda; choose one of row, module, layer, attn-ffn"),
+    ({"method": "sparsegpt", "sparsity": 0.3, "scope": "layer", "calibration": {"data": "CALIB"}},
+     "does not go with method sparsegpt; choose one of block"),
+    ({"method": "wanda", "n_m": [2, 4], "scope": "layer", "calibration": {"data": "CALIB"}}, "n_m patterns are per output row"),
 ])
 def test_bad_data_aware_input_is_one_line_and_writes_nothing(tmp_path, tiny_dir, capsys, step, match):
     if "calibration" in step:
@@ -166,3 +171,38 @@ def test_a_unit_not_called_whole_is_refused_when_streamed(tmp_path, tiny_dir):
     with pytest.raises(ForgetbenchError, match="model.encoder.layers is not called whole"):
         stream_compress(tiny_dir, recipe, tmp_path / "o", units=units)
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("scope", ["layer", "attn-ffn", "module"])
+def test_wanda_over_a_layer_wise_group_prunes_exactly_its_count(tmp_path, tiny_dir, scope):
+    """Wanda's comparison over a unit, its attention and FFN parts, or each matrix: exactly ⌊p·n⌉ of the group's
+    weights, the lowest |W|·‖X‖ (rows no longer equal: the count is the group's, not each row's)."""
+    from forgetbench.compress.pipeline import compress_dir, load_compressed
+    from forgetbench.compress.recipe import load_recipe
+
+    r = tmp_path / f"w-{scope}.yaml"
+    r.write_text(json.dumps({"name": "w", "steps": [{"prune": {"method": "wanda", "sparsity": 0.45, "scope": scope,
+                                                               "calibration": {"data": str(CALIB), "max_sentences": 16}}}]}))
+    rep = compress_dir(tiny_dir, load_recipe(str(r)), tmp_path / "out", progress=False)
+    model, _, _ = load_compressed(tmp_path / "out")
+    layer = model.model.encoder.layers[0]
+    parts = {"attention": [layer.self_attn.q_proj, layer.self_attn.k_proj, layer.self_attn.v_proj, layer.self_attn.out_proj],
+             "ffn": [layer.fc1, layer.fc2]}
+    groups = {"layer": [parts["attention"] + parts["ffn"]], "attn-ffn": list(parts.values()),
+              "module": [[m] for ms in parts.values() for m in ms]}[scope]
+    for g in groups:
+        n = sum(m.weight.numel() for m in g)
+        assert sum(int((m.weight == 0).sum()) for m in g) == int(0.45 * n + 0.5)
+    rows = torch.cat([(m.weight == 0).sum(1) for m in parts["ffn"][:1]])
+    assert rows.unique().numel() > 1  # not a per-row count
+    assert rep["steps"][0]["prune"]["config"]["scope"] == scope
+
+
+def test_lowest_over_a_group_breaks_ties_by_position():
+    from forgetbench.compress.data_aware import lowest_over
+
+    a, b = torch.tensor([[3.0, 1.0], [2.0, 1.0]]), torch.tensor([[1.0, 5.0]])
+    ma, mb = lowest_over([a, b], 3)  # the three 1.0s: two in a, one in b
+    assert ma.tolist() == [[False, True], [False, True]] and mb.tolist() == [[True, False]]
+    ma, mb = lowest_over([a, b], 2)  # a tie at 1.0: the first two by position (both in a)
+    assert ma.tolist() == [[False, True], [False, True]] and mb.tolist() == [[False, False]]

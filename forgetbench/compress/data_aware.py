@@ -4,8 +4,9 @@ Both see a linear map y = W x (W: [rows, cols]) and calibration inputs X ([cols,
 receives). They differ in what they keep:
 
 - **Wanda**: score S_ij = |W_ij| · ‖X_j‖₂ (``wanda_mask``); in each output row the k = ⌊p·cols⌉ (round half up)
-  lowest scores are pruned, ties broken by column (the paper's per-output comparison group). Weights are not
-  changed otherwise.
+  lowest scores are pruned, ties broken by column (the paper's per-output comparison group); or, over a
+  layer-wise group of matrices (``lowest_over``: a matrix, a unit, its attention or FFN part), the ⌊p·n⌉ lowest
+  scores of the group. Weights are not changed otherwise.
 - **SparseGPT** (``sparsegpt``): with H = 2 X Xᵀ + λI (λ = ``damp`` · mean diag H; dead inputs, diag 0, get
   H_jj = 1 and their weights zeroed), the columns are processed in blocks of ``block`` (128); in each block the
   mask keeps, per the paper, the weights of largest w²/[H⁻¹]²_jj — here exactly k = ⌊p·n⌉ of the block's n
@@ -50,10 +51,25 @@ def _n_of_m(scores: torch.Tensor, n: int, m: int) -> torch.Tensor:
     return mask
 
 
+def wanda_scores(weight: torch.Tensor, input_norm: torch.Tensor) -> torch.Tensor:
+    """S_ij = |W_ij|·‖X_j‖₂."""
+    return weight.detach().float().abs() * input_norm.float().reshape(1, -1)
+
+
+def lowest_over(scores: list[torch.Tensor], k: int) -> list[torch.Tensor]:
+    """A mask per tensor: the k lowest entries over all of them together (Wanda over a layer-wise group), ties by
+    position (tensor order, then flat index: a stable sort)."""
+    flat = torch.cat([s.reshape(-1) for s in scores])
+    mask = torch.zeros(flat.numel(), dtype=torch.bool)
+    if k > 0:
+        mask[torch.sort(flat, stable=True).indices[:k]] = True
+    return [m.reshape(s.shape) for m, s in zip(mask.split([s.numel() for s in scores]), scores, strict=True)]
+
+
 def wanda_mask(weight: torch.Tensor, input_norm: torch.Tensor, sparsity: float = 0.5,
                n_m: tuple[int, int] | None = None) -> torch.Tensor:
     """The weights Wanda prunes (True): per output row, the lowest |W_ij|·‖X_j‖₂."""
-    scores = weight.detach().float().abs() * input_norm.float().reshape(1, -1)
+    scores = wanda_scores(weight, input_norm)
     if n_m is not None:
         return _n_of_m(scores, *n_m)
     return _lowest(scores, count(sparsity, weight.shape[1]))

@@ -14,8 +14,9 @@ Rules (docs/METHOD.md §1.5):
    cross-attention key/value projections; the references' non-padding labels on the decoder side).
 3. A unit's weights that are not linear maps (LSTM matrices, a parser's biaffine tensors; the shared embedding,
    tied with the output projection, whose input is a lookup) are pruned by magnitude within the unit at the same
-   sparsity, the tie kept (one storage); biases and layer norms are never unit weights (``compress.units``). Counts are exact per scope: per output row (Wanda), per block (SparseGPT), per unit
-   for the rest; N:M patterns per group of M input columns.
+   sparsity, the tie kept (one storage); biases and layer norms are never unit weights (``compress.units``). Counts are
+   exact per scope: per output row (Wanda's default; or its ``scope``: per matrix, per unit, per attention / FFN
+   part of a unit), per block (SparseGPT), per unit for the rest; N:M patterns per group of M input columns.
 4. Streamed from checkpoint shards (models larger than memory), the same units are pruned the same way, layer by
    layer, with the calibration activations carried from layer to layer: ``compress.data_aware_stream``.
 """
@@ -25,7 +26,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from forgetbench.compress.data_aware import sparsegpt, wanda_mask
+from forgetbench.compress.data_aware import count, lowest_over, sparsegpt, wanda_mask, wanda_scores
 from forgetbench.compress.prune import (
     GroupReport,
     PruneConfig,
@@ -128,14 +129,16 @@ def _prune_unit_linears(mats, config: PruneConfig, run, holder, groups, unit: st
     finally:
         for h in handles:
             h.remove()
-    zeros = {}
-    n_m = tuple(config.n_m) if config.n_m else None
-    for p, name, mod in mats:
-        s = stats[p.name]
-        if s.n == 0:
+    for p, name, _ in mats:
+        if stats[p.name].n == 0:
             raise ForgetbenchError(f"{name}: the calibration passes never reached this layer; data-aware pruning needs "
                                    "inputs for every weight matrix it prunes")
-        W = mod.weight.data
+    if config.method == "wanda" and config.scope != "row":
+        return _wanda_over_groups(mats, stats, config, groups, unit)
+    zeros = {}
+    n_m = tuple(config.n_m) if config.n_m else None
+    for p, _, mod in mats:
+        s, W = stats[p.name], mod.weight.data
         with torch.no_grad():
             if config.method == "wanda":
                 mask = wanda_mask(W, s.stat.sqrt(), config.sparsity, n_m)
@@ -145,4 +148,24 @@ def _prune_unit_linears(mats, config: PruneConfig, run, holder, groups, unit: st
                 W.copy_(new.to(W.device, W.dtype))
         groups.append(GroupReport(f"{unit}/{p.name} ({config.method})", W.numel(), int(mask.sum()), None))
         zeros[p.name] = numel_zeros(W)
+    return zeros
+
+
+def _wanda_over_groups(mats, stats, config: PruneConfig, groups, unit: str) -> dict[str, int]:
+    """Wanda compared over a layer-wise group (scope module, layer or attn-ffn: ``prune.selection_groups``'s groups
+    of the unit's linear maps): the ⌊p·n⌉ lowest scores of the group pruned, ties by position."""
+    by: dict[str, list] = {}
+    for p, _, mod in mats:
+        key = {"module": p.name, "layer": unit, "attn-ffn": p.group}[config.scope]
+        by.setdefault(key, []).append((p, mod))
+    zeros = {}
+    for key, members in by.items():
+        scores = [wanda_scores(mod.weight.data, stats[p.name].stat.sqrt()) for p, mod in members]
+        k = count(config.sparsity, sum(s.numel() for s in scores))
+        with torch.no_grad():
+            for (p, mod), mask in zip(members, lowest_over(scores, k), strict=True):
+                mod.weight.data.masked_fill_(mask.to(mod.weight.device), 0)
+                zeros[p.name] = numel_zeros(mod.weight.data)
+        label = key if config.scope == "module" else f"{unit}/{key}" if config.scope == "attn-ffn" else unit
+        groups.append(GroupReport(f"{label} (wanda, {config.scope})", sum(s.numel() for s in scores), k, None))
     return zeros

@@ -31,6 +31,10 @@ from forgetbench.compress.units import Unit, UnitParam, resolve_units
 from forgetbench.errors import ForgetbenchError
 
 SCOPES = ("layer", "module", "attn-ffn", "global")
+# the data-aware methods' comparison groups (compress.data_aware_prune): Wanda per output row (the paper's default)
+# or over the layer-wise groups; SparseGPT inside each block of columns it updates. ``global`` cannot be: units are
+# calibrated in turn, each on the earlier ones already pruned.
+METHOD_SCOPES = {"magnitude": SCOPES, "wanda": ("row", "module", "layer", "attn-ffn"), "sparsegpt": ("block",)}
 
 # (qualified name, parameter) pairs -> a context giving their tensors, to be changed in place
 OpenTensors = Callable[[list[tuple[str, nn.Parameter]]], AbstractContextManager[list[torch.Tensor]]]
@@ -48,7 +52,7 @@ METHODS = ("magnitude", "wanda", "sparsegpt")
 @dataclass(frozen=True)
 class PruneConfig:
     sparsity: float | None  # None with n_m: N / M
-    scope: str = "layer"
+    scope: str | None = None  # None: the method's default (magnitude layer, wanda row, sparsegpt block)
     include_embeddings: bool = True
     method: str = "magnitude"  # magnitude | wanda | sparsegpt (compress.data_aware_prune)
     n_m: tuple | None = None  # data-aware methods: N of every M input columns pruned, e.g. (2, 4)
@@ -60,6 +64,8 @@ class PruneConfig:
     def __post_init__(self):
         if self.method not in METHODS:
             raise ForgetbenchError(f"unknown pruning method {self.method!r}; choose one of {', '.join(METHODS)}")
+        if self.scope is None:
+            object.__setattr__(self, "scope", METHOD_SCOPES[self.method][0] if self.method != "magnitude" else "layer")
         if self.n_m is not None:
             nm = self.n_m
             if (not isinstance(nm, (list, tuple)) or len(nm) != 2
@@ -76,8 +82,12 @@ class PruneConfig:
             raise ForgetbenchError(f"sparsity must be a number in [0, 1), got {self.sparsity!r}")
         if not 0.0 <= float(self.sparsity) < 1.0:
             raise ForgetbenchError(f"sparsity must be in [0, 1), got {self.sparsity}")
-        if self.scope not in SCOPES:
-            raise ForgetbenchError(f"unknown pruning scope {self.scope!r}; choose one of {', '.join(SCOPES)}")
+        if self.scope not in METHOD_SCOPES[self.method]:
+            what = (f"pruning scope {self.scope!r} does not go with method {self.method}"
+                    if self.scope in {s for v in METHOD_SCOPES.values() for s in v} else f"unknown pruning scope {self.scope!r}")
+            raise ForgetbenchError(f"{what}; choose one of {', '.join(METHOD_SCOPES[self.method])}")
+        if self.n_m is not None and self.scope not in ("row", "block"):
+            raise ForgetbenchError(f"n_m patterns are per output row; scope {self.scope!r} does not go with them")
 
 
 @dataclass
