@@ -114,7 +114,7 @@ def test_a_language_the_model_lacks_is_refused(tmp_path, capsys):
 @pytest.mark.parametrize("method", ["wanda", "sparsegpt"])
 def test_streaming_equals_in_memory(tmp_path, tiny_dir, method):
     """Layer by layer from a half-precision checkpoint in several shards, with dropout in its config
-    (compress.data_aware_stream), gives the in-memory weights (loaded in fp32, evaluation mode): the same masks, the
+    (compress.data_aware_layerwise), gives the in-memory weights (loaded in fp32, evaluation mode): the same masks, the
     same SparseGPT updates to the checkpoint's precision, the same report per unit."""
     from safetensors.torch import load_file
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
@@ -206,3 +206,37 @@ def test_lowest_over_a_group_breaks_ties_by_position():
     assert ma.tolist() == [[False, True], [False, True]] and mb.tolist() == [[True, False]]
     ma, mb = lowest_over([a, b], 2)  # a tie at 1.0: the first two by position (both in a)
     assert ma.tolist() == [[False, True], [False, True]] and mb.tolist() == [[False, False]]
+
+
+@pytest.mark.parametrize("method", ["wanda", "sparsegpt"])
+def test_layer_by_layer_in_memory_equals_whole_model_forwards(tmp_path, tiny_dir, method):
+    """In memory, a seq2seq model is calibrated layer by layer (each layer run twice); the whole-model forwards per
+    unit (data_aware_prune, the path of declared unit maps and device maps) give the same weights."""
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    from forgetbench.compress.apply import apply_recipe
+    from forgetbench.compress.calibration import Seq2SeqCalibration
+    from forgetbench.compress.data_aware_prune import data_aware_prune
+    from forgetbench.compress.recipe import load_recipe
+
+    recipe = load_recipe(str(_recipe(tmp_path, method, 0.5, max_sentences=32, batch_size=8, choice="uniform")))
+    tok = AutoTokenizer.from_pretrained(str(tiny_dir))
+    cal = Seq2SeqCalibration(tok)
+
+    def fresh():
+        m = AutoModelForSeq2SeqLM.from_pretrained(str(tiny_dir), attn_implementation="eager").eval()
+        m.config.dropout = m.config.attention_dropout = 0.1  # evaluation mode keeps dropout off on both paths
+        return m
+
+    layerwise, whole = fresh(), fresh()
+    rep, _ = apply_recipe(layerwise, recipe, cal)
+    assert rep["steps"][0]["prune"]["calibrated_by"] == "layers"
+    forwards, _ = cal.forwards(recipe.steps[0].calibration)
+    ref = data_aware_prune(whole, recipe.steps[0].config, forwards).to_dict()
+    assert rep["steps"][0]["prune"]["units"] == ref["units"]
+    a, b = dict(layerwise.named_parameters()), dict(whole.named_parameters())
+    for k in a:
+        assert torch.equal(a[k] == 0, b[k] == 0), k
+        assert torch.allclose(a[k], b[k], atol=1e-6, rtol=0), k
+    assert layerwise.model.shared.weight.data_ptr() == layerwise.lm_head.weight.data_ptr()
+    assert not layerwise.training and all(type(m).__name__ != "_StandIn" for m in layerwise.modules())

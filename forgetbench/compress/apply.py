@@ -89,17 +89,27 @@ def _prune_check(step, streamed, calibrate):
 
 def _prune_run(target: Target, step: Step, calibrate) -> StepReport:
     if step.config.needs_calibration:
+        from forgetbench.compress.data_aware_layerwise import layerwise_prune
         from forgetbench.compress.data_aware_prune import data_aware_prune
 
         forwards, info = calibrate.forwards(step.calibration)
-        if target.streamed:  # layer by layer from the shards (compress.data_aware_stream)
-            from forgetbench.compress.data_aware_stream import stream_data_aware_prune
-
-            rep = stream_data_aware_prune(target.model, target.open_tensors, step.config, forwards, target.units)
+        if target.streamed:  # layer by layer from the shards
+            rep, how = layerwise_prune(target.model, step.config, forwards, target.units, target.open_tensors), "layers"
+        elif _layerwise_in_memory(target):
+            rep, how = layerwise_prune(target.model, step.config, forwards), "layers"
         else:
-            rep = data_aware_prune(target.model, step.config, forwards, target.units)
-        return {"prune": rep.to_dict() | {"calibration": info}}, None
+            rep, how = data_aware_prune(target.model, step.config, forwards, target.units), "whole-model forwards"
+        return {"prune": rep.to_dict() | {"calibration": info, "calibrated_by": how}}, None
     return {"prune": prune(target.model, step.config, target.units, open_tensors=target.open_tensors).to_dict()}, None
+
+
+def _layerwise_in_memory(target: Target) -> bool:
+    """Data-aware pruning in memory goes layer by layer (``compress.data_aware_layerwise``: each layer run twice, not
+    the whole model once per unit) where the units are a seq2seq model's layers (the default unit map) and the model
+    sits on one device; a declared unit map (parsers) or a device map (accelerate's hooks) calibrates by whole-model
+    forwards (``compress.data_aware_prune``), which give the same masks."""
+    return (target.units is None and getattr(target.model, "forgetbench_units", None) is None
+            and not getattr(target.model, "hf_device_map", None))
 
 
 def _quantize_check(step, streamed, calibrate):

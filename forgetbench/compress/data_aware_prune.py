@@ -17,8 +17,9 @@ Rules (docs/METHOD.md §1.5):
    sparsity, the tie kept (one storage); biases and layer norms are never unit weights (``compress.units``). Counts are
    exact per scope: per output row (Wanda's default; or its ``scope``: per matrix, per unit, per attention / FFN
    part of a unit), per block (SparseGPT), per unit for the rest; N:M patterns per group of M input columns.
-4. Streamed from checkpoint shards (models larger than memory), the same units are pruned the same way, layer by
-   layer, with the calibration activations carried from layer to layer: ``compress.data_aware_stream``.
+4. Layer by layer, the calibration activations carried from layer to layer instead of a whole-model forward per
+   unit, the same units are pruned the same way: ``compress.data_aware_layerwise`` (streamed from checkpoint
+   shards, and in memory for a seq2seq model on one device).
 """
 
 from __future__ import annotations

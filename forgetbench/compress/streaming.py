@@ -12,7 +12,7 @@ Everything else is copied in chunks. Peak memory is about one selection group pl
 (the ``global`` pruning scope opens every unit at once).
 
 Data-aware pruning (Wanda, SparseGPT) is streamed layer by layer, the calibration activations carried from
-layer to layer (``compress.data_aware_stream``): its calibration source comes with the call (``calibrate``: the
+layer to layer (``compress.data_aware_layerwise``): its calibration source comes with the call (``calibrate``: the
 MT models' TSV through the folder's tokenizer by default). Activation quantisation needs forward passes through
 the whole model for calibration and is not streamable (refused before any work): load the model with a device
 map instead.

@@ -1,14 +1,15 @@
-"""Data-aware pruning streamed from checkpoint shards, layer by layer (``compress-stream``; docs/METHOD.md §1.5).
+"""Data-aware pruning layer by layer, the calibration activations carried from layer to layer (docs/METHOD.md §1.5):
+streamed from checkpoint shards (``compress-stream``), and in memory for the M2M-100 family on one device.
 
     forgetbench compress-stream MODEL_DIR --recipe wanda-45-uniform --out OUT_DIR
 
 Rules:
 
 1. *Stem and layers.* A **layer** is a unit holding linear maps the data-aware rule prunes (an encoder or decoder
-   layer; an untied output projection). Everything else is the **stem** (embeddings, final layer norms): read from
-   the shards once and kept in memory for the whole run. Each layer is read when its turn comes (unit-map order),
-   calibrated, pruned, run and written back, then released. Peak memory: the stem, one layer and one layer's
-   calibration activations (inputs and outputs of every batch).
+   layer; an untied output projection). Everything else is the **stem** (embeddings, final layer norms). Streamed,
+   the stem is read from the shards once and kept in memory for the whole run; each layer is read when its turn
+   comes (unit-map order), calibrated, pruned, run and written back, then released. Peak memory: the stem, one layer
+   and one layer's calibration activations (inputs and outputs of every batch).
 2. *Activations carried from layer to layer* (as SparseGPT's reference does). Every layer is replaced by a stand-in
    and the calibration set is run through the model: the stand-in of the layer whose turn it is records the
    arguments the model gives it, for each batch, and ends that batch's forward; the stand-ins of layers already
@@ -16,13 +17,14 @@ Rules:
    stack's last one), computed from its own recorded arguments after its pruning. A forward therefore costs the
    stem only; each layer runs twice, once recording its matrices' inputs (``data_aware_prune.prune_unit``, the
    padding masks of each batch as in memory) and once, pruned, for the outputs the next layer receives.
-3. *Equal to the in-memory path* (``data_aware_prune``): the same units in the same order, each layer called with
-   the arguments the model's forward gives it after the earlier units are pruned, the same statistics and the
-   same pruning of each matrix; the stem's units (the tied embedding) by magnitude, as in memory. A layer reached
-   in the forward before an earlier layer of the unit map is pruned (a unit map out of forward order) is refused.
-   As ``compress`` loads a model, the layers run in evaluation mode (no dropout), with eager attention and in fp32
-   (half-precision checkpoint tensors are computed in fp32 and written back in their own dtype); the key-value
-   cache is off (one teacher-forced pass: it changes no output).
+3. *Equal to whole-model calibration* (``data_aware_prune``: one forward through the whole model per unit): the same
+   units in the same order, each layer called with the arguments the model's forward gives it after the earlier
+   units are pruned, the same statistics and the same pruning of each matrix; the stem's units (the tied
+   embedding) by magnitude. A layer reached in the forward before an earlier layer of the unit map is pruned (a
+   unit map out of forward order), or a unit the forward does not call whole, is refused.
+   The layers run in evaluation mode (no dropout) with the key-value cache off (one teacher-forced pass: it changes
+   no output). Streamed, they run as ``compress`` loads a model: eager attention, fp32 (half-precision checkpoint
+   tensors are computed in fp32 and written back in their own dtype); in memory, in the model's own dtype.
 """
 
 from __future__ import annotations
@@ -89,7 +91,10 @@ def _split(name: str) -> tuple[str, str]:
 def _materialised(model: nn.Module, opened, named: list[tuple[str, nn.Parameter]], *more: nn.Module):
     """``named``'s tensors read from the shards (``opened``) and set in the model (and the modules ``more``: a layer
     its stand-in replaces) wherever the (meta) parameter sits, tied places included; on exit written back and the
-    meta parameters put back (the memory released)."""
+    meta parameters put back (the memory released). In memory (``opened`` None): the parameters' own values."""
+    if opened is None:
+        yield {id(p): p.data for _, p in named}
+        return
     with opened(named) as tensors:
         real = {id(p): nn.Parameter(_fp32(t), requires_grad=False) for (_, p), t in zip(named, tensors, strict=True)}
         swapped = []
@@ -113,10 +118,10 @@ def _fp32(t: torch.Tensor) -> torch.Tensor:
     return t.float() if t.is_floating_point() and t.dtype != torch.float32 else t
 
 
-def stream_data_aware_prune(model: nn.Module, opened, config: PruneConfig, forwards,
-                            units: list[dict] | None = None) -> PruneReport:
-    """Rules 1–3 on ``model`` (a meta-device skeleton) whose tensors ``opened`` reads from and writes to the shards
-    (``streaming.StreamedTensors``); ``forwards(model)`` runs the calibration set."""
+def layerwise_prune(model: nn.Module, config: PruneConfig, forwards, units: list[dict] | None = None,
+                    opened=None) -> PruneReport:
+    """Rules 1–3 on ``model``: in memory, or (``opened``: ``streaming.StreamedTensors``) a meta-device skeleton whose
+    tensors are read from and written to the shards; ``forwards(model)`` runs the calibration set."""
     resolved = resolve_units(model, units, include_embeddings=config.include_embeddings)
     modules, linears = dict(model.named_modules()), linear_of(model)
     layers = {u.name: unit_linears(u, linears) for u in resolved}
@@ -162,7 +167,7 @@ def stream_data_aware_prune(model: nn.Module, opened, config: PruneConfig, forwa
                 layer = originals[u.name]
                 with _materialised(model, opened, list(layer.named_parameters(prefix=u.module)),
                                   layer) as values:
-                    mats = layers[u.name]  # the layer's own modules, their parameters now read from the shards
+                    mats = layers[u.name]  # the layer's own modules (streamed: their parameters now read)
 
                     def run(layer=layer, inputs=inputs):
                         for args, kwargs, masks in inputs:
