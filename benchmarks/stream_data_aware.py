@@ -5,9 +5,10 @@
 A random checkpoint of the real config's shapes (fp32, sharded, ``benchmarks.stream_prune_1b2.make_checkpoint``)
 with the shipped teacher's tokenizer (its ids fit every M2M-100 vocabulary) is pruned at 45 % with the given method,
 calibrated on ``--sentences`` NTREX-128 rows spread evenly over languages, twice side by side in one run, each in a
-child process with one thread: ``forgetbench compress-stream`` (layer by layer, the calibration activations carried
-along) and ``forgetbench compress`` (the model in memory, one calibration forward per unit). Reported: wall time
-and peak RSS of each, their ratios, the checkpoint's size, and whether the two give the same masks.
+child process with one thread: ``forgetbench compress-stream`` (layer by layer from the shards, the calibration
+activations carried along) and ``forgetbench compress`` (the whole model in memory, layer by layer as well).
+Reported: wall time and peak RSS of each, their ratios, the checkpoint's size, and whether the two give the same
+masks.
 """
 
 import argparse
