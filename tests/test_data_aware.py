@@ -5,7 +5,8 @@ import math
 
 import torch
 
-from forgetbench.compress.data_aware import count, sparsegpt, wanda_mask
+from forgetbench.compress.data_aware import sparsegpt, wanda_mask
+from forgetbench.compress.prune import num_to_prune as count
 
 
 @torch.no_grad()

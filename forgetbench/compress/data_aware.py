@@ -23,14 +23,9 @@ the remaining columns recomputed after each elimination, one column at a time) a
 
 from __future__ import annotations
 
-import math
-
 import torch
 
-
-def count(sparsity: float, n: int) -> int:
-    """k = ⌊p·n⌉, round half up (as magnitude pruning counts)."""
-    return min(n, int(math.floor(sparsity * n + 0.5)))
+from forgetbench.compress.prune import num_to_prune  # k = ⌊p·n⌉, round half up, as magnitude pruning counts
 
 
 def _lowest(scores: torch.Tensor, k: int) -> torch.Tensor:
@@ -47,7 +42,7 @@ def _n_of_m(scores: torch.Tensor, n: int, m: int) -> torch.Tensor:
     mask = torch.zeros_like(scores, dtype=torch.bool)
     for c in range(0, scores.shape[1], m):
         block = scores[:, c : c + m]
-        mask[:, c : c + m] = _lowest(block, n if block.shape[1] == m else count(n / m, block.shape[1]))
+        mask[:, c : c + m] = _lowest(block, n if block.shape[1] == m else num_to_prune(n / m, block.shape[1]))
     return mask
 
 
@@ -72,7 +67,7 @@ def wanda_mask(weight: torch.Tensor, input_norm: torch.Tensor, sparsity: float =
     scores = wanda_scores(weight, input_norm)
     if n_m is not None:
         return _n_of_m(scores, *n_m)
-    return _lowest(scores, count(sparsity, weight.shape[1]))
+    return _lowest(scores, num_to_prune(sparsity, weight.shape[1]))
 
 
 def hessian_inverse_factor(H: torch.Tensor, weight: torch.Tensor, damp: float) -> torch.Tensor:
@@ -101,7 +96,7 @@ def sparsegpt(weight: torch.Tensor, H: torch.Tensor, sparsity: float = 0.5, bloc
         d = torch.diag(Hinv1)
         if n_m is None:
             flat = (W1**2 / d.reshape(1, -1) ** 2).flatten()
-            k = count(sparsity, flat.numel())
+            k = num_to_prune(sparsity, flat.numel())
             m1 = torch.zeros(flat.numel(), dtype=torch.bool)
             m1[torch.sort(flat, stable=True).indices[:k]] = True
             m1 = m1.reshape(W1.shape)

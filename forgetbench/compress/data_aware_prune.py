@@ -27,7 +27,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from forgetbench.compress.data_aware import count, lowest_over, sparsegpt, wanda_mask, wanda_scores
+from forgetbench.compress.data_aware import lowest_over, sparsegpt, wanda_mask, wanda_scores
 from forgetbench.compress.prune import (
     GroupReport,
     PruneConfig,
@@ -36,8 +36,9 @@ from forgetbench.compress.prune import (
     num_to_prune,
     numel_zeros,
     prune_smallest,
+    selection_groups,
 )
-from forgetbench.compress.units import resolve_units
+from forgetbench.compress.units import Unit, resolve_units
 from forgetbench.errors import ForgetbenchError
 
 ENCODER_SIDE = (".encoder.", ".encoder_attn.k_proj", ".encoder_attn.v_proj")
@@ -137,15 +138,14 @@ def _prune_unit_linears(mats, config: PruneConfig, run, holder, groups, unit: st
     if config.method == "wanda" and config.scope != "row":
         return _wanda_over_groups(mats, stats, config, groups, unit)
     zeros = {}
-    n_m = tuple(config.n_m) if config.n_m else None
     for p, _, mod in mats:
         s, W = stats[p.name], mod.weight.data
         with torch.no_grad():
             if config.method == "wanda":
-                mask = wanda_mask(W, s.stat.sqrt(), config.sparsity, n_m)
+                mask = wanda_mask(W, s.stat.sqrt(), config.sparsity, config.n_m)
                 W.masked_fill_(mask.to(W.device), 0)
             else:
-                new, mask = sparsegpt(W.cpu(), s.stat, config.sparsity, n_m=n_m)
+                new, mask = sparsegpt(W.cpu(), s.stat, config.sparsity, n_m=config.n_m)
                 W.copy_(new.to(W.device, W.dtype))
         groups.append(GroupReport(f"{unit}/{p.name} ({config.method})", W.numel(), int(mask.sum()), None))
         zeros[p.name] = numel_zeros(W)
@@ -153,20 +153,17 @@ def _prune_unit_linears(mats, config: PruneConfig, run, holder, groups, unit: st
 
 
 def _wanda_over_groups(mats, stats, config: PruneConfig, groups, unit: str) -> dict[str, int]:
-    """Wanda compared over a layer-wise group (scope module, layer or attn-ffn: ``prune.selection_groups``'s groups
-    of the unit's linear maps): the ⌊p·n⌉ lowest scores of the group pruned, ties by position."""
-    by: dict[str, list] = {}
-    for p, _, mod in mats:
-        key = {"module": p.name, "layer": unit, "attn-ffn": p.group}[config.scope]
-        by.setdefault(key, []).append((p, mod))
+    """Wanda compared over a layer-wise group of the unit's linear maps (``prune.selection_groups``: scope module,
+    layer or attn-ffn): the ⌊p·n⌉ lowest scores of the group pruned, ties by position."""
+    module_of = {id(p): mod for p, _, mod in mats}
     zeros = {}
-    for key, members in by.items():
-        scores = [wanda_scores(mod.weight.data, stats[p.name].stat.sqrt()) for p, mod in members]
-        k = count(config.sparsity, sum(s.numel() for s in scores))
+    for name, members in selection_groups([Unit(unit, "", [p for p, _, _ in mats])], config.scope):
+        scores = [wanda_scores(module_of[id(p)].weight.data, stats[p.name].stat.sqrt()) for p in members]
+        k = num_to_prune(config.sparsity, sum(s.numel() for s in scores))
         with torch.no_grad():
-            for (p, mod), mask in zip(members, lowest_over(scores, k), strict=True):
-                mod.weight.data.masked_fill_(mask.to(mod.weight.device), 0)
-                zeros[p.name] = numel_zeros(mod.weight.data)
-        label = key if config.scope == "module" else f"{unit}/{key}" if config.scope == "attn-ffn" else unit
-        groups.append(GroupReport(f"{label} (wanda, {config.scope})", sum(s.numel() for s in scores), k, None))
+            for p, mask in zip(members, lowest_over(scores, k), strict=True):
+                W = module_of[id(p)].weight.data
+                W.masked_fill_(mask.to(W.device), 0)
+                zeros[p.name] = numel_zeros(W)
+        groups.append(GroupReport(f"{name} (wanda, {config.scope})", sum(s.numel() for s in scores), k, None))
     return zeros
