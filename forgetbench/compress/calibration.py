@@ -153,7 +153,7 @@ class Seq2SeqCalibration:
             return "no calibration data: add calibration: {data: FILE.tsv} to the step or pass --calibration FILE.tsv"
         if spec.data.suffix == ".conllu":
             return f"calibration data {spec.data} is CoNLL-U; MT models calibrate on a TSV of parallel sentences"
-        if getattr(spec, "choice", "sample") == "target" and spec.language is None:
+        if getattr(spec, "routed", False):
             return ("calibration choice target without language: a sweep routes each pair to the model calibrated on "
                     "its target language; to compress one model, give calibration.language")
         if getattr(spec, "choice", "sample") != "sample":

@@ -49,6 +49,11 @@ class Calibration:
     language: str | None = None
     counts: Path | None = None  # a training.json (corpus.train pair counts) for choice: proportional
 
+    @property
+    def routed(self) -> bool:
+        """choice: target without a language: one calibration per target language, made in a sweep."""
+        return self.choice == "target" and self.language is None
+
 
 @dataclass(frozen=True)
 class Step:
@@ -74,15 +79,13 @@ class Recipe:
     def routed_by_target(self) -> bool:
         """A data-aware prune step calibrated on the target language of each evaluation pair (``choice: target``
         without ``language``): one model per target language, made by ``for_target``."""
-        return any(s.calibration is not None and s.calibration.choice == "target" and s.calibration.language is None
-                   for s in self.steps)
+        return any(s.calibration is not None and s.calibration.routed for s in self.steps)
 
     def for_target(self, language: str) -> Recipe:
         """This recipe with its ``choice: target`` calibrations in ``language``: the model that translates the pairs
         into ``language``."""
         steps = tuple(dataclasses.replace(s, calibration=dataclasses.replace(s.calibration, language=language))
-                      if s.calibration is not None and s.calibration.choice == "target" and s.calibration.language is None
-                      else s for s in self.steps)
+                      if s.calibration is not None and s.calibration.routed else s for s in self.steps)
         return dataclasses.replace(self, name=f"{self.name}@{language}", steps=steps)
 
     @property
@@ -123,7 +126,7 @@ def _calibration(where: str, d, base: Path, override: Path | None, max_sentences
     choice = d.get("choice", "sample")
     if choice not in CHOICES:
         _fail(where, f"calibration.choice {choice!r} is unknown; choose one of {', '.join(CHOICES)}")
-    if (choice == "language") and "language" not in d or choice not in ("language", "target") and "language" in d:
+    if (choice == "language" and "language" not in d) or (choice not in ("language", "target") and "language" in d):
         _fail(where, "calibration.language (an M2M-100 code) goes with choice: language or target, and only with them")
     counts = None
     if choice == "proportional":

@@ -31,6 +31,8 @@ Everything is validated before any work starts.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -91,8 +93,10 @@ class SweepConfig:
         """The target languages of a variant routed by target language (``eval.backends`` rule 4): one model per
         language any of the sweep's pairs (bias jobs included) translates into; [] for any other variant."""
         r = self.variants.get(variant)
-        if r is None or not r.routed_by_target:
-            return []
+        return self._targets if r is not None and r.routed_by_target else []
+
+    @functools.cached_property
+    def _targets(self) -> list[str]:
         return sorted({j.tgt for j in [*self.jobs, *bias_jobs(self.bias)]})
 
     def backend_of(self, variant: str) -> str:
@@ -223,18 +227,20 @@ def load_sweep(path: str | Path, hardware: dict | None = None) -> SweepConfig:
 
 def _check_routed(cfg: SweepConfig) -> None:
     """Before any work: a variant routed by target language has its calibration rows for every target language of
-    the sweep (``calibration.choose`` on each language's recipe, the model's training languages applied)."""
+    the sweep (``calibration.choose`` on each language's calibration, the model's training languages applied)."""
     from forgetbench.compress.calibration import choose, read_calibration_tsv, trained_languages
 
     for v in cfg.variants:
-        for lang in cfg.routed(v):
-            for step in cfg.variants[v].for_target(lang).steps:
-                if step.calibration is not None and step.calibration.choice == "target":
-                    try:
-                        choose(read_calibration_tsv(step.calibration.data), step.calibration,
-                               trained_languages(cfg.model_of(v)))
-                    except ForgetbenchError as e:
-                        _err(cfg.source, f"variants.{v} (routed by target language, the model for {lang}): {e}")
+        if not cfg.routed(v):
+            continue
+        trained = trained_languages(cfg.model_of(v))
+        for cal in [s.calibration for s in cfg.variants[v].steps if s.calibration is not None and s.calibration.routed]:
+            rows = read_calibration_tsv(cal.data)
+            for lang in cfg.routed(v):
+                try:
+                    choose(rows, dataclasses.replace(cal, language=lang), trained)
+                except ForgetbenchError as e:
+                    _err(cfg.source, f"variants.{v} (routed by target language, the model for {lang}): {e}")
 
 
 def _variants(raw: dict, base_dir: Path, src) -> tuple[dict[str, Recipe | None], dict[str, Path], str, dict]:
