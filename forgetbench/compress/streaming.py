@@ -173,15 +173,18 @@ def stream_compress(model_dir: str | Path, recipe: Recipe, out_dir: str | Path, 
     source of a data-aware prune step (default: ``Seq2SeqCalibration`` with the folder's tokenizer, where it has
     one)."""
     src = Path(model_dir)
-    if calibrate is None and skeleton is None and _calibrates(recipe):
-        calibrate = _seq2seq_calibration(src)
-    check_recipe(recipe, calibrate, streamed=True)  # before any work
+    config = None
     if skeleton is None:
         from transformers import AutoConfig
 
+        config = AutoConfig.from_pretrained(str(src))
+        if calibrate is None and any(s.calibration is not None for s in recipe.steps):
+            calibrate = _seq2seq_calibration(src, config)
+    check_recipe(recipe, calibrate, streamed=True)  # before any work
+    if skeleton is None:
         from forgetbench.models.device_map import empty_model
 
-        skeleton = empty_model(AutoConfig.from_pretrained(str(src)), "eager", torch.float32)  # as compress loads it
+        skeleton = empty_model(config, "eager", torch.float32)  # as compress loads it
     meta_model = skeleton
     weight_map = shard_map(src)
     t0 = time.perf_counter()
@@ -205,23 +208,15 @@ def stream_compress(model_dir: str | Path, recipe: Recipe, out_dir: str | Path, 
     return report
 
 
-def _calibrates(recipe: Recipe) -> bool:
-    return any(s.calibration is not None for s in recipe.steps)
-
-
-def _seq2seq_calibration(src: Path):
-    """The folder's tokenizer as an MT calibration source (None without one: ``check_recipe`` then says so)."""
+def _seq2seq_calibration(src: Path, config):
+    """The folder's tokenizer as an MT calibration source, as ``compress`` loads it (None in a weights-only folder:
+    ``check_recipe`` then says so)."""
     from forgetbench.compress.calibration import Seq2SeqCalibration
+    from forgetbench.models.load import is_small100
+    from forgetbench.models.tokenizers import tokenizer_for_folder
 
-    if not (src / "tokenizer_config.json").is_file():
-        return None
-    from transformers import AutoTokenizer
-
-    try:
-        tok = AutoTokenizer.from_pretrained(str(src))
-    except (OSError, ValueError, TypeError):  # tokenizer files missing or damaged
-        return None
-    return Seq2SeqCalibration(tok)
+    tok = tokenizer_for_folder(src, small100=is_small100(src, config))
+    return None if tok is None else Seq2SeqCalibration(tok)
 
 
 def _reread(io: ShardIO, name: str) -> torch.Tensor:

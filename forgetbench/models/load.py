@@ -79,6 +79,11 @@ def bnb_config(load_in_8bit: bool):
     return BitsAndBytesConfig(load_in_8bit=True)
 
 
+def is_small100(name_or_dir: str | Path, config) -> bool:
+    """SMaLL-100 (the target code on the encoder side) by its name or its config's marker."""
+    return "small100" in str(name_or_dir).lower() or bool(getattr(config, SMALL100_MARKER, False))
+
+
 def load(name_or_dir: str | Path, dtype: str | torch.dtype | None = None, device_map=None, max_memory: dict | None = None,
          offload_folder: str | Path | None = None, load_in_8bit: bool = False, attn_implementation: str = "eager",
          small100: bool | None = None, with_signature: bool = True, quantization_config=None):
@@ -131,7 +136,7 @@ def load(name_or_dir: str | Path, dtype: str | torch.dtype | None = None, device
         raise ForgetbenchError(f"{name_or_dir}: max_memory {max_memory} leaves nothing in memory (every module offloaded "
                                "to disk cannot run); give the CPU or a GPU room for at least the embeddings")
     if small100 is None:
-        small100 = "small100" in str(name_or_dir).lower() or bool(getattr(config, SMALL100_MARKER, False))
+        small100 = is_small100(name_or_dir, config)
     tok = tokenizer_for_folder(p, small100=small100) if local else load_tokenizer(name_or_dir, small100=small100)
     if not with_signature:
         return model, tok, None
