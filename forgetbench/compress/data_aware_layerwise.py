@@ -34,7 +34,7 @@ import contextlib
 import torch
 from torch import nn
 
-from forgetbench.compress.data_aware_prune import _masks, linear_of, prune_unit, unit_linears
+from forgetbench.compress.data_aware_prune import linear_of, position_masks, prune_unit, unit_linears
 from forgetbench.compress.prune import PruneConfig, PruneReport
 from forgetbench.compress.units import resolve_units
 from forgetbench.errors import ForgetbenchError
@@ -57,8 +57,8 @@ class _Passes:
             raise _Stop
         last = self.latest.get(parent)
         if last is None or last[0] < pos:
-            raise ForgetbenchError(f"{name} runs before a layer earlier in the unit map is pruned; streamed data-aware "
-                                   "pruning needs a unit map in forward order")
+            raise ForgetbenchError(f"{name} runs before a layer earlier in the unit map is pruned; layer-by-layer "
+                                   "data-aware pruning needs a unit map in forward order")
         return last[1][self.batch]
 
 
@@ -71,7 +71,7 @@ class _StandIn(nn.Module):
         return self.passes.call(self.pos, self.parent, self.name, args, kwargs)
 
     def _not_whole(self, *_):
-        raise ForgetbenchError(f"{self.name} is not called whole in the model's forward (its parts are); streamed "
+        raise ForgetbenchError(f"{self.name} is not called whole in the model's forward (its parts are); layer-by-layer "
                                "data-aware pruning needs units that are layers; prune this model in memory")
 
     __getitem__ = __iter__ = __len__ = _not_whole
@@ -118,21 +118,14 @@ def _fp32(t: torch.Tensor) -> torch.Tensor:
     return t.float() if t.is_floating_point() and t.dtype != torch.float32 else t
 
 
-def layerwise_prune(model: nn.Module, config: PruneConfig, forwards, units: list[dict] | None = None,
-                    opened=None) -> PruneReport:
-    """Rules 1–3 on ``model``: in memory, or (``opened``: ``streaming.StreamedTensors``) a meta-device skeleton whose
-    tensors are read from and written to the shards; ``forwards(model)`` runs the calibration set."""
-    resolved = resolve_units(model, units, include_embeddings=config.include_embeddings)
-    modules, linears = dict(model.named_modules()), linear_of(model)
-    layers = {u.name: unit_linears(u, linears) for u in resolved}
-    layers = {k: v for k, v in layers.items() if v}
-    in_layers = {id(p) for u in resolved if u.name in layers for p in modules[u.module].parameters()}
-    stem = [(n, p) for n, p in model.named_parameters() if id(p) not in in_layers]
-    holder, top = _masks(model)
-    passes = _Passes(holder)
-    training = model.training
+@contextlib.contextmanager
+def _stood_in(model: nn.Module, resolved, layers: dict, passes: _Passes):
+    """Rule 2's set-up, undone on exit: every layer replaced by its stand-in (the originals given), a batch's forward
+    ended by ``_Stop``, evaluation mode, the key-value cache off."""
+    modules, originals = dict(model.named_modules()), {}
+    config = getattr(model, "config", None)
+    training, use_cache = model.training, getattr(config, "use_cache", None)
     model.eval()  # a skeleton built from a config is in training mode: dropout would draw at random
-    originals = {}
     for pos, u in enumerate(resolved):
         if u.name in layers:
             parent, child = _split(u.module)
@@ -147,46 +140,65 @@ def layerwise_prune(model: nn.Module, config: PruneConfig, forwards, units: list
         finally:
             passes.batch += 1
 
-    use_cache = getattr(model.config, "use_cache", None)
     model.forward = forward
     if use_cache is not None:
-        model.config.use_cache = False
-    reports, groups = [], []
+        config.use_cache = False
     try:
-        with _materialised(model, opened, stem) as stem_values:
-            for pos, u in enumerate(resolved):
-                if u.name not in layers:  # a stem unit: magnitude (rule 3)
-                    reports.append(prune_unit(u, [], config, None, holder, groups, lambda p: stem_values[id(p.param)]))
-                    continue
-                passes.turn, passes.batch, passes.inputs = pos, 0, []
-                forwards(model)
-                inputs, passes.turn = passes.inputs, None
-                if not inputs:
-                    raise ForgetbenchError(f"{u.module}: the calibration passes never reached this layer; data-aware "
-                                           "pruning needs inputs for every weight matrix it prunes")
-                layer = originals[u.name]
-                with _materialised(model, opened, list(layer.named_parameters(prefix=u.module)),
-                                  layer) as values:
-                    mats = layers[u.name]  # the layer's own modules (streamed: their parameters now read)
-
-                    def run(layer=layer, inputs=inputs):
-                        for args, kwargs, masks in inputs:
-                            holder.update(masks)
-                            layer(*args, **kwargs)
-
-                    reports.append(prune_unit(u, mats, config, run, holder, groups, lambda p, v=values: v[id(p.param)]))
-                    with torch.no_grad():
-                        outputs = [layer(*args, **kwargs) for args, kwargs, _ in inputs]
-                passes.latest[_split(u.module)[0]] = (pos, outputs)
+        yield originals
     finally:
-        top.remove()
         del model.forward
         if use_cache is not None:
-            model.config.use_cache = use_cache
+            config.use_cache = use_cache
         for u in resolved:
             if u.name in originals:
                 parent, child = _split(u.module)
                 setattr(modules[parent] if parent else model, child, originals[u.name])
         model.train(training)
+
+
+def layerwise_prune(model: nn.Module, config: PruneConfig, forwards, units: list[dict] | None = None,
+                    opened=None) -> PruneReport:
+    """Rules 1–3 on ``model``: in memory, or (``opened``: ``streaming.StreamedTensors``) a meta-device skeleton whose
+    tensors are read from and written to the shards; ``forwards(model)`` runs the calibration set."""
+    resolved = resolve_units(model, units, include_embeddings=config.include_embeddings)
+    modules, linears = dict(model.named_modules()), linear_of(model)
+    layers = {u.name: mats for u in resolved if (mats := unit_linears(u, linears))}
+    in_layers = {id(p) for u in resolved if u.name in layers for p in modules[u.module].parameters()}
+    stem = [(n, p) for n, p in model.named_parameters() if id(p) not in in_layers]
+    holder, top = position_masks(model)
+    passes = _Passes(holder)
+    reports, groups = [], []
+    try:
+        with _stood_in(model, resolved, layers, passes) as originals, _materialised(model, opened, stem) as stem_values:
+            for pos, u in enumerate(resolved):
+                if u.name in layers:
+                    reports.append(_prune_layer(model, u, pos, originals[u.name], layers[u.name], config, forwards,
+                                                opened, passes, groups))
+                else:  # a stem unit: magnitude (rule 3)
+                    reports.append(prune_unit(u, [], config, None, holder, groups, lambda p: stem_values[id(p.param)]))
+    finally:
+        top.remove()
     return PruneReport(config, reports, groups)
 
+
+def _prune_layer(model, u, pos: int, layer: nn.Module, mats, config: PruneConfig, forwards, opened, passes: _Passes,
+                 groups: list):
+    """One layer (rule 2): its arguments recorded for every batch, its matrices calibrated and pruned, its pruned
+    outputs kept for the layer after it."""
+    passes.turn, passes.batch, passes.inputs = pos, 0, []
+    forwards(model)
+    inputs, passes.turn = passes.inputs, None
+    if not inputs:
+        raise ForgetbenchError(f"{u.module}: the calibration passes never reached this layer; data-aware pruning needs "
+                               "inputs for every weight matrix it prunes")
+    with _materialised(model, opened, list(layer.named_parameters(prefix=u.module)), layer) as values:
+
+        def run():
+            for args, kwargs, masks in inputs:
+                passes.holder.update(masks)
+                layer(*args, **kwargs)
+
+        report = prune_unit(u, mats, config, run, passes.holder, groups, lambda p: values[id(p.param)])
+        with torch.no_grad():
+            passes.latest[_split(u.module)[0]] = (pos, [layer(*args, **kwargs) for args, kwargs, _ in inputs])
+    return report

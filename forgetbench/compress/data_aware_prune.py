@@ -61,7 +61,7 @@ class _Inputs:
         self.stat += x.T @ x if self.method == "sparsegpt" else (x**2).sum(0)
 
 
-def _masks(model: nn.Module):
+def position_masks(model: nn.Module):
     """Positions to keep, set per batch from the model's own inputs (rule 2)."""
     holder: dict = {}
     pad = getattr(getattr(model, "config", None), "pad_token_id", None)
@@ -88,7 +88,7 @@ def data_aware_prune(model: nn.Module, config: PruneConfig, forwards, units: lis
     """Rules 1–3: prune ``model`` in place with ``config.method``; ``forwards(model)`` runs the calibration set."""
     resolved = resolve_units(model, units, include_embeddings=config.include_embeddings)  # in memory: apply_recipe
     linears = linear_of(model)
-    holder, top = _masks(model)
+    holder, top = position_masks(model)
     reports, groups = [], []
     try:
         for u in resolved:
