@@ -56,14 +56,14 @@ def prepare_variant(cfg: SweepConfig, run_dir: Path, store: Store, name: str, pl
     series (backend, recipe, sizes), convert it for the CTranslate2 series."""
     model, recipe = cfg.model_of(name), cfg.variants[name]
     record_signals(store, name, model)
-    if cfg.routed(name):  # one model per target language (eval.backends rule 4)
+    langs = cfg.routed(name)
+    if langs:  # one model per target language (eval.backends rule 4)
         folder = run_dir / "variants" / name
         folder.mkdir(parents=True, exist_ok=True)
-        for lang in cfg.routed(name):
+        for lang in langs:
             _compress(model, recipe.for_target(lang), folder / lang, placement)
-        sizes = json.loads((folder / cfg.routed(name)[0] / "compression.json").read_text())["sizes"]
-        info = {"recipe": recipe.name, "sizes": sizes | {"nominal_ratio": nominal_ratio(recipe)},
-                "routed": cfg.routed(name)}
+        sizes = json.loads((folder / langs[0] / "compression.json").read_text())["sizes"]
+        info = {"recipe": recipe.name, "sizes": sizes | {"nominal_ratio": nominal_ratio(recipe)}, "routed": langs}
     elif recipe is None or not recipe.written_steps:  # the base, or bitsandbytes alone (quantised when loaded)
         folder, info = model, {"recipe": None if recipe is None else recipe.name, "sizes": {
             "dense_bytes": sum(f.stat().st_size for f in model.glob("*.safetensors")),
@@ -77,8 +77,12 @@ def prepare_variant(cfg: SweepConfig, run_dir: Path, store: Store, name: str, pl
     if calibration:
         info["calibration"] = calibration
     known = store.variants()
-    sha = known[name]["model_sha256"] if name in known else weights_sha256(folder) if not cfg.routed(name) else \
-        hashlib.sha256(" ".join(weights_sha256(folder / x) for x in cfg.routed(name)).encode()).hexdigest()
+    if name in known:
+        sha = known[name]["model_sha256"]
+    elif langs:  # the members' hashes, in language order
+        sha = hashlib.sha256(" ".join(weights_sha256(folder / x) for x in langs).encode()).hexdigest()
+    else:
+        sha = weights_sha256(folder)
     for series, backend in cfg.series(name):
         if series not in known:
             store.add_variant(series, str(folder), sha, info | {"variant": name, "backend": backend_label(cfg, backend)})
