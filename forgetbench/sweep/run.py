@@ -174,17 +174,13 @@ def load_variant(cfg: SweepConfig, run_dir: Path, name: str, placement: Placemen
                  tgt: str | None = None):
     """A variant's model and tokenizer, fp32 on the CPU or where ``placement`` says (bitsandbytes variants
     quantised as they load); for a variant routed by target language, the model of target language ``tgt``."""
-    recipe = cfg.variants[name]
-    if cfg.routed(name):
-        if tgt not in cfg.routed(name):
-            raise ForgetbenchError(f"{name}: one model per target language ({', '.join(cfg.routed(name))}); "
-                                   f"no model for target {tgt!r}")
-        model, tok, _ = load_compressed(run_dir / "variants" / name / tgt, placement=placement)
-        return model, tok
-    if recipe is None or recipe.load_quantisation is not None:
-        folder = cfg.model_of(name) if recipe is None or not recipe.written_steps else run_dir / "variants" / name
+    recipe, folder, langs = cfg.variants[name], run_dir / "variants" / name, cfg.routed(name)
+    if langs and tgt not in langs:
+        raise ForgetbenchError(f"{name}: one model per target language ({', '.join(langs)}); no model for target {tgt!r}")
+    if not langs and (recipe is None or recipe.load_quantisation is not None):
+        folder = cfg.model_of(name) if recipe is None or not recipe.written_steps else folder
         return load_model_dir(folder, placement=placement, quantisation=recipe and recipe.load_quantisation)
-    model, tok, _ = load_compressed(run_dir / "variants" / name, placement=placement)
+    model, tok, _ = load_compressed(folder / tgt if langs else folder, placement=placement)
     return model, tok
 
 
