@@ -15,6 +15,23 @@ torch.set_num_threads(1)
 
 REPO = Path(__file__).resolve().parents[1]
 CALIB = REPO / "data" / "calibration" / "ntrex128-calib.tsv"
+FLORES = REPO / "data" / "flores101"
+
+
+def flores_sweep(path: Path, model, variants: str, pairs: str, sentences: int, max_new_tokens: int,
+                 languages: str | None = None, extra: str = "") -> Path:
+    """A small sweep config on the shipped FLORES-101 subset, written to ``path`` (named by its stem)."""
+    langs = f"languages: {languages}\n" if languages else ""
+    path.write_text(f"""name: {path.stem}
+model: {model}
+variants: {variants}
+benchmarks: [{{name: flores101, kind: flores101, path: {FLORES}}}]
+{langs}pairs: {pairs}
+sentences: {sentences}
+generation: {{max_new_tokens: {max_new_tokens}, batch_size: 4}}
+analysis: {{bleu_filter: 0}}
+{extra}""")
+    return path
 
 
 def run_killed(code: str, cwd: Path = REPO) -> int:

@@ -20,9 +20,7 @@ from forgetbench.eval.sentence_stats import lid_pass
 from forgetbench.eval.store import Store
 from forgetbench.eval.translate import Job
 
-from .conftest import REPO, run_killed
-
-FLORES = REPO / "data" / "flores101"
+from .conftest import FLORES, REPO, flores_sweep, run_killed
 
 
 def test_language_table_and_tiers():
@@ -99,18 +97,8 @@ def test_lid_coverage_and_off_target_fixture(tmp_path, tiny_dir):
 
 
 def _sweep_config(tmp_path, tiny_dir, name="t", sentences=6, pairs="[en-de, de-en, en-sw]", extra=""):
-    cfg = tmp_path / f"{name}.yaml"
-    cfg.write_text(f"""name: {name}
-model: {tiny_dir}
-variants: {{base: null, prune-30: prune-30, ptq-int8: ptq-int8}}
-benchmarks: [{{name: flores101, kind: flores101, path: {FLORES}}}]
-languages: [de, sw]
-pairs: {pairs}
-sentences: {sentences}
-generation: {{max_new_tokens: 12, batch_size: 4}}
-analysis: {{bleu_filter: 0}}
-{extra}""")
-    return cfg
+    return flores_sweep(tmp_path / f"{name}.yaml", tiny_dir, "{base: null, prune-30: prune-30, ptq-int8: ptq-int8}", pairs,
+                        sentences, 12, "[de, sw]", extra)
 
 
 def _ci(v, ci, d=2) -> str:

@@ -21,25 +21,14 @@ from forgetbench.models.hardware import (
     with_overrides,
 )
 
-from .conftest import REPO
+from .conftest import FLORES, REPO, flores_sweep
 
-FLORES = REPO / "data" / "flores101"
 TEACHER = REPO / "artifacts" / "teacher"
 NO_CUDA = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusals of a machine without CUDA")
 
 
 def _config(tmp_path, model, name="hw", variants="{base: null}", extra="", sentences=8, pairs="[en-de, de-en]"):
-    cfg = tmp_path / f"{name}.yaml"
-    cfg.write_text(f"""name: {name}
-model: {model}
-variants: {variants}
-benchmarks: [{{name: flores101, kind: flores101, path: {FLORES}}}]
-pairs: {pairs}
-sentences: {sentences}
-generation: {{max_new_tokens: 16, batch_size: 4}}
-analysis: {{bleu_filter: 0}}
-{extra}""")
-    return cfg
+    return flores_sweep(tmp_path / f"{name}.yaml", model, variants, pairs, sentences, 16, extra=extra)
 
 
 def _hyps(run) -> dict:

@@ -7,24 +7,12 @@ import re
 
 from forgetbench.console import Console
 
-from .conftest import REPO, python
-
-FLORES = REPO / "data" / "flores101"
+from .conftest import REPO, flores_sweep, python
 
 
 def _config(tmp_path, tiny_dir, extra=""):
-    cfg = tmp_path / "p.yaml"
-    cfg.write_text(f"""name: p
-model: {tiny_dir}
-variants: {{base: null, prune-30: prune-30}}
-benchmarks: [{{name: flores101, kind: flores101, path: {FLORES}}}]
-languages: [de, sw]
-pairs: [en-de, de-en, en-sw]
-sentences: 8
-generation: {{max_new_tokens: 8, batch_size: 4}}
-analysis: {{bleu_filter: 0}}
-{extra}""")
-    return cfg
+    return flores_sweep(tmp_path / "p.yaml", tiny_dir, "{base: null, prune-30: prune-30}", "[en-de, de-en, en-sw]", 8, 8,
+                        "[de, sw]", extra)
 
 
 def _forgetbench(*args, cwd):

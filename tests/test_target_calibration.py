@@ -10,9 +10,7 @@ from forgetbench.cli import main
 from forgetbench.compress.calibration import choose, read_calibration_tsv
 from forgetbench.compress.recipe import parse_recipe
 
-from .conftest import CALIB, REPO
-
-FLORES = REPO / "data" / "flores101"
+from .conftest import CALIB, FLORES, flores_sweep
 
 
 def _spec(**kw):
@@ -45,18 +43,8 @@ def _cfg(tmp_path, tiny_dir, max_sentences=8):
     rec = tmp_path / "wanda-target.yaml"
     rec.write_text(json.dumps({"name": "wanda-target", "steps": [{"prune": {"method": "wanda", "sparsity": 0.45,
         "calibration": {"data": str(CALIB), "max_sentences": max_sentences, "choice": "target"}}}]}))
-    cfg = tmp_path / "s.yaml"
-    cfg.write_text(f"""name: s
-model: {tiny_dir}
-variants: {{base: null, wanda-target: {rec}}}
-benchmarks: [{{name: flores101, kind: flores101, path: {FLORES}}}]
-languages: [de, sw]
-pairs: [en-de, de-en, en-sw]
-sentences: 4
-generation: {{max_new_tokens: 10, batch_size: 4}}
-analysis: {{bleu_filter: 0}}
-""")
-    return cfg
+    return flores_sweep(tmp_path / "s.yaml", tiny_dir, f"{{base: null, wanda-target: {rec}}}", "[en-de, de-en, en-sw]", 4, 10,
+                        "[de, sw]")
 
 
 def test_a_sweep_routes_each_pair_to_its_target_languages_model(tmp_path, tiny_dir):
