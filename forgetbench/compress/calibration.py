@@ -145,6 +145,7 @@ class Seq2SeqCalibration:
 
     def __init__(self, tokenizer, progress: bool = False):
         self.tokenizer, self.progress = tokenizer, progress
+        self._rows: dict = {}
 
     def check(self, spec) -> str | None:
         if self.tokenizer is None:
@@ -158,7 +159,7 @@ class Seq2SeqCalibration:
                     "its target language; to compress one model, give calibration.language")
         if getattr(spec, "choice", "sample") != "sample":
             try:
-                rows = choose(read_calibration_tsv(spec.data), spec, self.trained)
+                rows = self.rows(spec)
             except ForgetbenchError as e:
                 return str(e)
             codes = getattr(self.tokenizer, "lang_code_to_id", None)
@@ -171,10 +172,17 @@ class Seq2SeqCalibration:
     def trained(self) -> set[str] | None:
         return trained_languages(getattr(self.tokenizer, "name_or_path", ""))
 
+    def rows(self, spec) -> list[Row]:
+        """The step's calibration rows: a seeded sample, or its choice (``choose``); read once per step, however many
+        times the recipe is checked."""
+        if spec not in self._rows:
+            self._rows[spec] = (read_calibration_tsv(spec.data, spec.max_sentences, spec.seed)
+                                if getattr(spec, "choice", "sample") == "sample"
+                                else choose(read_calibration_tsv(spec.data), spec, self.trained))
+        return self._rows[spec]
+
     def forwards(self, spec) -> tuple[Callable[[nn.Module], None], dict]:
-        choice = getattr(spec, "choice", "sample")
-        rows = (read_calibration_tsv(spec.data, spec.max_sentences, spec.seed) if choice == "sample"
-                else choose(read_calibration_tsv(spec.data), spec, self.trained))
+        choice, rows = getattr(spec, "choice", "sample"), self.rows(spec)
         run = seq2seq_calibration(self.tokenizer, rows, spec.batch_size, spec.max_length, progress=self.progress)
         return run, {"data": str(spec.data), "sha256": sha256_file(spec.data), "sentences": len(rows),
                      "directions": sorted({f"{r[0]}-{r[1]}" for r in rows})} | (
