@@ -6,9 +6,10 @@
 2. A **resumable** output (``resumable_output``) may exist only as an output of the same kind, told
    by its marker file: ``sweep``/``eval`` run folders (``store.sqlite``), ``train-mt`` run folders
    (``train-run.json``). Anything else at that path is refused.
-3. Nothing is written outside the output: its parent must exist as a folder we can write (the
-   output itself is created, not its ancestors), and paths read from data files (shard names,
-   tier-view names) are confined by ``confined_name``.
+3. Nothing is written outside the output: its missing parent folders are created (as ``mkdir -p``)
+   only after the nearest existing ancestor is checked to be a folder we can write, so a refusal
+   writes nothing; paths read from data files (shard names, tier-view names) are confined by
+   ``confined_name``.
 4. Every write is atomic (``io.atomic_write_text`` for files, ``io.atomic_directory`` for folders),
    and a rerun cleans the leftovers of killed runs (``io.atomic_directory``).
 """
@@ -25,15 +26,25 @@ _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 def _writable_parent(out: Path, flag: str) -> None:
+    """Create ``out``'s missing parent folders, after checking that the nearest existing one is a writable folder."""
     parent = out.parent if str(out.parent) else Path(".")
-    if not parent.is_dir():
-        raise ForgetbenchError(f"{flag} {out}: its folder {parent} does not exist; create it first")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise ForgetbenchError(f"{flag} {out}: its folder {parent} is not writable; choose another {flag}")
+    existing = parent
+    while not existing.exists() and not existing.is_symlink() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ForgetbenchError(f"{flag} {out}: {existing} is a file, not a folder; choose another {flag}")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ForgetbenchError(f"{flag} {out}: its folder {existing} is not writable; choose another {flag}")
+    if existing != parent:
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise ForgetbenchError(f"{flag} {out}: its folder {parent} cannot be created ({e.strerror}); "
+                                   f"choose another {flag}") from None
 
 
 def new_output(path: str | Path, flag: str = "--out") -> Path:
-    """``path`` as a new output: refused if anything exists there or its folder is missing or read-only."""
+    """``path`` as a new output: refused if anything exists there or its folder cannot be made or written."""
     out = Path(path)
     if out.exists() or out.is_symlink():
         what = "folder" if out.is_dir() else "file"

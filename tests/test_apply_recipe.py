@@ -44,9 +44,10 @@ def test_every_path_runs_through_the_one_dispatcher(tiny_dir, parser_dir, tmp_pa
             calls.append((_kind, target.streamed))
             return _run(target, step, calibrate)
         monkeypatch.setitem(applymod.HANDLERS, cls, dataclasses.replace(h, run=spy))
-    assert main(["compress", str(tiny_dir), "--recipe", "prune-30", "--out", str(tmp_path / "mt"), "--quiet"]) == 0
+    assert main(["compress", str(tiny_dir), "--recipe", "prune-30", "--out", str(tmp_path / "a" / "b" / "mt"),
+                 "--quiet"]) == 0  # missing parents are created (mkdir -p)
     assert calls == [("prune", False)]
-    assert main(["compress-stream", str(tiny_dir), "--recipe", "prune-30", "--out", str(tmp_path / "st")]) == 0
+    assert main(["compress-stream", str(tiny_dir), "--recipe", "prune-30", "--out", str(tmp_path / "c" / "d" / "st")]) == 0
     assert calls[1:] == [("prune", True)]
     d = parser_dir
     assert main(["parse", "compress", "--models", str(d / "p"), "--test", str(d / "dev.conllu"), "--dev",

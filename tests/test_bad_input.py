@@ -4,6 +4,7 @@ afterwards; the path-escape cases also check a file outside the model folder).""
 
 import hashlib
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -165,7 +166,10 @@ CASES = [
     ("compress-truncated-weights", lambda w, t, p: ["compress", str(_truncated(t, w)), "--recipe", "prune-30", "--out", str(w / "o")], "weights cannot be loaded"),
     ("compress-config-mismatch", lambda w, t, p: ["compress", str(_mismatched(t, w)), "--recipe", "prune-30", "--out", str(w / "o")], "shapes do not match config.json"),
     ("compress-nan-weights", lambda w, t, p: ["compress", str(_nan(t, w)), "--recipe", "prune-30", "--out", str(w / "o")], "contains NaN"),
-    ("compress-parent-is-a-file", lambda w, t, p: ["compress", str(t), "--recipe", "prune-30", "--out", str(_write(w / "f", "x") / "o")], "does not exist"),
+    ("compress-parent-is-a-file", lambda w, t, p: ["compress", str(t), "--recipe", "prune-30", "--out", str(_write(w / "f", "x") / "o")], "is a file, not a folder"),
+    ("compress-ancestor-is-a-file", lambda w, t, p: ["compress", str(t), "--recipe", "prune-30", "--out", str(_write(w / "f", "x") / "a" / "b" / "o")], "f is a file, not a folder"),
+    ("sweep-ancestor-is-a-file", lambda w, t, p: ["sweep", str(_sweep_cfg(w, t)), "--out", str(_write(w / "f", "x") / "a" / "o")], "f is a file, not a folder"),
+    ("train-ancestor-is-a-file", lambda w, t, p: ["train-mt", str(_train_cfg(w)), "--out", str(_write(w / "f", "x") / "a" / "o")], "f is a file, not a folder"),
     ("compress-calibration-missing", lambda w, t, p: ["compress", str(t), "--recipe", "ptq-int8", "--calibration", str(w / "nope.tsv"), "--out", str(w / "o")], "nope.tsv not found"),
     ("compress-threads-zero", lambda w, t, p: ["compress", str(t), "--recipe", "prune-30", "--threads", "0", "--out", str(w / "o")], "must be at least 1"),
     # compress-stream
@@ -263,6 +267,28 @@ def test_bad_input_exit_2_one_line_nothing_written(case, tiny_dir, parser_dir, t
     assert len(lines) == 1 and lines[0].startswith("forgetbench: error: "), (name, err)
     assert fragment in lines[0], (name, lines[0])
     assert _snapshot(tmp_path) == before, f"{name}: files were written or changed"
+
+
+@pytest.mark.parametrize("argv", [
+    ["compress", "{t}", "--recipe", "prune-30", "--out", "{w}/ro/a/b/o"],
+    ["make-tiny", str(CALIB), "--out", "{w}/ro/a/o"],
+    ["parse", "train", "--train", "{w}/t.conllu", "--out", "{w}/ro/a/o"],
+], ids=["compress", "make-tiny", "parse-train"])
+def test_an_output_under_a_folder_that_cannot_be_written_is_refused_with_nothing_made(argv, tiny_dir, tmp_path,
+                                                                                      capsys, monkeypatch):
+    """Root writes anywhere, so the not-writable case comes through the one check's seam (``os.access``)."""
+    import forgetbench.outputs as outputs
+
+    w = tmp_path / "w"
+    (w / "ro").mkdir(parents=True)
+    _treebank(w)
+    real = os.access
+    monkeypatch.setattr(outputs.os, "access", lambda path, mode: Path(path) != w / "ro" and real(path, mode))
+    before = _snapshot(tmp_path)
+    assert main([a.format(t=tiny_dir, w=w) for a in argv]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and f"its folder {w / 'ro'} is not writable" in lines[0], lines
+    assert _snapshot(tmp_path) == before
 
 
 def test_forgetbench_threads_must_be_a_positive_integer(tiny_dir, tmp_path, capsys, monkeypatch):

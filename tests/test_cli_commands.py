@@ -32,7 +32,7 @@ def test_make_tiny_builds_a_loadable_model_of_the_asked_size(tmp_path, capsys):
     from forgetbench.models.load import load
 
     args = ["--vocab", "1200", "--d-model", "32", "--layers", "1", "--seed", "3"]
-    out = tmp_path / "tiny"
+    out = tmp_path / "m" / "n" / "tiny"  # missing parents are created (mkdir -p)
     assert main(["make-tiny", str(CALIB), "--out", str(out), *args]) == 0
     model, tok, _ = load(out, dtype="fp32", with_signature=False)
     c = model.config
@@ -47,7 +47,7 @@ def test_make_tiny_builds_a_loadable_model_of_the_asked_size(tmp_path, capsys):
     assert main(["make-tiny", str(CALIB), "--out", str(tmp_path / "small"), "--vocab", "300"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "vocabulary size 300 is smaller than the" in err and "make-tiny --vocab" in err
-    assert not (tmp_path / "small").exists() and sorted(p.name for p in tmp_path.iterdir()) == ["again", "tiny"]
+    assert not (tmp_path / "small").exists() and sorted(p.name for p in tmp_path.iterdir()) == ["again", "m"]
 
 
 def test_plan_devices_places_every_module_within_each_gpus_memory(tmp_path, capsys):
@@ -84,7 +84,7 @@ def test_train_mt_logs_the_dev_chrf_of_its_model(tmp_path, capsys):
     from transformers import M2M100ForConditionalGeneration, M2M100Tokenizer
 
     _shared(tmp_path / "shared")
-    out = tmp_path / "run"
+    out = tmp_path / "a" / "b" / "run"  # missing parents are created (mkdir -p)
     assert main(["train-mt", str(_train_config(tmp_path)), "--out", str(out), "--quiet"]) == 0
     assert capsys.readouterr() == (f"model: {out / 'model'}\n", "")  # --quiet: the result path only
     info = json.loads((out / "model" / "training.json").read_text())

@@ -237,7 +237,7 @@ def test_two_processes_follow_the_loss_curve_of_one(tiny_dir, tmp_path):
     env = dict(os.environ, PYTHONPATH=str(REPO), HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
     curves = {}
     for n in (1, 2):
-        out = tmp_path / f"p{n}"
+        out = tmp_path / "runs" / f"p{n}"  # missing parents are created (mkdir -p)
         cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", str(n),
                "-m", "forgetbench.cli", "distill", str(cfg), "--out", str(out), "--quiet"] if n > 1 else \
               [sys.executable, "-m", "forgetbench.cli", "distill", str(cfg), "--out", str(out), "--quiet"]

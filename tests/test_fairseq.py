@@ -68,7 +68,7 @@ def test_converted_model_has_identical_logits(tiny, tiny_dir, tmp_path, batch, p
         sd = _partitioned(sd, model.config.encoder_layers, model.config.decoder_layers)
     ckpt = tmp_path / "checkpoint.pt"
     torch.save({"args": _args(model.config), "model": sd, "extra_state": {"epoch": 3}}, ckpt)
-    out = tmp_path / "hf"
+    out = tmp_path / "a" / "b" / "hf"  # missing parents are created (mkdir -p)
     assert main(["convert-fairseq", str(ckpt), "--dict", str(_dict_txt(tiny_dir, tmp_path / "dict.txt")),
                  "--spm", str(tiny_dir / "sentencepiece.bpe.model"), "--out", str(out)]) == 0
     conv = AutoModelForSeq2SeqLM.from_pretrained(str(out), attn_implementation="eager").eval()

@@ -161,15 +161,15 @@ def test_teacher_offloaded_to_disk_translates_as_the_plain_cpu_load(tmp_path, ca
     plain = _config(tmp_path, TEACHER, "plain")
     mapped = _config(tmp_path, TEACHER, "mapped", extra=f"hardware: {{device_map: auto, max_memory: {{cpu: 12MiB}}, "
                                                           f"offload_folder: {tmp_path / 'offload'}}}")
-    assert main(["eval", str(plain), "--out", str(tmp_path / "a"), "--quiet"]) == 0
+    assert main(["eval", str(plain), "--out", str(tmp_path / "x" / "y" / "a"), "--quiet"]) == 0  # parents made
     assert main(["eval", str(mapped), "--out", str(tmp_path / "b"), "--quiet"]) == 0
-    a, b = _hyps(tmp_path / "a"), _hyps(tmp_path / "b")
+    a, b = _hyps(tmp_path / "x" / "y" / "a"), _hyps(tmp_path / "b")
     assert len(a) == 16 and a == b
     run = json.loads((tmp_path / "b" / "report" / "summary.json").read_text())["run"]
     rec = run["hardware"]["base"]
     assert rec["devices"] == ["cpu", "disk"] and rec["dtype"] == "float32"
     assert rec["direct_step"].startswith("hooks or a replaced forward")
-    plain_rec = json.loads((tmp_path / "a" / "report" / "summary.json").read_text())["run"]["hardware"]["base"]
+    plain_rec = json.loads((tmp_path / "x" / "y" / "a" / "report" / "summary.json").read_text())["run"]["hardware"]["base"]
     assert plain_rec["devices"] == ["cpu"] and plain_rec["direct_step"] is None
     assert "cpu, disk float32" in (tmp_path / "b" / "report" / "report.html").read_text()
 

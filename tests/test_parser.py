@@ -114,9 +114,9 @@ def test_parse_cli(tmp_path, capsys):
 
     tr = _toy_treebank(tmp_path / "train.conllu", 40, 0)
     dv = _toy_treebank(tmp_path / "dev.conllu", 10, 1)
-    assert main(["parse", "train", "--train", str(tr), "--dev", str(dv), "--out", str(tmp_path / "m"), "--minutes", "0.05",
-                 "--tags", "gold", "--quiet"]) == 0
-    assert main(["parse", "eval", str(tmp_path / "m"), str(dv)]) == 0
+    assert main(["parse", "train", "--train", str(tr), "--dev", str(dv), "--out", str(tmp_path / "a" / "m"), "--minutes",
+                 "0.05", "--tags", "gold", "--quiet"]) == 0  # missing parents are created (mkdir -p)
+    assert main(["parse", "eval", str(tmp_path / "a" / "m"), str(dv)]) == 0
     assert '"las"' in capsys.readouterr().out
     assert main(["parse", "eval", str(tmp_path / "nope"), str(dv)]) == 2
     # taggers would eat the whole budget: refused before any work, nothing written
