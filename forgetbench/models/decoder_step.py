@@ -158,19 +158,29 @@ def _add(site, j: int, x: torch.Tensor, branch: torch.Tensor) -> torch.Tensor:
     return x + branch if site is None else site(j, 0, x) + site(j, 1, branch)
 
 
+def cache_argument(model) -> str:
+    """The name under which ``model``'s ``forward`` takes its key/value cache: ``cache`` (transformers ≥ 5.24, where
+    ``past_key_values`` is a deprecated alias) or ``past_key_values`` (earlier 5.x releases)."""
+    import inspect
+
+    params = inspect.signature(type(model).forward).parameters
+    return "cache" if "cache" in params else "past_key_values"
+
+
 class HFStep:
-    """A decoder step through ``model(...)`` with an ``EncoderDecoderCache``."""
+    """A decoder step through ``model(...)`` with an ``EncoderDecoderCache``, passed under the name the installed
+    transformers takes (``cache_argument``); the cache is updated in place, so no output field is read back."""
 
     def __init__(self, model, hidden: torch.Tensor, attention_mask: torch.Tensor):
         from transformers.cache_utils import DynamicCache, EncoderDecoderCache
 
         self.model, self.hidden, self.mask = model, hidden, attention_mask
         self.cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
+        self.cache_name = cache_argument(model)
 
     def __call__(self, tokens: torch.Tensor) -> torch.Tensor:
         o = self.model(encoder_outputs=(self.hidden,), attention_mask=self.mask, decoder_input_ids=tokens[:, None],
-                       past_key_values=self.cache, use_cache=True)
-        self.cache = o.past_key_values
+                       use_cache=True, **{self.cache_name: self.cache})
         return o.logits[:, -1]
 
     def select(self, rows: torch.Tensor) -> None:
