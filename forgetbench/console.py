@@ -16,8 +16,11 @@ Rules:
    readable.
 3. ``quiet``: no stage output at all; errors and the result path (``line(..., result=True)``) only.
 4. ``quiet_libraries`` silences what libraries print on their own — transformers' warnings, load reports and
-   "Loading weights" bars — so that our own line is the only one (``--debug`` keeps their warnings). Every
-   process that loads a model calls it (the CLI and each spawned sweep worker).
+   "Loading weights" bars, and Python warnings (``FutureWarning``, ``DeprecationWarning``, …) — so that our own
+   line is the only one. ``--debug`` keeps them, and so does a warnings option the user gave (``-W``,
+   ``PYTHONWARNINGS``: the warnings module's own rule); the test suite runs the main job with library
+   deprecations as errors, so no deprecated call hides behind the filter. Every process that loads a model
+   calls it (the CLI and each spawned sweep worker).
 """
 
 from __future__ import annotations
@@ -27,11 +30,16 @@ import time
 
 
 def quiet_libraries(debug: bool = False) -> None:
+    import sys
+    import warnings
+
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
     if not debug:
         hf_logging.set_verbosity_error()
+        if not sys.warnoptions:  # the warnings module's own idiom: -W / PYTHONWARNINGS given by the user win
+            warnings.simplefilter("ignore")
 
 
 def clock(seconds: float) -> str:

@@ -3,6 +3,7 @@ bar on a terminal, nothing but the result under ``--quiet``; and no library chat
 
 import io
 import json
+import os
 import re
 
 from forgetbench.console import Console
@@ -15,17 +16,23 @@ def _config(tmp_path, tiny_dir, extra=""):
                         "[de, sw]", extra)
 
 
-def _forgetbench(*args, cwd):
-    return python("-m", "forgetbench.cli", *args, cwd=cwd)
+def _forgetbench(*args, cwd, env=None):
+    return python("-m", "forgetbench.cli", *args, cwd=cwd, env=env)
+
+
+# the library's deprecations as errors (in the spawned worker too: spawn passes the warnings options on), so a
+# deprecated call fails the run instead of hiding behind forgetbench's warning filter (console rule 4)
+DEPRECATIONS_ARE_ERRORS = {"PYTHONWARNINGS": "error::FutureWarning,error::DeprecationWarning"}
 
 
 def test_a_sweep_logged_to_a_file_prints_stage_lines_with_counts_and_a_final_line(tiny_dir, tmp_path):
     from forgetbench.sweep import load_sweep
     from forgetbench.sweep.schedule import units
 
-    cfg = _config(tmp_path, tiny_dir)
+    cfg = _config(tmp_path, tiny_dir, "processes: 2\n")
     total = len(units(load_sweep(cfg)))
-    r = _forgetbench("sweep", cfg, "--out", tmp_path / "run", cwd=tmp_path)  # stderr is a pipe: log lines
+    r = _forgetbench("sweep", cfg, "--out", tmp_path / "run", cwd=tmp_path,  # stderr is a pipe: log lines
+                     env=os.environ | DEPRECATIONS_ARE_ERRORS)
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == [f"report: {tmp_path / 'run' / 'report' / 'report.html'}"]
     lines = r.stderr.splitlines()
@@ -40,7 +47,7 @@ def test_a_sweep_logged_to_a_file_prints_stage_lines_with_counts_and_a_final_lin
     stages = [ln.split(": ")[1] for ln in lines if ": done," in ln]
     assert stages == ["units of work (compress, translate, λ, bias)", "language identification",
                       "analysis and intervals", "report"]
-    assert re.fullmatch(r"\[sweep\] p: done in \d+:\d\d \(1 process\(es\)\)", lines[-1])
+    assert re.fullmatch(r"\[sweep\] p: done in \d+:\d\d \(2 process\(es\)\)", lines[-1])
     # --quiet (here on the finished run: resumed, it only recomputes the report): the result path alone
     r = _forgetbench("sweep", cfg, "--out", tmp_path / "run", "--quiet", cwd=tmp_path)
     assert r.returncode == 0 and r.stderr == ""

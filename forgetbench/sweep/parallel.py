@@ -7,7 +7,10 @@ Rules:
    import; they run ``run_sweep`` on the same config file and run folder, each with ``threads`` threads.
 2. They meet at a ``multiprocessing.Barrier`` once no unit is left. A worker that exits with an error aborts
    the barrier (a watchdog thread polls the workers every second), so no process waits forever — neither at
-   the barrier nor polling for a unit (``aborted``); rank 0 then stops the others and reports one line.
+   the barrier nor polling for a unit (``aborted``); rank 0 then stops the others and reports one line, the
+   command's last: the worker killed by signal N (SIGKILL: most often the out-of-memory killer), or exited
+   with code N (its own error line printed above). The resource tracker is started quiet about what a killed
+   worker leaves (``_start_resource_tracker``), so no library line follows ours.
    Everything stored so far stays: rerunning the command resumes.
 3. Under ``accelerate launch --num_processes N`` the launcher's processes are used instead (``run_in_processes``
    decides: a launcher's ``WORLD_SIZE`` first, then ``processes``), on one machine only (``models.hardware``
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import signal
 import threading
 from pathlib import Path
 
@@ -33,6 +37,37 @@ def _worker(config: str, run_dir: str, rank: int, world: int, barrier, hardware:
 
     run_sweep(load_sweep(config, hardware), run_dir, progress=False, rank=rank, world=world, barrier=barrier.wait, prepared=True,
               aborted=lambda: barrier.broken)
+
+
+def _failure(name: str, exitcode: int) -> str:
+    """What happened to a worker, from its exit code: killed by a signal (nothing printed; SIGKILL is most often
+    the system's out-of-memory killer) or exited with a code (its error line printed above)."""
+    if exitcode < 0:
+        try:
+            sig = signal.Signals(-exitcode).name
+        except ValueError:
+            sig = "an unknown signal"
+        hint = " (often the system's out-of-memory killer: try processes: 1 or a smaller batch_size)" \
+            if exitcode == -signal.SIGKILL else ""
+        return f"sweep worker {name} was killed by signal {-exitcode} ({sig}){hint}"
+    return f"sweep worker {name} exited with code {exitcode} (its error is printed above)"
+
+
+def _start_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker quiet about semaphores a killed worker could not release: it still
+    removes them, but its warning would print after (and so below) our one line."""
+    from multiprocessing import resource_tracker
+
+    before = os.environ.get("PYTHONWARNINGS")
+    quiet = "ignore::UserWarning:multiprocessing.resource_tracker"
+    os.environ["PYTHONWARNINGS"] = f"{before},{quiet}" if before else quiet
+    try:
+        resource_tracker.ensure_running()
+    finally:
+        if before is None:
+            del os.environ["PYTHONWARNINGS"]
+        else:
+            os.environ["PYTHONWARNINGS"] = before
 
 
 def run_in_processes(cfg, run_dir: str | Path, processes: int, progress=True) -> tuple[dict, int, int]:
@@ -65,6 +100,7 @@ def run_parallel(cfg, run_dir: str | Path, world: int, progress=True) -> dict:
     from forgetbench.sweep.schedule import SweepAborted
 
     prepare_run(cfg, Path(run_dir))
+    _start_resource_tracker()
     ctx = mp.get_context("spawn")
     barrier = ctx.Barrier(world)
     procs = [ctx.Process(target=_worker, args=(str(cfg.source), str(run_dir), r, world, barrier, cfg.hardware_flags),
@@ -90,9 +126,8 @@ def run_parallel(cfg, run_dir: str | Path, world: int, progress=True) -> dict:
         for p in procs:
             if p.is_alive():
                 p.terminate()
-        raise ForgetbenchError(f"sweep worker {bad[0][0] if bad else '?'} failed (exit code "
-                               f"{bad[0][1] if bad else '?'}; its error is printed above); rerun the same command "
-                               "to resume, or set processes: 1") from None
+        raise ForgetbenchError(f"{_failure(*bad[0]) if bad else 'a sweep worker failed'}; finished work is kept: "
+                               "rerun the same command to resume, or set processes: 1") from None
     except BaseException:
         barrier.abort()
         for p in procs:
@@ -104,5 +139,5 @@ def run_parallel(cfg, run_dir: str | Path, world: int, progress=True) -> dict:
         p.join()
     bad = [(p.name, p.exitcode) for p in procs if p.exitcode != 0]
     if bad:
-        raise ForgetbenchError(f"sweep worker {bad[0][0]} failed (exit code {bad[0][1]}); rerun to resume")
+        raise ForgetbenchError(f"{_failure(*bad[0])}; finished work is kept: rerun the same command to resume")
     return summary
