@@ -1,14 +1,20 @@
 """Activation range calibrators: max, and histogram-based percentile / MSE / entropy.
 
-The histogram follows NVIDIA pytorch-quantization's recipe: a histogram of |x| with ``num_bins``
-bins (2048) over [0, first batch max]; later batches with a larger max extend it with bins of the
-same width. ``compute_amax`` then picks the clipping range:
+The histogram follows NVIDIA pytorch-quantization's recipe (the code Wu et al. published their int8 PTQ
+with; unchanged in method in NVIDIA ModelOpt's ``HistogramCalibrator``): a histogram of |x| with
+``num_bins`` bins (2048) over [0, first batch max]; later batches with a larger max extend it with bins of
+the same width. ``compute_amax`` then picks the clipping range exactly as that code does (signed 8 bits,
+stride 1):
 
-- ``percentile``: upper edge of the bin where the cumulative count reaches ``percentile`` %.
-- ``mse``: the bin edge (from ``start_bin`` on) minimising the mean squared quantisation error of
-  the histogram's bin centres, weighted by their counts (the thesis's choice).
-- ``entropy``: TensorRT's KL-divergence method: the edge whose 128-level requantised distribution
-  is closest (KL) to the reference distribution clipped at that edge.
+- ``percentile``: the **lower** edge of the first bin whose cumulative share reaches ``percentile`` %
+  (``edges[searchsorted(cdf, p / 100)]``).
+- ``mse``: the bin **centre** c_i, i ≥ ``start_bin``, minimising Σ_bins count · (c − x̂(c))² over the bin
+  centres c, with x̂ the int8 fake quantisation at amax c_i; the first of equal minima.
+- ``entropy``: TensorRT's KL-divergence method ("8-bit Inference with TensorRT"): for each i ≥ ``start_bin``,
+  the reference P is bins[:i] with the outlier mass bins[i:] added to its last bin; the candidate Q is the
+  *unclipped* bins[:i] merged into 128 groups (group of bin j: ⌊128·j/i⌋), each group's mass spread evenly
+  over its non-empty bins (empty bins stay empty); amax = edges[i] of the last i with the least KL(P‖Q).
+  Bin 0 takes bin 1's count first (it is dominated by exact zeros: ReLU outputs, padding).
 """
 
 from __future__ import annotations
@@ -96,60 +102,60 @@ class HistogramCalibrator:
 
 
 def percentile_amax(hist: np.ndarray, edges: np.ndarray, percentile: float) -> float:
-    cdf = np.cumsum(hist) / hist.sum()
-    idx = int(np.searchsorted(cdf, percentile / 100.0 - 1e-12))
-    return float(edges[min(idx + 1, len(edges) - 1)])
+    """pytorch-quantization's ``_compute_amax_percentile``: the lower edge of the bin where the cdf reaches it."""
+    cdf = np.cumsum(hist / hist.sum())
+    idx = int(np.searchsorted(cdf, percentile / 100))
+    return float(edges[min(idx, len(edges) - 1)])
 
 
 def mse_amax(hist: np.ndarray, edges: np.ndarray, start_bin: int = 128, chunk: int = 128) -> float:
-    """The first candidate edge (from ``start_bin``) with the least error. The candidates are evaluated ``chunk``
-    at a time as rows of one array: each row's values and its sum are those of the one-candidate expression
-    ``(hist * (centres - q) ** 2).sum() / total`` (the same elementwise ops, in place; a contiguous row reduces
+    """pytorch-quantization's ``_compute_amax_mse``: the first bin centre (from ``start_bin``) with the least
+    count-weighted squared error of the fake-quantised centres. The candidates are evaluated ``chunk`` at a time
+    as rows of one array: each row's values and its sum are those of the one-candidate expression
+    ``(hist * (q(centres) - centres) ** 2).sum()`` (the same elementwise ops, in place; a contiguous row reduces
     as a 1-D array does): equal amax, 2.5× faster than a loop over ~2,000 candidates per site."""
     centres = (edges[:-1] + edges[1:]) / 2
-    total = hist.sum()
-    best, best_amax = math.inf, float(edges[-1])
-    for lo in range(min(start_bin, len(hist)), len(edges), chunk):
-        amax = edges[lo : lo + chunk]
-        s = (amax / QMAX)[:, None]
-        err = np.divide(centres, s)
+    best, best_amax = math.inf, float(centres[-1])
+    for lo in range(min(start_bin, len(centres) - 1), len(centres), chunk):
+        amax = centres[lo : lo + chunk]
+        scale = (QMAX / amax)[:, None]
+        err = np.multiply(centres, scale)
         np.round(err, out=err)
         np.clip(err, -QMAX, QMAX, out=err)
-        err *= s  # q
-        np.subtract(centres, err, out=err)
+        err /= scale  # q
+        np.subtract(err, centres, out=err)
         np.square(err, out=err)
         err *= hist
-        err = err.sum(axis=1) / total
-        i = int(np.argmin(err))  # the first of equal minima, as a loop's strict < keeps
+        err = err.sum(axis=1)
+        i = int(np.argmin(err))  # the first of equal minima, as np.argmin over all candidates
         if err[i] < best:
             best, best_amax = float(err[i]), float(amax[i])
     return best_amax
 
 
 def entropy_amax(hist: np.ndarray, edges: np.ndarray, start_bin: int = 128, levels: int = QMAX + 1) -> float:
+    """TensorRT's KL calibration as pytorch-quantization's ``_compute_amax_entropy`` computes it (module
+    docstring): P clipped, Q from the unclipped first i bins, the last of equal minima."""
     bins = hist.astype(np.float64).copy()
     if len(bins) > 1:
-        bins[0] = bins[1]  # the zero bin is dominated by exact zeros (ReLU, padding): TensorRT's heuristic
+        bins[0] = bins[1]
     best, best_i = math.inf, len(bins)
     for i in range(min(start_bin, len(bins)), len(bins) + 1):
-        ref = bins[:i].copy()
-        ref[-1] += bins[i:].sum()  # clip outliers into the last bin
-        # requantise the first i bins into `levels` groups, spreading each group's mass evenly
-        group = np.minimum((np.arange(i) * levels) // i, levels - 1)
-        nonzero = ref > 0
-        mass = np.bincount(group, weights=ref, minlength=levels)
+        head = bins[:i]
+        p = head.copy()
+        p[-1] += bins[i:].sum()  # the reference: outliers clipped into the last bin
+        group = (np.arange(i) * levels) // i
+        nonzero = head > 0
+        mass = np.bincount(group, weights=head, minlength=levels)
         support = np.bincount(group, weights=nonzero.astype(np.float64), minlength=levels)
         q = np.where(nonzero, mass[group] / np.maximum(support[group], 1), 0.0)
-        p_sum, q_sum = ref.sum(), q.sum()
+        p_sum, q_sum = p.sum(), q.sum()
         if p_sum == 0 or q_sum == 0:
             continue
-        p, qn = ref / p_sum, q / q_sum
+        p, q = p / p_sum, q / q_sum
         m = p > 0
-        if np.any(qn[m] == 0):
-            kl = math.inf
-        else:
-            kl = float((p[m] * np.log(p[m] / qn[m])).sum())
-        if kl <= best:  # last minimum, like TensorRT
+        kl = math.inf if np.any(q[m] == 0) else float((p[m] * np.log(p[m] / q[m])).sum())
+        if kl <= best:  # the last minimum, as the reference
             best, best_i = kl, i
     return float(edges[best_i])
 

@@ -58,7 +58,8 @@ class ActQuantizer:
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         self.calls += 1
         if self.mode == "calibrate":
-            self.calibrator.collect(x)
+            with torch._C.DisableTorchFunction():  # a calibrator's own ops (an addition) are never recorded as sites
+                self.calibrator.collect(x)
             return x
         if self.mode == "quant":
             if self._scale is None or self._scale[0] != self.amax or self._scale[1].device != x.device:
