@@ -159,6 +159,7 @@ class PairResult:
     intervals: dict[str, dict[str, bs.PairDifference]] = field(default_factory=dict)  # variant -> metric -> difference
     parity: dict[str, dict] = field(default_factory=dict)  # other base series -> metric -> difference vs the base
     significance: dict[str, dict[str, str]] = field(default_factory=dict)  # worse / better / n.s. (BH over kept pairs)
+    empty_outputs: dict[str, int] = field(default_factory=dict)  # variant -> hypotheses that are empty (or blank)
 
 
 RelSamples = dict[tuple[Key, str, str], np.ndarray]  # (pair, variant, metric) -> resampled relative differences
@@ -233,6 +234,7 @@ def pair_results(run: RunData, spbleu: SpBLEU) -> tuple[list[PairResult], list[S
                        scores, {v: {m: rel(scores[v][m], scores[run.base_of(v)][m]) for m in ("chrF", "spBLEU")}
                                 for v in run.comps},
                        scores[base]["spBLEU"] >= th.bleu_filter, two_script, intervals, parity)
+        p.empty_outputs = {v: sum(not rows[v][i][0].strip() for i in common) for v in variants}
         pairs.append(p)
         if p.kept and not two_script:
             sentences += [SentenceDelta(v, key, i, rows[v][i][1] - rows[run.base_of(v)][i][1]) for v in run.comps

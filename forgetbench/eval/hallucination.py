@@ -35,6 +35,8 @@ def cross_attention(model, tokenizer, srcs: list[str], hyps: list[str], src_lang
     ``states``: per sentence the encoder's states of its source tokens, as the translation computed them
     (``generation.translate_rows(states=...)``): the encoder is not run again. A row's states do not depend on the
     rows encoded beside it (padding is masked; tested bit for bit), so λ is the same either way."""
+    if not srcs:  # e.g. every hypothesis of a batch filtered out: nothing to teacher-force
+        return []
     if getattr(model.config, "_attn_implementation", "eager") != "eager":
         model.set_attn_implementation("eager")
     enc = encode_sources(tokenizer, srcs, src_lang, tgt_lang, max_length)

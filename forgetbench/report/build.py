@@ -133,12 +133,15 @@ def _scatter(S: dict) -> dict[str, str]:
 
     comps, kept, out = comparisons(S), [p for p in S["pairs"] if p["kept"]], {}
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    drawn = 0
     for v in comps:
-        xs = [min(language(p["src"]).bitext_m, language(p["tgt"]).bitext_m) for p in kept]
-        ys = [p["rel"][v]["spBLEU"] for p in kept]
-        ax.scatter(xs, ys, s=14, alpha=0.7, label=v)
+        # a relative difference is undefined where the base scores 0 (e.g. a model whose outputs are all empty)
+        pts = [(min(language(p["src"]).bitext_m, language(p["tgt"]).bitext_m), p["rel"][v]["spBLEU"]) for p in kept
+               if p["rel"][v]["spBLEU"] is not None and math.isfinite(p["rel"][v]["spBLEU"])]
+        drawn += len(pts)
+        ax.scatter([x for x, _ in pts], [y for _, y in pts], s=14, alpha=0.7, label=v)
     ax.axhline(0, color="grey", lw=0.8)
-    if kept:  # no pair passed the filter: an empty linear axis (a log axis of no data fails)
+    if drawn:  # no point to draw: an empty linear axis (a log axis of no data fails)
         ax.set_xscale("log")
     ax.set_xlabel("bitext with English of the pair's poorer language (M pairs, thesis table)")
     ax.set_ylabel("relative spBLEU difference (%)")
@@ -411,20 +414,25 @@ def _parity_tables(S: dict) -> dict[str, Table]:
 
 
 def _pair_tables(S: dict) -> dict[str, Table]:
-    """Per compared variant: its kept pairs, most losing first."""
+    """Per compared variant: its kept pairs, most losing first, then the pairs the base-spBLEU filter dropped (their
+    scores shown, never hidden: ``kept`` says why they enter no average)."""
     T, bases = {}, S.get("bases") or {}
+    bar = S["thresholds"]["bleu_filter"]
     for v in comparisons(S):
         b = bases.get(v, S["base"])
-        ranked = sorted((p for p in S["pairs"] if p["kept"]), key=lambda p: p["rel"][v]["spBLEU"] or 0)
+        ranked = sorted((p for p in S["pairs"] if p["kept"]), key=lambda p: p["rel"][v]["spBLEU"] or 0) + sorted(
+            (p for p in S["pairs"] if not p["kept"]), key=lambda p: -p["scores"][b]["spBLEU"])
         T[f"pairs_{v}"] = (["pair", "benchmark", "tier", f"{b} spBLEU", f"{v} spBLEU", "rel. % [95 % CI]", "p", "sig. (BH)",
-                            f"{b} chrF", f"{v} chrF", "rel. chrF % [95 % CI]"],
+                            f"{b} chrF", f"{v} chrF", "rel. chrF % [95 % CI]", f"{b} empty", f"{v} empty", "kept"],
                            [[f"{p['src']}-{p['tgt']}", p["benchmark"], p["tier"]["thesis"],
                              _f(p["scores"][b]["spBLEU"]), _f(p["scores"][v]["spBLEU"]),
                              _fci(p["rel"][v]["spBLEU"], p.get("intervals", {}).get(v, {}).get("spBLEU", {}).get("rel_ci")),
                              _f(p.get("intervals", {}).get(v, {}).get("spBLEU", {}).get("p"), 3),
                              f"{MARK.get(sig := p.get('significance', {}).get(v, {}).get('spBLEU', ''), '')} {sig}".strip() or "–",
                              _f(p["scores"][b]["chrF"]), _f(p["scores"][v]["chrF"]),
-                             _fci(p["rel"][v]["chrF"], p.get("intervals", {}).get(v, {}).get("chrF", {}).get("rel_ci"))]
+                             _fci(p["rel"][v]["chrF"], p.get("intervals", {}).get(v, {}).get("chrF", {}).get("rel_ci")),
+                             p.get("empty_outputs", {}).get(b, "–"), p.get("empty_outputs", {}).get(v, "–"),
+                             "yes" if p["kept"] else f"no: base spBLEU < {bar}"]
                             for p in ranked])
     return T
 
@@ -524,10 +532,34 @@ def _sections(S: dict, T: dict) -> list:
                     lambda: _aligners_html(S))
 
 
+def overview_notes(S: dict) -> list[str]:
+    """What the first paragraph must say before any table: empty outputs per series, and a filter that kept no
+    pair (with the numbers and the key to change)."""
+    notes, pairs = [], S["pairs"]
+    n = sum(p["n"] for p in pairs)
+    empty = {v: sum(p.get("empty_outputs", {}).get(v, 0) for p in pairs) for v in S["variants"]}
+    if any(empty.values()):
+        worst = {v: max(pairs, key=lambda p, v=v: p.get("empty_outputs", {}).get(v, 0)) for v in empty if empty[v]}
+        notes.append("Empty outputs: " + "; ".join(
+            f"{v} {empty[v]} of {n} (most in {worst[v]['src']}-{worst[v]['tgt']}: "
+            f"{worst[v]['empty_outputs'][v]} of {worst[v]['n']})" for v in worst)
+            + " — scored as empty strings; per pair in the pairs tables' empty columns.")
+    kept = [p for p in pairs if p["kept"]]
+    if pairs and not kept:
+        base = S["base"]
+        top = max(p["scores"][base]["spBLEU"] for p in pairs)
+        notes.append(f"No pair passed the filter: every pair's base spBLEU is below analysis.bleu_filter = "
+                     f"{S['thresholds']['bleu_filter']} (the highest is {top:.2f}), so averages, Findings and figures "
+                     "are empty; the pairs tables list every pair's scores. Lower analysis.bleu_filter in the config "
+                     "(0 keeps every pair) and run the command again: the stored translations are reused.")
+    return notes
+
+
 def markdown(S: dict, T: dict) -> str:
     parts = [f"# forgetbench report: {S['name']}", "",
              f"Base `{S['base']}`; {len([p for p in S['pairs'] if p['kept']])} of {len(S['pairs'])} pairs kept "
-             f"(base spBLEU ≥ {S['thresholds']['bleu_filter']}); ΔchrF threshold ±{S['thresholds']['delta']}.", ""]
+             f"(base spBLEU ≥ {S['thresholds']['bleu_filter']}); ΔchrF threshold ±{S['thresholds']['delta']}.",
+             *(f"\n**{x}**" for x in overview_notes(S)), ""]
     return "\n".join(parts + render_markdown(_sections(S, T), T))
 
 
@@ -552,7 +584,7 @@ def html_report(S: dict, T: dict, figs: dict[str, str]) -> str:
             f"{e(_hardware(S['run']))}; intervals: paired "
             f"bootstrap, {S['thresholds'].get('resamples', '–')} resamples, seed {S['thresholds'].get('seed', '–')}; "
             "▼/▲ = significantly worse/better (Benjamini–Hochberg, q = "
-            f"{S['thresholds'].get('fdr', 0.05)}).</p>"]
+            f"{S['thresholds'].get('fdr', 0.05)}).</p>", *(f"<p><b>{e(x)}</b></p>" for x in overview_notes(S))]
     return "\n".join(head + render_html(_sections(S, T), T, figs, _table, _findings_table) + ["</body></html>"])
 
 

@@ -1,0 +1,59 @@
+"""A model that outputs nothing (end-of-sentence first: early checkpoints, heavily pruned or quantised models)
+goes through a sweep with every pass — metrics, off-target, λ, attention maps, gender and word-sense suites —
+and its report says how many outputs were empty, per pair."""
+
+import json
+import shutil
+
+import torch
+
+from forgetbench.cli import main
+
+from .conftest import FLORES, REPO, flores_sweep
+
+
+def _silent_model(tiny_dir, out):
+    """The tiny model with its decoder's output fixed to the end-of-sentence embedding: every step's argmax is
+    </s>, so after the forced target-language code every hypothesis is empty."""
+    from transformers import AutoModelForSeq2SeqLM
+
+    shutil.copytree(tiny_dir, out)
+    model = AutoModelForSeq2SeqLM.from_pretrained(str(tiny_dir))
+    eos = model.config.eos_token_id
+    with torch.no_grad():
+        emb = model.get_input_embeddings().weight
+        emb[eos] = torch.randn(emb.shape[1], generator=torch.Generator().manual_seed(0))
+        norm = model.model.decoder.layer_norm
+        norm.weight.zero_()
+        norm.bias.copy_(emb[eos] * 10)
+    model.save_pretrained(str(out))
+    return out
+
+
+def test_a_model_with_only_empty_outputs_goes_through_every_pass(tiny_dir, tmp_path):
+    silent = _silent_model(tiny_dir, tmp_path / "silent")
+    extra = (f"bias:\n  mt_gender: {{path: {REPO / 'data' / 'mt_gender'}, languages: [de], sentences: 4, "
+             f"aligner_context: {FLORES}}}\n"
+             f"  mucow: {{path: {REPO / 'data' / 'mucow'}, pairs: [en-de], sentences: 3}}\n"
+             "attention_maps: {sentences: 1}\n")
+    cfg = flores_sweep(tmp_path / "e.yaml", silent, "{base: null, prune-30: prune-30}", "[en-de, de-en]", 3, 8,
+                       "[de]", extra)
+    run = tmp_path / "run"
+    assert main(["sweep", str(cfg), "--out", str(run), "--quiet"]) == 0
+    S = json.loads((run / "report" / "summary.json").read_text())
+    for p in S["pairs"]:
+        assert p["empty_outputs"] == {"base": 3, "prune-30": 3}, p
+    html = (run / "report" / "report.html").read_text()
+    assert "Empty outputs: base 6 of 6 (most in en-de: 3 of 3); prune-30 6 of 6" in html
+    csv = (run / "report" / "pairs_prune-30.csv").read_text().splitlines()
+    assert csv[0].endswith("base empty,prune-30 empty,kept") and all(r.endswith(",3,3,yes") for r in csv[1:])
+
+
+def test_cross_attention_of_no_sentence_is_no_row(tiny):
+    from forgetbench.eval.hallucination import cross_attention, cross_attention_variance
+
+    model, tok = tiny
+    assert cross_attention(model, tok, [], [], "en", "de") == []
+    assert cross_attention_variance(model, tok, [], [], "en", "de") == []
+    (alpha, _, labels), = cross_attention(model, tok, ["A sentence."], [""], "en", "de")  # an empty hypothesis
+    assert labels == [tok.get_lang_id("de"), tok.eos_token_id] and alpha.shape[0] == 2
