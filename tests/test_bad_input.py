@@ -200,6 +200,9 @@ CASES = [
     ("sweep-benchmark-utf8", lambda w, t, p: ["sweep", str(_sweep_cfg(w, t, benchmarks=_flores_list(w, BAD_UTF8))), "--out", str(w / "o")], "is not valid UTF-8"),
     ("sweep-benchmark-empty-line", lambda w, t, p: ["sweep", str(_sweep_cfg(w, t, benchmarks=_flores_list(w, EMPTY_LINE))), "--out", str(w / "o")], "empty line"),
     ("sweep-out-not-a-run", lambda w, t, p: ["sweep", str(_sweep_cfg(w, t)), "--out", str(_existing_run_like(w))], "not a sweep run folder"),
+    ("sweep-language-did-you-mean", lambda w, t, p: ["sweep", str(_sweep_cfg(w, t, languages="[frr]", pairs="english-centric")), "--out", str(w / "o")], "sweep.yaml: languages: unknown language code 'frr'; did you mean 'fr'"),
+    ("sweep-pair-did-you-mean", lambda w, t, p: ["sweep", str(_sweep_cfg(w, t, pairs="[en-dee]")), "--out", str(w / "o")], "sweep.yaml: pairs (en-dee): unknown language code 'dee'; did you mean 'de'"),
+    ("sweep-recipe-did-you-mean", lambda w, t, p: ["sweep", str(_sweep_cfg(w, t, variants="{base: null, mine: prune30}")), "--out", str(w / "o")], "sweep.yaml: variants.mine: recipe 'prune30' not found (not a file, not a shipped recipe); did you mean 'prune-30'"),
     ("sweep-unknown-language", lambda w, t, p: ["sweep", str(_sweep_cfg(w, t, languages="[xx]", pairs="english-centric")), "--out", str(w / "o")], "xx"),
     ("eval-config-missing", lambda w, t, p: ["eval", str(w / "nope.yaml"), "--out", str(w / "o")], "nope.yaml not found"),
     # report
@@ -314,3 +317,9 @@ def test_an_unexpected_error_is_one_line_with_a_debug_hint(tmp_path, capsys, mon
     assert cli.main(["recipes"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "unexpected ZeroDivisionError" in err[0] and "--debug" in err[0]
+    # --debug before or after the command (and after a nested one): the traceback instead of the line
+    for argv in (["--debug", "recipes"], ["recipes", "--debug"]):
+        with pytest.raises(ZeroDivisionError):
+            cli.main(argv)
+    assert cli.build_parser().parse_args(["parse", "eval", "m", "t.conllu", "--debug"]).debug is True
+    assert cli.build_parser().parse_args(["parse", "eval", "m", "t.conllu"]).debug is False

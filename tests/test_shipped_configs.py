@@ -73,3 +73,28 @@ def test_the_readmes_annotated_sweep_config_is_valid(tmp_path):
     loaded = load_sweep(cfg)
     assert loaded.name == "demo" and len(loaded.jobs) == 8 and loaded.processes == 2
     assert set(yaml.safe_load(block)["variants"]) == {"base", "prune-30", "ptq-int8"}
+
+
+def test_recipes_resolve_by_file_name_or_name_in_a_string_or_a_mapping(tiny_dir, tmp_path):
+    from forgetbench.compress.recipe import find_recipe
+    from forgetbench.sweep import load_sweep
+
+    own = tmp_path / "my-variant.yaml"
+    own.write_text("name: thirty-percent\nsteps:\n  - prune: {sparsity: 0.3}\n")
+    cfg = tmp_path / "s.yaml"
+    cfg.write_text(f"model: {tiny_dir}\nvariants: {{base: null, a: my-variant.yaml, b: {{recipe: my-variant.yaml}}, "
+                   f"c: prune-30, d: {{recipe: prune-30.yaml}}}}\nlanguages: [de]\npairs: [en-de]\n"
+                   f"benchmarks: [{{name: f, kind: flores101, path: {REPO / 'data' / 'flores101'}}}]\n")
+    s = load_sweep(cfg)
+    assert s.variants["a"].name == s.variants["b"].name == "thirty-percent"
+    assert s.variants["c"].name == s.variants["d"].name == "prune-30"
+    for name in ("ptq-int8", "ptq-int8.yaml"):
+        assert find_recipe(name) == REPO / "configs" / "recipes" / "ptq-int8.yaml"
+
+
+def test_compress_help_names_every_shipped_recipe(capsys):
+    from forgetbench.cli import main
+
+    assert main(["compress", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert all(p.stem in text for p in (REPO / "configs" / "recipes").glob("*.yaml"))

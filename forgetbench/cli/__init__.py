@@ -23,7 +23,18 @@ def build_parser() -> argparse.ArgumentParser:
     mt.add_commands(sub)
     parse.add_commands(sub)
     mt.add_recipes(sub)
+    _debug_everywhere(sub)
     return p
+
+
+def _debug_everywhere(sub) -> None:
+    """``--debug`` accepted after any (sub)command too, as before it: ``forgetbench eval CFG --debug``."""
+    for command in sub.choices.values():
+        command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                             help="show the traceback of an unexpected error")
+        for action in command._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                _debug_everywhere(action)
 
 
 def main(argv: list[str] | None = None) -> int:

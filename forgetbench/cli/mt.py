@@ -214,14 +214,17 @@ def cmd_compress_stream(args) -> int:
     return 0
 
 
-def cmd_recipes(args) -> int:
-    from forgetbench.compress.recipe import RECIPE_DIRS, load_recipe
+def _shipped_names() -> list[str]:
+    from forgetbench.compress.recipe import shipped_recipes
 
-    found: dict = {}
-    for d in RECIPE_DIRS:
-        for f in sorted(d.glob("*.yaml")) if d.is_dir() else []:
-            found.setdefault(f.stem, f)
-    recipes = [load_recipe(str(f)) for f in found.values()]
+    return sorted({f.stem for f in shipped_recipes().values()})
+
+
+def cmd_recipes(args) -> int:
+    from forgetbench.compress.recipe import load_recipe, shipped_recipes
+
+    files = sorted(set(shipped_recipes().values()), key=lambda f: f.stem)
+    recipes = [load_recipe(str(f)) for f in files]
     width = max((len(r.name) for r in recipes), default=12)
     for r in recipes:
         print(f"{r.name:{width}s}  {' -> '.join(s.kind for s in r.steps):20s} {r.description}")
@@ -232,7 +235,8 @@ def add_commands(sub) -> None:
     """Every MT command but ``recipes`` (listed last, after ``parse``)."""
     c = sub.add_parser("compress", help="apply a compression recipe to a model folder")
     c.add_argument("model_dir", help="a Hugging Face model folder (config.json + safetensors + tokenizer files)")
-    c.add_argument("--recipe", required=True, help="a recipe YAML file or a shipped name (prune-30, prune-45, ptq-int8)")
+    c.add_argument("--recipe", required=True, help=f"a recipe YAML file, or a shipped recipe by file name or name: "
+                   f"{', '.join(_shipped_names())}")
     c.add_argument("--out", required=True, help="output folder (must not exist)")
     c.add_argument("--calibration", help="calibration TSV overriding the recipe's (src_lang, tgt_lang, source, target)")
     c.add_argument("--threads", type=positive, help=THREADS_HELP)
@@ -301,8 +305,8 @@ def add_commands(sub) -> None:
     cs = sub.add_parser("compress-stream", help="prune (magnitude, Wanda, SparseGPT) or weight-quantise a sharded safetensors "
                                                 "checkpoint group by group, layer by layer")
     cs.add_argument("model_dir", help="a model folder with model.safetensors or a sharded index")
-    cs.add_argument("--recipe", required=True, help="a recipe without activation quantisation (data-aware pruning "
-                    "calibrates through the folder's tokenizer)")
+    cs.add_argument("--recipe", required=True, help="a recipe without activation quantisation, a file or a shipped "
+                    "name (data-aware pruning calibrates through the folder's tokenizer)")
     cs.add_argument("--out", required=True, help="output folder (must not exist)")
     cs.add_argument("--calibration", help="calibration TSV overriding the recipe's (data-aware pruning)")
     cs.add_argument("--threads", type=positive, help=THREADS_HELP)

@@ -207,16 +207,38 @@ def parse_recipe(data: dict, source: str = "<recipe>", base: Path | None = None,
 RECIPE_DIRS = (Path.cwd() / "configs" / "recipes", Path(__file__).resolve().parents[2] / "configs" / "recipes")
 
 
+def shipped_recipes() -> dict[str, Path]:
+    """Every recipe of ``RECIPE_DIRS`` by its file name (stem) and by its ``name:`` (the first folder wins)."""
+    import yaml
+
+    found: dict[str, Path] = {}
+    for d in RECIPE_DIRS:
+        for f in sorted(d.glob("*.yaml")) if d.is_dir() else []:
+            found.setdefault(f.stem, f)
+            try:
+                name = (yaml.safe_load(f.read_text(encoding="utf-8")) or {}).get("name")
+            except (yaml.YAMLError, OSError, AttributeError, UnicodeDecodeError):
+                continue  # a broken recipe file is refused when it is the one asked for
+            if isinstance(name, str):
+                found.setdefault(name, f)
+    return found
+
+
 def find_recipe(name_or_path: str) -> Path:
+    """A recipe file: a path, or a shipped recipe by file name or ``name:``; else one line with close names."""
+    import difflib
+
     p = Path(name_or_path)
     if p.is_file():
         return p
-    for d in RECIPE_DIRS:
-        for cand in (d / name_or_path, d / f"{name_or_path}.yaml"):
-            if cand.is_file():
-                return cand
-    known = sorted({f.stem for d in RECIPE_DIRS if d.is_dir() for f in d.glob("*.yaml")})
-    raise ForgetbenchError(f"recipe {name_or_path!r} not found (not a file, not a shipped recipe: {', '.join(known)})")
+    shipped = shipped_recipes()
+    key = name_or_path[:-5] if name_or_path.endswith(".yaml") else name_or_path
+    if key in shipped:
+        return shipped[key]
+    close = difflib.get_close_matches(key, list(shipped), n=3, cutoff=0.6)
+    hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+    raise ForgetbenchError(f"recipe {name_or_path!r} not found (not a file, not a shipped recipe); {hint}shipped: "
+                           f"{', '.join(sorted({f.stem for f in shipped.values()}))}")
 
 
 def load_recipe(name_or_path: str, calibration_override: str | Path | None = None) -> Recipe:

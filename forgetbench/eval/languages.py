@@ -97,12 +97,18 @@ LANGUAGES: dict[str, Language] = {
 assert len(LANGUAGES) == 101
 
 
-def language(code: str) -> Language:
+def language(code: str, where: str = "") -> Language:
+    """The language of an M2M-100 code; ``where`` (file and key) prefixes the one-line refusal of an unknown code."""
     try:
         return LANGUAGES[code]
     except KeyError:
-        raise ForgetbenchError(f"unknown language code {code!r}; use M2M-100 codes such as "
-                               f"{', '.join(list(LANGUAGES)[:6])}… (see forgetbench.eval.languages)") from None
+        import difflib
+
+        close = difflib.get_close_matches(str(code), list(LANGUAGES), n=3, cutoff=0.6)
+        hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+        raise ForgetbenchError(f"{where + ': ' if where else ''}unknown language code {code!r}; {hint}use M2M-100 "
+                               f"codes such as {', '.join(list(LANGUAGES)[:6])}… (see forgetbench.eval.languages)"
+                               ) from None
 
 
 def tier_of_bitext(millions: float) -> str:

@@ -265,15 +265,22 @@ def _variants(raw: dict, base_dir: Path, src) -> tuple[dict[str, Recipe | None],
             families[str(name)] = family
             continue
         if isinstance(r, dict):
-            if set(r) - {"model", "recipe"} or "model" not in r:
-                _err(src, f"variants.{name}: a mapping needs 'model' (a model folder) and may have 'recipe'; got "
-                          f"{sorted(r)}")
-            m = resolve_path(base_dir, expect(r["model"], str, f"{src}: variants.{name}.model"))
-            if not (m / "config.json").is_file():
-                _err(src, f"variants.{name}.model {m} is not a model folder (no config.json)")
-            variant_models[str(name)] = m
+            if set(r) - {"model", "recipe"} or not r:
+                _err(src, f"variants.{name}: a mapping has 'recipe' (a recipe name or file) and/or 'model' (a model "
+                          f"folder); got {sorted(r)}")
+            if "model" in r:
+                m = resolve_path(base_dir, expect(r["model"], str, f"{src}: variants.{name}.model"))
+                if not (m / "config.json").is_file():
+                    _err(src, f"variants.{name}.model {m} is not a model folder (no config.json)")
+                variant_models[str(name)] = m
             r = expect(r.get("recipe"), (str, type(None)), f"{src}: variants.{name}.recipe")
-        variants[str(name)] = None if r is None else load_recipe(str(resolve_path(base_dir, r)) if Path(str(r)).suffix else str(r))
+        try:
+            beside = resolve_path(base_dir, r) if r is not None and Path(str(r)).suffix else None
+            variants[str(name)] = None if r is None else load_recipe(  # a file beside the config, else a shipped one
+                str(beside) if beside is not None and beside.is_file() else str(r))
+        except ForgetbenchError as e:
+            msg = str(e)
+            raise ForgetbenchError(msg if msg.startswith(str(src)) else f"{src}: variants.{name}: {msg}") from None
     base = raw.get("base") or next((n for n, r in variants.items() if r is None and n not in variant_models), None)
     if base not in variants or variants[base] is not None:
         _err(src, "one variant must be the uncompressed base (recipe null)")
@@ -371,12 +378,12 @@ def _jobs(raw: dict, base_dir: Path, src) -> list[Job]:
     """``languages``, ``pairs``, ``sentences`` and ``benchmarks``: one job per benchmark and pair, files checked."""
     langs = [str(x) for x in expect(raw.get("languages") or [], list, f"{src}: languages")]
     for c in langs:
-        language(c)
+        language(c, f"{src}: languages")
     pairs = _pairs(raw.get("pairs"), langs, src)
     if not pairs:
         _err(src, "no language pairs: give 'languages' and/or 'pairs'")
     for s, t in pairs:
-        language(s), language(t)
+        language(s, f"{src}: pairs ({s}-{t})"), language(t, f"{src}: pairs ({s}-{t})")
     limit = raw.get("sentences")
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
         _err(src, f"sentences must be a positive integer, got {limit!r}")
@@ -518,7 +525,7 @@ def load_bias(spec: dict | None, base_dir: Path, src: Path | str = "<config>") -
             raise ForgetbenchError(f"{src}: bias.dibimt.path: {path} not found (DiBiMT is closed: your licensed copy as "
                                    "JSONL, docs/METHOD.md §2.8)")
         for lang in d.get("languages") or []:
-            language(lang)
+            language(lang, f"{src}: bias.dibimt.languages")
         dibimt = dibimt_jobs(path, d.get("languages"), d.get("sentences"))
     return BiasConfig(rows, gjobs, mucow, ctx, dibimt)
 
