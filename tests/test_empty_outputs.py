@@ -57,3 +57,26 @@ def test_cross_attention_of_no_sentence_is_no_row(tiny):
     assert cross_attention_variance(model, tok, [], [], "en", "de") == []
     (alpha, _, labels), = cross_attention(model, tok, ["A sentence."], [""], "en", "de")  # an empty hypothesis
     assert labels == [tok.get_lang_id("de"), tok.eos_token_id] and alpha.shape[0] == 2
+
+
+def test_eval_of_the_shipped_teacher_with_defaults_says_why_nothing_is_kept_and_shows_every_pair(tmp_path):
+    """The default filter (base spBLEU ≥ 12, the thesis's) keeps none of the small teacher's pairs: the first
+    paragraph says so with the key to change, and the per-pair scores are in the report, not only summary.json."""
+    cfg = tmp_path / "t.yaml"
+    cfg.write_text(f"model: {REPO / 'artifacts' / 'teacher'}\nvariants: {{base: null}}\npairs: [en-de, de-en]\n"
+                   f"sentences: 4\ngeneration: {{max_new_tokens: 24}}\n"
+                   f"benchmarks: [{{name: flores101, kind: flores101, path: {FLORES}}}]\n")
+    assert main(["eval", str(cfg), "--out", str(tmp_path / "run"), "--quiet"]) == 0
+    rep = tmp_path / "run" / "report"
+    S = json.loads((rep / "summary.json").read_text())
+    assert not any(p["kept"] for p in S["pairs"]) and S["thresholds"]["bleu_filter"] == 12
+    html = (rep / "report.html").read_text()
+    first = html[html.index("<p>"):html.index("<h2")]
+    assert "No pair passed the filter" in first and "analysis.bleu_filter = 12" in first and "Lower" in first
+    md = (rep / "report.md").read_text()
+    assert "No pair passed the filter" in md.split("## ")[0]
+    rows = (rep / "pair_scores.csv").read_text().splitlines()
+    assert rows[0] == "pair,benchmark,tier,kept,base spBLEU,base chrF,base empty" and len(rows) == 3
+    for p, row in zip(S["pairs"], rows[1:], strict=True):
+        assert row.startswith(f"{p['src']}-{p['tgt']},flores101,") and f"{p['scores']['base']['chrF']:.2f}" in row
+    assert "Scores per pair" in html and "Scores per pair" in md

@@ -233,6 +233,18 @@ def _variants_table(S: dict) -> dict[str, Table]:
                             if r.get("significantly") else "–")] for r in S["variant_table"]])}
 
 
+def _pair_scores_table(S: dict) -> dict[str, Table]:
+    """Every pair's corpus scores and empty outputs for every series, kept by the filter or not: always shown."""
+    bar, series = S["thresholds"]["bleu_filter"], S["variants"]
+    return {"pair_scores": (["pair", "benchmark", "tier", "kept"]
+                            + [f"{v} {c}" for v in series for c in ("spBLEU", "chrF", "empty")],
+                            [[f"{p['src']}-{p['tgt']}", p["benchmark"], p["tier"]["thesis"],
+                              "yes" if p["kept"] else f"no (base spBLEU < {bar})"]
+                             + [x for v in series for x in (_f(p["scores"][v]["spBLEU"]), _f(p["scores"][v]["chrF"]),
+                                                            p.get("empty_outputs", {}).get(v, "–"))]
+                             for p in S["pairs"]])}
+
+
 def _tier_tables(S: dict) -> dict[str, Table]:
     comps, T = comparisons(S), {}
     for view, tiers in S["tiers"].items():
@@ -491,7 +503,7 @@ def _most_affected_table(S: dict) -> dict[str, Table]:
                               + [f"{v} ({method_of(S, v)}): rel. spBLEU % [95 % CI] (rank)" for v in comps], rows)}
 
 
-TABLES = (_variants_table, _tier_tables, _delta_tables, _gender_tables, _word_sense_table, _dibimt_table, _deploy_table,
+TABLES = (_variants_table, _pair_scores_table, _tier_tables, _delta_tables, _gender_tables, _word_sense_table, _dibimt_table, _deploy_table,
           _group_tables, _signals_table, _lid_table, _parity_tables, _pair_tables, _family_tables, _most_affected_table,
           _movement_tables, _attention_texts)
 

@@ -64,6 +64,9 @@ def sections(S: dict, T: dict, examples_html, languages_html, aligners_html) -> 
     the HTML-only content built from model text (escaped there)."""
     base = S["base"]
     out = [Section("Size and score per variant", [Block("table", "variants")]),
+           Section("Scores per pair", [Block("table", "pair_scores")], note=(
+               f"Corpus spBLEU and chrF of every pair and series, and its empty outputs; averages, Findings and the "
+               f"analyses use the kept pairs (base spBLEU ≥ analysis.bleu_filter = {S['thresholds']['bleu_filter']}).")),
            Section("Findings: the study's claims tested at 95 %", [Block("table", "findings", css="findings")])]
     if "deploy" in T:
         out.append(Section("Deployment: size and speed of each variant's deployable form", [Block("table", "deploy")],
