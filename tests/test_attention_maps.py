@@ -80,3 +80,5 @@ movement: [[prune-30, prune-45]]
     assert len(M["loser_to_winner"]) == min(5, hand["loser"]["winner"])
     html = (run / "report" / "report.html").read_text()
     assert 'alt="attention prune-45"' in html and "Losers and winners of prune-30 under prune-45" in html
+    names = sorted(p.name for p in (run / "report").glob("mov*.csv"))  # safe file names: no '|'
+    assert names == ["movement_prune-30_vs_prune-45.csv", "moves_prune-30_vs_prune-45.csv"]

@@ -233,6 +233,11 @@ def _variants_table(S: dict) -> dict[str, Table]:
                             if r.get("significantly") else "–")] for r in S["variant_table"]])}
 
 
+def csv_name(table: str) -> str:
+    """A table's CSV file name: a head-to-head key ``a|b`` becomes ``a_vs_b`` (no shell-special character)."""
+    return table.replace("|", "_vs_")
+
+
 def _pair_scores_table(S: dict) -> dict[str, Table]:
     """Every pair's corpus scores and empty outputs for every series, kept by the filter or not: always shown."""
     bar, series = S["thresholds"]["bleu_filter"], S["variants"]
@@ -689,5 +694,5 @@ def write_report(S: dict, out_dir: str | Path, started: float | None = None) -> 
             w = csv.writer(buf)
             w.writerow(headers)
             w.writerows(rows)
-            atomic_write_text(out / f"{name}.csv", buf.getvalue())
+            atomic_write_text(out / f"{csv_name(name)}.csv", buf.getvalue())
     return Path(out_dir) / "report.html"
