@@ -16,10 +16,12 @@ def cmd_compress(args) -> int:
     from forgetbench.compress.pipeline import compress_dir
     from forgetbench.compress.recipe import load_recipe
     from forgetbench.models.hardware import Hardware, place, with_overrides
+    from forgetbench.models.hub import resolve_model
     from forgetbench.outputs import new_output
 
     new_output(args.out)
     recipe = load_recipe(args.recipe, calibration_override=args.calibration)  # validate before any work
+    args.model_dir = resolve_model(args.model_dir, "compress MODEL").folder  # a folder or a hub id in the cache
     flags = hardware_flags(args)
     placement = place(with_overrides(Hardware(), None, **flags), "compress") if flags else None
     set_threads(args.threads)
@@ -197,10 +199,12 @@ def cmd_convert_fairseq(args) -> int:
 def cmd_compress_stream(args) -> int:
     from forgetbench.compress.recipe import load_recipe
     from forgetbench.compress.streaming import stream_compress
+    from forgetbench.models.hub import resolve_model
     from forgetbench.outputs import new_output
 
     new_output(args.out)
     recipe = load_recipe(args.recipe, calibration_override=args.calibration)
+    args.model_dir = resolve_model(args.model_dir, "compress-stream MODEL").folder
     set_threads(args.threads)
     skeleton = None
     cfg = Path(args.model_dir) / "config.json"
@@ -234,7 +238,8 @@ def cmd_recipes(args) -> int:
 def add_commands(sub) -> None:
     """Every MT command but ``recipes`` (listed last, after ``parse``)."""
     c = sub.add_parser("compress", help="apply a compression recipe to a model folder")
-    c.add_argument("model_dir", help="a Hugging Face model folder (config.json + safetensors + tokenizer files)")
+    c.add_argument("model_dir", help="a Hugging Face model folder (config.json + safetensors + tokenizer files) or a hub "
+                   "id in the cache (a download with HF_HUB_OFFLINE=0)")
     c.add_argument("--recipe", required=True, help=f"a recipe YAML file, or a shipped recipe by file name or name: "
                    f"{', '.join(_shipped_names())}")
     c.add_argument("--out", required=True, help="output folder (must not exist)")
@@ -304,7 +309,7 @@ def add_commands(sub) -> None:
 
     cs = sub.add_parser("compress-stream", help="prune (magnitude, Wanda, SparseGPT) or weight-quantise a sharded safetensors "
                                                 "checkpoint group by group, layer by layer")
-    cs.add_argument("model_dir", help="a model folder with model.safetensors or a sharded index")
+    cs.add_argument("model_dir", help="a model folder with model.safetensors or a sharded index, or a hub id")
     cs.add_argument("--recipe", required=True, help="a recipe without activation quantisation, a file or a shipped "
                     "name (data-aware pruning calibrates through the folder's tokenizer)")
     cs.add_argument("--out", required=True, help="output folder (must not exist)")

@@ -37,6 +37,7 @@ from pathlib import Path
 from forgetbench.configs import dataclass_from, expect, is_type, load_yaml_mapping
 from forgetbench.errors import ForgetbenchError
 from forgetbench.models.hardware import Hardware, parse_hardware
+from forgetbench.models.hub import resolve_model
 
 SAMPLING = ("uniform", "temperature")
 KD_SOURCES = ("cache", "online", "none")
@@ -143,12 +144,9 @@ def load_distill_config(path: str | Path) -> DistillConfig:
                                "(hardware.device_map)")
     if not cfg.teacher.path:
         raise ForgetbenchError(f"{path}: teacher.path (the teacher's model folder) is required")
-    cfg.teacher.path = _resolve(base, cfg.teacher.path)
-    if not (Path(cfg.teacher.path) / "config.json").is_file():
-        raise ForgetbenchError(f"{path}: teacher.path {cfg.teacher.path} is not a model folder (no config.json)")
-    cfg.student.init = _resolve(base, cfg.student.init) if cfg.student.init else cfg.teacher.path
-    if not (Path(cfg.student.init) / "config.json").is_file():
-        raise ForgetbenchError(f"{path}: student.init {cfg.student.init} is not a model folder (no config.json)")
+    cfg.teacher.path = str(resolve_model(cfg.teacher.path, f"{path}: teacher.path", base).folder)  # or a hub id
+    cfg.student.init = (str(resolve_model(cfg.student.init, f"{path}: student.init", base).folder)
+                        if cfg.student.init else cfg.teacher.path)
     _check_choices(path, cfg)
     _check_numbers(path, cfg)
     d = cfg.data

@@ -52,6 +52,7 @@ from forgetbench.eval.languages import language, tiers_from_counts
 from forgetbench.eval.translate import Job
 from forgetbench.io import training_counts
 from forgetbench.models.hardware import Hardware, parse_hardware, place, with_overrides
+from forgetbench.models.hub import resolve_model
 from forgetbench.outputs import confined_name
 
 TOP_KEYS = {"name", "model", "variants", "benchmarks", "languages", "pairs", "sentences", "generation", "metrics",
@@ -85,6 +86,7 @@ class SweepConfig:
     families: dict = field(default_factory=dict)  # template name -> Family (variants generated from one template)
     attention_maps: MapsConfig | None = None  # example cross-attention maps (eval.attention_maps); None: not drawn
     movement: list[tuple[str, str]] = field(default_factory=list)  # (a, b): losers/winners of a moving in b
+    model_source: dict = field(default_factory=dict)  # models.hub.ModelSource.record(): folder, hub id, revision
 
     def model_of(self, variant: str) -> Path:
         return self.variant_models.get(variant, self.model)
@@ -195,10 +197,9 @@ def load_sweep(path: str | Path, hardware: dict | None = None) -> SweepConfig:
         _err(src, f"unknown key(s) {sorted(extra)}; allowed: {', '.join(sorted(TOP_KEYS))}")
     base_dir = src.parent.resolve()
     if "model" not in raw:
-        _err(src, "'model' (a model folder) is required")
-    model = resolve_path(base_dir, expect(raw["model"], str, f"{src}: model"))
-    if not (model / "config.json").is_file():
-        _err(src, f"model {model} is not a model folder (no config.json)")
+        _err(src, "'model' (a model folder or a hub id) is required")
+    source = resolve_model(expect(raw["model"], str, f"{src}: model"), f"{src}: model", base_dir)
+    model = source.folder
     variants, variant_models, base, families = _variants(raw, base_dir, src)
     contrasts = _contrasts(raw, variants, src)
     speed_n = _speed(raw, src)
@@ -220,7 +221,7 @@ def load_sweep(path: str | Path, hardware: dict | None = None) -> SweepConfig:
             check_available(f"{src}: variants.{v} ({r.name})", placement.cuda)
     cfg = SweepConfig(name, model, variants, base, jobs, gen, spm, spm_official, th, views, threads, src, raw, bias,
                       variant_models, contrasts, speed_n, backend, processes, hw, dict(hardware or {}), families,
-                      _attention_maps(raw, src), _pairs_of_variants(raw, "movement", variants, src))
+                      _attention_maps(raw, src), _pairs_of_variants(raw, "movement", variants, src), source.record())
     _check_routed(cfg)
     return cfg
 
@@ -269,10 +270,8 @@ def _variants(raw: dict, base_dir: Path, src) -> tuple[dict[str, Recipe | None],
                 _err(src, f"variants.{name}: a mapping has 'recipe' (a recipe name or file) and/or 'model' (a model "
                           f"folder); got {sorted(r)}")
             if "model" in r:
-                m = resolve_path(base_dir, expect(r["model"], str, f"{src}: variants.{name}.model"))
-                if not (m / "config.json").is_file():
-                    _err(src, f"variants.{name}.model {m} is not a model folder (no config.json)")
-                variant_models[str(name)] = m
+                variant_models[str(name)] = resolve_model(expect(r["model"], str, f"{src}: variants.{name}.model"),
+                                                          f"{src}: variants.{name}.model", base_dir).folder
             r = expect(r.get("recipe"), (str, type(None)), f"{src}: variants.{name}.recipe")
         try:
             beside = resolve_path(base_dir, r) if r is not None and Path(str(r)).suffix else None
