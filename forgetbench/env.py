@@ -8,7 +8,7 @@ import functools
 import os
 import platform
 
-CPU_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8")
+CPU_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8", "amx_bf16")
 
 
 @functools.cache

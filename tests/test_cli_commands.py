@@ -89,6 +89,7 @@ def test_train_mt_logs_the_dev_chrf_of_its_model(tmp_path, capsys):
     assert capsys.readouterr() == (f"model: {out / 'model'}\n", "")  # --quiet: the result path only
     info = json.loads((out / "model" / "training.json").read_text())
     assert info["stopped_by"] == "steps" and info["steps"] == 100
+    assert info["arithmetic"]["device"] == "cpu" and info["arithmetic"]["why"]  # the chosen arithmetic, and why
     log = [json.loads(x) for x in (out / "train_log.jsonl").read_text().splitlines()]
     assert [r["step"] for r in log] == [100] and set(log[0]["dev_chrf"]) == {"de-en", "en-fr"}
     model = M2M100ForConditionalGeneration.from_pretrained(str(out / "model")).eval()
@@ -156,3 +157,52 @@ def test_dibimt_reader_and_scores_on_a_file_in_its_format(tmp_path):
         f.write_text(text + "\n")
         with pytest.raises(ForgetbenchError, match=msg):
             read_dibimt(f)
+
+
+def test_the_probes_numbers_are_arithmetic_on_its_timed_steps(tmp_path, capsys, monkeypatch):
+    from forgetbench.train import probe as probe_mod
+
+    f = probe_mod.figures([2.0, 1.0, 3.0], [100, 100, 100], epoch_tokens=36_000, hours=2.5)
+    assert f["seconds_per_step"] == 2.0 and f["tokens_per_s"] == 50.0 and f["steps_per_hour"] == 1800.0
+    assert f["hours_per_epoch"] == 0.2 and f["epochs_in_budget"] == 12.5
+    # on a tiny model: the CLI times --steps steps after the warm-up and prints figures() of them
+    seen = {}
+    real = probe_mod.figures
+
+    def spy(sec, tok, epoch, hours):
+        seen.update(sec=sec, tok=tok, epoch=epoch)
+        return real(sec, tok, epoch, hours)
+
+    monkeypatch.setattr(probe_mod, "figures", spy)
+    _shared(tmp_path / "shared")
+    out = tmp_path / "probe"
+    assert main(["train-mt", str(_train_config(tmp_path)), "--out", str(out), "--probe", "--steps", "3", "--hours",
+                 "1", "--quiet"]) == 0
+    text = capsys.readouterr().out
+    assert len(seen["sec"]) == 3 and all(t > 0 for t in seen["tok"])
+    r = real(seen["sec"], seen["tok"], seen["epoch"], 1.0)
+    assert f"{r['tokens_per_s']:,.0f} tokens/s" in text and f"an epoch is {seen['epoch']:,} tokens" in text
+    assert f"1 h buy {r['epochs_in_budget']:.2f} epochs" in text
+    assert not (out / "checkpoint").exists() and not (out / "model").exists()  # nothing trained or kept
+
+
+def test_a_warm_start_takes_the_shipped_weights_and_restarts_the_optimiser(tmp_path, capsys):
+    from safetensors.torch import load_file
+
+    _shared(tmp_path / "shared")
+    first = tmp_path / "first"
+    assert main(["train-mt", str(_train_config(tmp_path, steps=4)), "--out", str(first), "--quiet"]) == 0
+    # lr 0: the warm-started run's one step leaves the weights it started from, so they are the shipped ones
+    cfg = _train_config(tmp_path, steps=1, lr=0.0)
+    warm = tmp_path / "warm"
+    assert main(["train-mt", str(cfg), "--out", str(warm), "--warm-start", str(first / "model")]) == 0
+    err = capsys.readouterr().err
+    assert f"warm start from {first / 'model'}" in err and "optimiser and schedule restarted" in err
+    a, b = load_file(str(first / "model" / "model.safetensors")), load_file(str(warm / "model" / "model.safetensors"))
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    info = json.loads((warm / "model" / "training.json").read_text())
+    assert info["warm_start"]["from"] == str(first / "model") and info["warm_start"]["optimiser"] == "restarted"
+    assert info["steps"] == 1  # the schedule and step count start again
+    # a folder that is no model: one line before any work
+    assert main(["train-mt", str(cfg), "--out", str(tmp_path / "x"), "--warm-start", str(tmp_path)]) == 2
+    assert "no model.safetensors there" in capsys.readouterr().err and not (tmp_path / "x").exists()

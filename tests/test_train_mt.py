@@ -71,3 +71,27 @@ def test_train_mt_filters_leaks_loads_as_m2m_and_resumes_bit_exactly(tmp_path):
     # resuming with settings that shape the weights differently is refused
     with pytest.raises(ForgetbenchError, match="other data/model/optimiser settings"):
         train(_config(tmp_path, 10, lr=0.01), tmp_path / "resumed", progress=False, log=lambda *_: None)
+
+
+def test_autocast_follows_the_cpus_amx_and_is_recorded(monkeypatch, tmp_path):
+    import forgetbench.env as env
+    from forgetbench.train.arithmetic import choose
+
+    def flags(*f):
+        monkeypatch.setattr(env, "cpu", lambda: {"model": "test", "cores": 2, "flags": list(f)})
+
+    flags("avx2", "avx512f", "amx_int8", "amx_bf16")
+    a = choose("cpu", "auto")
+    assert (a.device, a.bf16) == ("cpu", True) and "AMX" in a.reason
+    flags("avx2")  # an AVX2-only host: bfloat16 would run emulated
+    a = choose("cpu", "auto")
+    assert (a.device, a.bf16) == ("cpu", False) and "without AMX" in a.reason
+    assert a.record() == {"device": "cpu", "autocast": "none (float32)", "why": a.reason}
+    assert choose("cpu", True).bf16 and not choose("cpu", False).bf16  # an explicit setting wins
+    if not torch.cuda.is_available():
+        assert choose("auto", "auto").device == "cpu"
+        with pytest.raises(ForgetbenchError, match="torch sees no CUDA GPU"):
+            choose("cuda", "auto")
+    for bad in ({"device": "gpu"}, {"bf16": "yes"}, {"bf16": 1}):
+        with pytest.raises(ForgetbenchError, match="train.(device|bf16)"):
+            choose(bad.get("device", "cpu"), bad.get("bf16", "auto"))

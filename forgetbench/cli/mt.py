@@ -84,8 +84,25 @@ def cmd_train_mt(args) -> int:
         if args.steps < 1:
             raise ForgetbenchError(f"train-mt --steps {args.steps}: must be a positive number of steps")
         cfg.train.steps = args.steps
+    if not args.hours > 0:
+        raise ForgetbenchError(f"train-mt --hours {args.hours}: give a positive number of hours")
+    if args.warm_start and not (Path(args.warm_start) / "model.safetensors").is_file():
+        raise ForgetbenchError(f"train-mt --warm-start {args.warm_start}: no model.safetensors there; give a model "
+                               "folder written by train-mt (e.g. artifacts/teacher)")
     con = Console("train-mt", quiet=args.quiet)
-    final = train(cfg, args.out, progress=not args.quiet, log=con.line)
+    if args.probe:
+        from forgetbench.train.probe import probe
+
+        if args.warm_start:
+            raise ForgetbenchError("train-mt --probe measures a fresh model: drop --warm-start")
+        r = probe(cfg, args.out, steps=args.steps or 30, hours=args.hours, log=con.line)
+        print(f"{r['parameters']:,} parameters on {r['arithmetic']['device']}, {r['arithmetic']['autocast']}, "
+              f"{r['threads']} thread(s), {r['environment']['cpu']['model']}: {r['steps_timed']} steps timed, "
+              f"{r['seconds_per_step']:.3f} s/step, {r['tokens_per_s']:,.0f} tokens/s, {r['steps_per_hour']:,.0f} "
+              f"steps/hour; an epoch is {r['tokens_per_epoch']:,} tokens = {r['hours_per_epoch']:.2f} h; "
+              f"{r['budget_hours']:g} h buy {r['epochs_in_budget']:.2f} epochs")
+        return 0
+    final = train(cfg, args.out, progress=not args.quiet, log=con.line, warm_from=args.warm_start)
     con.line(f"model: {final}", result=True)
     return 0
 
@@ -261,7 +278,12 @@ def add_commands(sub) -> None:
     tm = sub.add_parser("train-mt", help="train a multilingual M2M-100-architecture model from scratch (resumable)")
     tm.add_argument("config", help="training config YAML (see configs/teacher.yaml)")
     tm.add_argument("--out", required=True, help="run folder: new, or a train-mt run folder to resume")
-    tm.add_argument("--steps", type=int, help="override train.steps")
+    tm.add_argument("--steps", type=int, help="override train.steps (with --probe: the steps timed, default 30)")
+    tm.add_argument("--warm-start", help="a model folder of this config (e.g. artifacts/teacher) whose weights a run "
+                    "with no checkpoint starts from; optimiser and schedule restarted, recorded in training.json")
+    tm.add_argument("--probe", action="store_true", help="time a few training steps of the config's model on this "
+                    "host and print tokens/s, steps/hour and the epochs --hours buy; trains nothing")
+    tm.add_argument("--hours", type=float, default=2.5, help="with --probe: the wall budget to convert into epochs")
     tm.add_argument("--quiet", action="store_true", help="no progress bars")
     tm.set_defaults(func=cmd_train_mt)
 

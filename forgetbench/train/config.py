@@ -16,6 +16,7 @@ from pathlib import Path
 
 from forgetbench.configs import dataclass_from, load_yaml_mapping
 from forgetbench.errors import ForgetbenchError
+from forgetbench.train.arithmetic import valid_bf16
 
 
 @dataclass
@@ -56,7 +57,8 @@ class TrainCfg:
     label_smoothing: float = 0.1
     weight_decay: float = 0.0
     clip: float = 1.0
-    bf16: bool = True
+    bf16: bool | str = "auto"  # auto | true | false: bfloat16 autocast (train.arithmetic)
+    device: str = "auto"  # auto | cpu | cuda | cuda:N (train.arithmetic; not in the fingerprint)
     threads: int = 1
     checkpoint_minutes: float = 10.0
     dev_every: int = 1000
@@ -80,8 +82,13 @@ def load_config(path: str | Path) -> TrainMTConfig:
     extra = set(raw) - {"data", "spm", "model", "train"}
     if extra:
         raise ForgetbenchError(f"{path}: unknown section(s) {sorted(extra)}; allowed: data, spm, model, train")
-    parts = {key: dataclass_from(cls, raw.get(key), f"{path}: {key}")
+    train_raw = dict(raw.get("train") or {}) if isinstance(raw.get("train"), dict) else raw.get("train")
+    bf16 = train_raw.pop("bf16", "auto") if isinstance(train_raw, dict) else "auto"
+    if not valid_bf16(bf16):
+        raise ForgetbenchError(f"{path}: train.bf16: {bf16!r}; choose auto, true or false")
+    parts = {key: dataclass_from(cls, train_raw if key == "train" else raw.get(key), f"{path}: {key}")
              for key, cls in (("data", DataCfg), ("spm", SpmCfg), ("model", ModelCfg), ("train", TrainCfg))}
+    parts["train"].bf16 = bf16
     for sec, keys in (("spm", ("vocab_size", "sample_per_language")), ("model", ("d_model", "encoder_layers",
                       "decoder_layers", "heads", "ffn", "max_positions")),
                       ("train", ("max_tokens", "max_len", "warmup", "steps", "threads")), ("data", ("max_chars",))):
@@ -101,7 +108,8 @@ def load_config(path: str | Path) -> TrainMTConfig:
     return cfg
 
 
-_RUN_ONLY = {"steps", "time_budget_minutes", "checkpoint_minutes", "dev_every", "dev_sentences", "dev_directions"}
+_RUN_ONLY = {"steps", "time_budget_minutes", "checkpoint_minutes", "dev_every", "dev_sentences", "dev_directions",
+             "device"}
 
 
 def fingerprint(cfg: TrainMTConfig) -> str:

@@ -52,7 +52,7 @@ def _unique_tensors(model: torch.nn.Module) -> dict[str, torch.Tensor]:
         if key is not None and key in seen:
             continue
         seen.add(key)
-        out[k] = v.contiguous()
+        out[k] = v.detach().cpu().contiguous()  # a CUDA run's checkpoint is read back anywhere
     return out
 
 

@@ -3,23 +3,26 @@
     forgetbench train-mt configs/teacher.yaml --out runs/teacher
 
 ``train.data`` prepares the corpus, SentencePiece vocabulary and cached token ids; the model is
-trained with label-smoothed cross-entropy, AdamW (0.9, 0.98, eps 1e-6), the inverse-sqrt schedule
-and bf16 autocast on CPU by ``train.loop``; ``train.export`` writes an HF model folder loadable by
-``M2M100ForConditionalGeneration`` / ``M2M100Tokenizer``. Resumable (rerun the command) and
+trained with label-smoothed cross-entropy, AdamW (0.9, 0.98, eps 1e-6) and the inverse-sqrt schedule, on the
+device and in the autocast ``train.arithmetic`` chooses (bfloat16 on CUDA or an AMX CPU, else float32);
+``train.export`` writes an HF model folder loadable by ``M2M100ForConditionalGeneration`` /
+``M2M100Tokenizer``. Resumable (rerun the command) and
 deterministic given the seed.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
 
 from forgetbench.env import environment
+from forgetbench.errors import ForgetbenchError
 from forgetbench.io import atomic_write_json
 from forgetbench.train import loop
+from forgetbench.train.arithmetic import choose
 from forgetbench.train.config import TrainMTConfig, fingerprint, load_config
 from forgetbench.train.data import Examples, prepare
 from forgetbench.train.export import export_model
@@ -64,10 +67,22 @@ def dev_chrf(model, tok, dev: dict, directions: list[str], n: int) -> dict[str, 
     return out
 
 
-def train(cfg: TrainMTConfig, out_dir: str | Path, progress: bool = True, log=print) -> Path:
+@dataclass
+class Setup:
+    """What a run and a probe share: the prepared data, the model on its device, its optimiser and step loss."""
+
+    meta: dict
+    tok: object
+    data: Examples
+    arith: object
+    model: torch.nn.Module
+    opt: torch.optim.Optimizer
+    step_loss: object
+
+
+def setup(cfg: TrainMTConfig, out: Path, log=print) -> Setup:
     from transformers import M2M100Tokenizer
 
-    out = Path(out_dir)
     tc = cfg.train
     torch.set_num_threads(tc.threads)
     out.mkdir(exist_ok=True)
@@ -76,23 +91,69 @@ def train(cfg: TrainMTConfig, out_dir: str | Path, progress: bool = True, log=pr
     meta = prepare(cfg, out, log)
     tok = M2M100Tokenizer.from_pretrained(str(out / "tokenizer"))
     data = Examples(out / "train.npz", tc.max_len)
-    dev = json.loads((out / "dev.json").read_text())
-    model = build_model(cfg, meta["vocab_size"])
+    arith = choose(tc.device, tc.bf16, f"{cfg.source}: train")
+    log(f"arithmetic: {arith.device}, {arith.record()['autocast']} ({arith.reason})")
+    model = build_model(cfg, meta["vocab_size"]).to(arith.device)
     model.train()
     decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": tc.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=tc.lr, betas=(0.9, 0.98), eps=1e-6)
-    ckpt = out / "checkpoint"
-    state = loop.resume(model, opt, ckpt, fingerprint(cfg), log)
     loss_fn = torch.nn.CrossEntropyLoss(ignore_index=-100, label_smoothing=tc.label_smoothing)
 
     def step_loss(b):
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=tc.bf16):
+        b = {k: v.to(arith.device) for k, v in b.items()}
+        with arith.autocast():
             logits = model(input_ids=b["input_ids"], attention_mask=b["attention_mask"],
                            decoder_input_ids=b["decoder_input_ids"]).logits
         loss = loss_fn(logits.float().view(-1, logits.size(-1)), b["labels"].view(-1))
         return loss, int(b["attention_mask"].sum() + (b["labels"] != -100).sum())
+
+    return Setup(meta, tok, data, arith, model, opt, step_loss)
+
+
+def warm_start(model, folder: Path, spm_sha256: str, log=print) -> dict:
+    """Rule (module docstring): a run with no checkpoint starts from ``folder``'s weights (same architecture and
+    vocabulary), the optimiser and the schedule restarted; what it started from is returned for the record."""
+    from safetensors.torch import load_file
+
+    from forgetbench.io import sha256_file
+
+    weights = folder / "model.safetensors"
+    spm = folder / "sentencepiece.bpe.model"
+    if not weights.is_file() or not spm.is_file():
+        raise ForgetbenchError(f"--warm-start {folder}: no model.safetensors and sentencepiece.bpe.model there; give "
+                               "a model folder written by train-mt (e.g. artifacts/teacher)")
+    if sha256_file(spm) != spm_sha256:
+        raise ForgetbenchError(f"--warm-start {folder}: its SentencePiece vocabulary differs from this run's (the "
+                               "config's data or spm settings differ); warm-start only from a model of this config")
+    state = {k: v.float() for k, v in load_file(str(weights)).items()}
+    own = model.state_dict()
+    bad = sorted(k for k, v in state.items() if k in own and own[k].shape != v.shape)
+    if bad or not set(state) & set(own):
+        raise ForgetbenchError(f"--warm-start {folder}: its shapes do not match the config's model ({bad[:2]}); "
+                               "warm-start only from a model of this architecture")
+    model.load_state_dict(state, strict=False)
+    if hasattr(model, "tie_weights"):
+        model.tie_weights()
+    log(f"warm start from {folder} (weights sha256 {sha256_file(weights)[:12]}…); optimiser and schedule restarted")
+    return {"from": str(folder), "weights_sha256": sha256_file(weights), "optimiser": "restarted"}
+
+
+def train(cfg: TrainMTConfig, out_dir: str | Path, progress: bool = True, log=print,
+          warm_from: str | Path | None = None) -> Path:
+    out = Path(out_dir)
+    tc = cfg.train
+    S = setup(cfg, out, log)
+    tok, data, model, opt, arith, step_loss = S.tok, S.data, S.model, S.opt, S.arith, S.step_loss
+    dev = json.loads((out / "dev.json").read_text())
+    ckpt = out / "checkpoint"
+    state = loop.resume(model, opt, ckpt, fingerprint(cfg), log)
+    warm = state.get("warm_start")
+    if warm_from is not None and state["step"] == 0 and warm is None:
+        state["warm_start"] = warm = warm_start(model, Path(warm_from), S.meta["spm_sha256"], log)
+    elif warm_from is not None:
+        log(f"--warm-start {warm_from} ignored: the run resumes from its own checkpoint at step {state['step']}")
 
     def on_log(step):
         if tc.dev_every and step % tc.dev_every == 0 and tc.dev_directions:
@@ -102,8 +163,10 @@ def train(cfg: TrainMTConfig, out_dir: str | Path, progress: bool = True, log=pr
     stopped = loop.run(model, opt, data, step_loss, tc, state, ckpt, out / "train_log.jsonl", on_log, progress)
     final = export_model(model, tok, out, {
         "config": asdict(cfg), "stopped_by": stopped, "steps": state["step"], "epochs": state["epoch"],
+        "warm_start": warm,
         "tokens": state["tokens"], "train_seconds": round(state["elapsed"], 1),
-        "threads": tc.threads, "corpus": meta["corpus"], "spm_sha256": meta["spm_sha256"], "environment": environment(),
+        "threads": tc.threads, "arithmetic": arith.record(), "corpus": S.meta["corpus"], "spm_sha256": S.meta["spm_sha256"],
+        "environment": environment(),
     })
     log(f"stopped by {stopped} at step {state['step']}; model in {final}")
     return final
