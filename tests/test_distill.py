@@ -438,3 +438,15 @@ def test_a_datasets_folder_is_a_corpus_giving_the_ids_of_its_tsv(tiny_dir, tmp_p
     ds_cfg.write_text(cfg.read_text().replace("de: de.tsv", "de: de-ds").replace("sw: sw.tsv", "sw: de-ds"))
     with pytest.raises(ForgetbenchError, match=r"no column for Swahili \(sw\)"):
         load_distill_config(ds_cfg)
+
+
+def test_a_kd_run_that_never_reaches_kd_says_so_in_one_line(tiny_dir, tmp_path, capsys):
+    from forgetbench.cli import main
+
+    cfg = toy_setup(tmp_path / "w", tiny_dir, steps=8)  # phase1_steps 3
+    assert main(["distill", str(cfg), "--out", str(tmp_path / "short"), "--steps", "3", "--quiet"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("forgetbench: warning: KD starts after train.phase1_steps = 3")
+    assert "never reaches KD" in err[0]
+    assert main(["distill", str(cfg), "--out", str(tmp_path / "long"), "--steps", "5", "--quiet"]) == 0
+    assert "warning" not in capsys.readouterr().err

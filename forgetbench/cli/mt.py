@@ -5,6 +5,7 @@ the output, call it, print the result."""
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -124,6 +125,10 @@ def cmd_distill(args) -> int:
         cfg.train.steps = args.steps
         cfg.train.phase1_steps = min(cfg.train.phase1_steps, args.steps)
     con = Console("distill", quiet=args.quiet)
+    if cfg.kd.source != "none" and cfg.train.phase1_steps >= cfg.train.steps:
+        print(f"forgetbench: warning: KD starts after train.phase1_steps = {cfg.train.phase1_steps} steps "
+              f"(cross-entropy only until then) and this run stops at step {cfg.train.steps}: it never reaches KD, so "
+              "its student equals the no-KD twin's; give --steps above phase1_steps for a KD student", file=sys.stderr)
     final = distill(cfg, args.out, progress=not args.quiet, log=con.line)
     con.line(f"student: {final}", result=True)
     return 0
