@@ -197,5 +197,5 @@ def test_parse_train_options_are_one_config_by_name():
                                                                                             "b", 3, 2)
     assert cfg.model == {"relation_norm": False} and cfg.minutes is None and cfg.refiner_graphs is None
     options = {a.dest for a in build_parser()._subparsers._group_actions[0].choices["parse"]._subparsers
-               ._group_actions[0].choices["train"]._actions} - {"help", "quiet"}
+               ._group_actions[0].choices["train"]._actions} - {"help", "quiet", "debug"}
     assert options == {f.name for f in fields(ParseTrainConfig)} - {"model"} | set(MODEL_OPTIONS)

@@ -2,6 +2,7 @@
 student's config in nothing but its name and kd.source."""
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -32,14 +33,18 @@ def test_shipped_config_loads(path: Path):
 
         cfg = asdict(load_config(path))
         assert Path(cfg["data"]["shared"]).is_dir()
+        paths = ("shared", "sample")  # resolved against the config's folder
         for section, values in raw.items():  # every value written reaches the loaded config
-            assert {k: cfg[section][k] for k in values if k != "shared"} == {k: v for k, v in values.items() if k != "shared"}
+            assert {k: cfg[section][k] for k in values if k not in paths} == {k: v for k, v in values.items()
+                                                                               if k not in paths}
         if path.name == "teacher.yaml":  # the shipped teacher was trained with exactly this config
             shipped = json.loads((REPO / "artifacts" / "teacher" / "training.json").read_text())["config"]
             for c in (cfg, shipped):
                 c.pop("source")
                 c["data"].pop("shared")
-            assert cfg["train"].pop("device") == "auto"  # a key added after it was trained, at its default
+            assert cfg["train"].pop("device") == "auto"  # keys added after it was trained, at their defaults
+            assert cfg["data"].pop("corpora") == {} and cfg["data"].pop("sample")
+            assert (cfg["train"].pop("bf16"), shipped["train"].pop("bf16")) == ("auto", True)  # arithmetic: auto now
             assert cfg == shipped
     else:
         from forgetbench.sweep import load_sweep
@@ -99,3 +104,23 @@ def test_compress_help_names_every_shipped_recipe(capsys):
     assert main(["compress", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert all(p.stem in text for p in (REPO / "configs" / "recipes").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("command", [["train-mt", "configs/teacher.yaml"], ["distill", "configs/distill-kd.yaml"]],
+                         ids=["train-mt", "distill"])
+def test_the_shipped_training_configs_run_from_a_clone_without_shared_data(command, tmp_path, capsys):
+    """A clone has no ../shared: the configs fall back to the shipped sample corpus, with a warning line."""
+    from forgetbench.cli import main
+
+    clone = tmp_path / "a" / "clone"  # its ../../shared/data does not exist
+    clone.mkdir(parents=True)
+    for part in ("configs", "data/corpus-sample"):  # copies: a symlinked folder would resolve ../.. in the repo
+        shutil.copytree(REPO / part, clone / part)
+    (clone / "artifacts").mkdir()
+    (clone / "artifacts" / "teacher").symlink_to(REPO / "artifacts" / "teacher")
+    cfg = clone / command[1]
+    assert main([command[0], str(cfg), "--steps", "2", "--out", str(clone / "runs" / "x"), "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "data.shared" in err and "is not here" in err and "corpus-sample" in err
+    info = json.loads((clone / "runs" / "x" / "model" / "training.json").read_text())
+    assert info["steps"] == 2

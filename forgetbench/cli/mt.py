@@ -81,6 +81,8 @@ def cmd_train_mt(args) -> int:
 
     cfg = load_config(args.config)
     resumable_output(args.out, "train-run.json", "train-mt run folder")
+    if cfg.data_note:
+        print(f"forgetbench: warning: {cfg.data_note}", file=sys.stderr)
     if args.steps is not None:
         if args.steps < 1:
             raise ForgetbenchError(f"train-mt --steps {args.steps}: must be a positive number of steps")
@@ -119,6 +121,8 @@ def cmd_distill(args) -> int:
     cfg.hardware = with_overrides(cfg.hardware, None, **hardware_flags(args))
     place(cfg.hardware, f"{cfg.source}: hardware")  # the machine's answer before any work
     resumable_output(args.out, RUN_MARKER, "distill run folder")
+    if cfg.data_note:
+        print(f"forgetbench: warning: {cfg.data_note}", file=sys.stderr)
     if args.steps is not None:
         if args.steps < 1:
             raise ForgetbenchError(f"distill --steps {args.steps}: must be a positive number of steps")

@@ -71,6 +71,7 @@ class DistillDataCfg:
     dev_per_language: int = 100
     max_chars: int = 300
     tiers: list = field(default_factory=lambda: [1000, 10000, 30000])
+    sample: str = ""  # a folder of <lang>.tsv used, with a warning, when data.shared is not there (a clone)
 
 
 @dataclass
@@ -155,6 +156,18 @@ def load_distill_config(path: str | Path) -> DistillConfig:
     if len(set(d.languages)) != len(d.languages) or "en" in d.languages:
         raise ForgetbenchError(f"{path}: data.languages {d.languages} repeats a language or lists en "
                                "(pairs are English-centric: list the other side only)")
+    cfg.data_note = None
+    if d.shared and d.sample and not Path(_resolve(base, d.shared)).is_dir():
+        sample = Path(_resolve(base, d.sample))
+        absent = [x for x in d.languages if x not in d.corpora and not (sample / f"{x}.tsv").is_file()]
+        if absent:
+            raise ForgetbenchError(f"{path}: data.shared {_resolve(base, d.shared)} is not here and data.sample "
+                                   f"{sample} has no TSV for {absent}")
+        d.corpora = {x: str(sample / f"{x}.tsv") for x in d.languages} | d.corpora
+        cfg.data_note = (f"{path}: data.shared {_resolve(base, d.shared)} is not here: distilling on the shipped "
+                         f"sample {sample} (a few hundred pairs per language, for trying the command; give "
+                         "data.shared or data.corpora for a real student)")
+        d.shared = ""
     corpora = {}
     for lang, f in d.corpora.items():
         corpora[str(lang)] = _resolve(base, expect(f, str, f"{path}: data.corpora.{lang}"))

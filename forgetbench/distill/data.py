@@ -51,24 +51,13 @@ def _save_side(folder: Path, name: str, seqs: list[list[int]]) -> None:
         tmp.replace(folder / f"{name}.{suffix}.npy")
 
 
-def _tsv_rows(path: Path):
-    """(english, foreign) cells of a TSV corpus, streamed."""
-    with open(path, encoding="utf-8", errors="strict") as f:
-        for lineno, line in enumerate(f, 1):
-            cells = line.rstrip("\n").split("\t")
-            if len(cells) != 2:
-                raise ForgetbenchError(f"{path}:{lineno}: expected 'english<TAB>foreign', got {len(cells)} column(s)")
-            yield cells[0], cells[1]
-
-
 def _tsv_pairs(path: Path, banned: set[str], max_chars: int, lang: str = ""):
     """(english, foreign) pairs of a TSV corpus (or a ``datasets`` folder), streamed; the filter of
     ``train.corpus.build_corpus``."""
-    from forgetbench.eval.hf_datasets import parallel_rows
-    from forgetbench.train.corpus import normalise
+    from forgetbench.train.corpus import corpus_rows, normalise
 
     seen: set[bytes] = set()
-    rows = parallel_rows(f"data.corpora.{lang}", path, "en", lang) if Path(path).is_dir() else _tsv_rows(path)
+    rows = corpus_rows(Path(path), lang)
     for e, x in rows:
         e, x = e.strip(), x.strip()
         if not e or not x or len(e) > max_chars or len(x) > max_chars:

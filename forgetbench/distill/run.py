@@ -5,7 +5,8 @@ Order of work (every check before the first write):
 1. ``check``: config, teacher and initialising model load, same vocabulary (size, ``vocab.json``, SPM hash),
    ``kd.top_k + kd.tail_samples`` below the vocabulary, a reused ``kd.cache`` made for this teacher and data;
 2. ``prepare_data`` (ids on disk), the realised sample (``quotas.json``);
-3. the teacher cache (``kd.source: cache``; resumable shard by shard);
+3. the teacher cache (``kd.source: cache``; resumable shard by shard), unless the run ends before KD starts
+   (``train.steps`` ≤ ``phase1_steps``: cross-entropy only, nothing to cache);
 4. the student (``student.build_student``), the loop (``distill.loop``), resumable from ``checkpoint/``;
 5. export: ``RUN/model`` — an ordinary Hugging Face folder with the tokenizer and ``training.json``.
 """
@@ -138,7 +139,7 @@ def distill(cfg: DistillConfig, out_dir: str | Path, progress: bool = True, log=
                                                 "tiers": data.tiers, "directions": data.quotas})
     cache = None
     cache_man = None
-    if cfg.kd.source == "cache":
+    if cfg.kd.source == "cache" and cfg.train.phase1_steps < cfg.train.steps:  # a run that never reaches KD needs none
         folder = Path(cfg.kd.cache) if cfg.kd.cache else out / "teacher-cache"
         if acc.is_main_process and not (folder / "cache.json").is_file():
             build_cache(folder, ch.keys, data, ch.teacher, cfg.train.seed, cfg.train.max_tokens * 2, cfg.train.bf16,

@@ -14,17 +14,19 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from forgetbench.configs import dataclass_from, load_yaml_mapping
+from forgetbench.configs import dataclass_from, expect, load_yaml_mapping
 from forgetbench.errors import ForgetbenchError
 from forgetbench.train.arithmetic import valid_bf16
 
 
 @dataclass
 class DataCfg:
-    shared: str = "../shared/data"
+    shared: str = "../shared/data"  # WMT news + Tatoeba and the evaluation sets filtered out ("": none)
     languages: list = field(default_factory=lambda: ["de", "fr"])
     dev_per_language: int = 100
     max_chars: int = 300
+    corpora: dict = field(default_factory=dict)  # {lang: TSV "english<TAB>foreign" or a datasets folder}
+    sample: str = ""  # a folder of <lang>.tsv used, with a warning, when data.shared is not there (a clone)
 
 
 @dataclass
@@ -100,12 +102,46 @@ def load_config(path: str | Path) -> TrainMTConfig:
     if not parts["data"].languages:
         raise ForgetbenchError(f"{path}: data.languages is empty; list the languages to train with English")
     cfg = TrainMTConfig(**parts, source=str(path))
-    shared = Path(cfg.data.shared)
-    if not shared.is_absolute():
-        cfg.data.shared = str((path.parent / shared).resolve() if (path.parent / shared).exists() else shared.resolve())
-    if not Path(cfg.data.shared).is_dir():
-        raise ForgetbenchError(f"{path}: data.shared {cfg.data.shared} is not a folder (the shared data directory)")
+    cfg.data_note = resolve_corpus(cfg.data, path)  # not a field: a warning for the command to print
     return cfg
+
+
+def _beside(path: Path, p: str) -> str:
+    q = Path(p)
+    return str(q if q.is_absolute() else (path.parent / q).resolve())
+
+
+def resolve_corpus(d, path: Path) -> str | None:
+    """``data.shared``, ``data.corpora`` and ``data.sample`` resolved against the config's folder and checked: every
+    language needs a corpus. When ``shared`` is not there and ``sample`` is, the sample's ``<lang>.tsv`` files are
+    the corpora (shared cleared); the warning line that says so is returned (None otherwise). Shared by train-mt
+    and distill configs."""
+    note = None
+    d.corpora = {str(k): _beside(path, expect(v, str, f"{path}: data.corpora.{k}")) for k, v in d.corpora.items()}
+    for lang, f in d.corpora.items():
+        if lang not in d.languages:
+            raise ForgetbenchError(f"{path}: data.corpora.{lang}: {lang!r} is not in data.languages {d.languages}")
+        if not Path(f).exists():
+            raise ForgetbenchError(f"{path}: data.corpora.{lang}: {f} not found (a TSV file or a datasets folder)")
+    shared = _beside(path, d.shared) if d.shared else ""
+    if shared and not Path(shared).is_dir() and d.sample:
+        sample = Path(_beside(path, d.sample))
+        missing = [x for x in d.languages if x not in d.corpora and not (sample / f"{x}.tsv").is_file()]
+        if missing:
+            raise ForgetbenchError(f"{path}: data.shared {shared} is not here and data.sample {sample} has no TSV for "
+                                   f"{missing}")
+        d.corpora = {x: str(sample / f"{x}.tsv") for x in d.languages} | d.corpora
+        note = (f"{path}: data.shared {shared} is not here: training on the shipped sample {sample} (a few hundred "
+                "pairs per language, for trying the command; give data.shared or data.corpora for real training)")
+        shared = ""
+    if shared and not Path(shared).is_dir():
+        raise ForgetbenchError(f"{path}: data.shared {shared} is not a folder (the shared data directory); give "
+                               "data.corpora: {LANG: FILE.tsv} ('english<TAB>foreign' lines) for your own data")
+    d.shared = shared
+    missing = [x for x in d.languages if x not in d.corpora]
+    if missing and not shared:
+        raise ForgetbenchError(f"{path}: no corpus for {missing}: give data.shared or data.corpora.<lang>")
+    return note
 
 
 _RUN_ONLY = {"steps", "time_budget_minutes", "checkpoint_minutes", "dev_every", "dev_sentences", "dev_directions",

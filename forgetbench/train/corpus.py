@@ -72,7 +72,8 @@ def _read_lines(p: Path) -> list[str]:
 def eval_sentences(shared: Path) -> set[str]:
     """Normalised sentences of every evaluation set we report on."""
     out: set[str] = set()
-    files = list((shared / "flores101" / "devtest").glob("*.devtest")) + list((shared / "ntrex128").glob("*.txt"))
+    files = list(shared.glob("flores101/**/*.devtest")) + list((shared / "ntrex128").glob("*.txt"))
+    files += list((shared / "calibration").glob("*.tsv"))  # the repository's NTREX-128 rows
     files += [p for p in (shared / "tico19").rglob("*") if p.is_file() and p.suffix in (".txt", ".tsv", ".csv")]
     if not files:
         raise ForgetbenchError(f"no evaluation sets under {shared}: cannot check for test-set leakage")
@@ -82,6 +83,32 @@ def eval_sentences(shared: Path) -> set[str]:
                 if len(cell.strip()) > 15:  # short strings ("Yes.", numbers) are not leakage
                     out.add(normalise(cell))
     return out
+
+
+def tsv_rows(path: Path):
+    """(english, foreign) cells of a TSV corpus ("english<TAB>foreign" lines), streamed."""
+    with open(path, encoding="utf-8", errors="strict") as f:
+        for lineno, line in enumerate(f, 1):
+            cells = line.rstrip("\n").split("\t")
+            if len(cells) != 2:
+                raise ForgetbenchError(f"{path}:{lineno}: expected 'english<TAB>foreign', got {len(cells)} column(s)")
+            yield cells[0], cells[1]
+
+
+def corpus_rows(path: Path, lang: str):
+    """A user's corpus for ``lang``: a TSV file (``tsv_rows``) or a ``datasets`` folder with en and ``lang``."""
+    if Path(path).is_dir():
+        from forgetbench.eval.hf_datasets import parallel_rows
+
+        return parallel_rows(f"data.corpora.{lang}", path, "en", lang)
+    return tsv_rows(Path(path))
+
+
+def repository_eval_sentences() -> set[str]:
+    """``eval_sentences`` of the evaluation subsets this repository ships (``data/``): the filter a corpus gets when
+    no shared data folder is there."""
+    root = Path(__file__).resolve().parents[2] / "data"
+    return eval_sentences(root) if root.is_dir() else set()
 
 
 def raw_pairs(shared: Path, lang: str) -> list[tuple[str, str]]:
@@ -109,17 +136,26 @@ def raw_pairs(shared: Path, lang: str) -> list[tuple[str, str]]:
     return pairs
 
 
-def build_corpus(shared: Path, langs: list[str], dev_per_language: int = 100, max_chars: int = 300,
-                 seed: int = 0, banned: set[str] | None = None
+def build_corpus(shared: Path | None, langs: list[str], dev_per_language: int = 100, max_chars: int = 300,
+                 seed: int = 0, banned: set[str] | None = None, corpora: dict | None = None
                  ) -> tuple[dict[str, list[tuple[str, str]]], dict[str, list[tuple[str, str]]], CorpusStats]:
-    """``banned``: ``eval_sentences(shared)`` when the caller already has it."""
-    shared = Path(shared)
-    banned = eval_sentences(shared) if banned is None else banned
+    """``banned``: ``eval_sentences(shared)`` when the caller already has it (without ``shared``: the repository's
+    evaluation subsets). ``corpora``: language -> a user's TSV file or ``datasets`` folder, read instead of the
+    shared folder's WMT news and Tatoeba for that language; the same filters apply."""
+    shared = Path(shared) if shared else None
+    corpora = corpora or {}
+    if banned is None:
+        banned = eval_sentences(shared) if shared else repository_eval_sentences()
     rng = random.Random(seed)
     train, dev = {}, {}
     st = CorpusStats({}, {}, {}, {}, {}, {})
     for lang in langs:
-        pairs = raw_pairs(shared, lang)
+        if lang in corpora:
+            pairs = list(corpus_rows(Path(corpora[lang]), lang))
+        elif shared is None:
+            raise ForgetbenchError(f"no corpus for {lang!r}: give data.shared or data.corpora.{lang}")
+        else:
+            pairs = raw_pairs(shared, lang)
         st.raw[lang] = len(pairs)
         seen, kept = set(), []
         n_eval = n_len = n_dup = 0

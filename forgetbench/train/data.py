@@ -41,8 +41,8 @@ def prepare(cfg: TrainMTConfig, out: Path, log=print) -> dict:
         return meta
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    train, dev, stats = build_corpus(Path(cfg.data.shared), cfg.data.languages, cfg.data.dev_per_language,
-                                     cfg.data.max_chars, cfg.train.seed)
+    train, dev, stats = build_corpus(cfg.data.shared or None, cfg.data.languages, cfg.data.dev_per_language,
+                                     cfg.data.max_chars, cfg.train.seed, corpora=cfg.data.corpora)
     log(f"corpus: {sum(stats.train.values()):,} training pairs; dropped for evaluation-set overlap: "
         f"{sum(stats.dropped_eval_overlap.values()):,}")
     rng = random.Random(cfg.train.seed)
