@@ -95,6 +95,15 @@ def clean_leftovers(out: Path) -> list[Path]:
     return removed
 
 
+def umask_modes(folder: Path) -> None:
+    """Files a library wrote private (``mkstemp``'s 0600: safetensors through transformers) get the mode a plain
+    ``open`` gives under the process's umask, as every other output file has."""
+    mode = 0o666 & ~_umask()
+    for f in folder.rglob("*"):
+        if f.is_file() and not f.is_symlink() and (f.stat().st_mode & 0o777) != mode:
+            os.chmod(f, mode)
+
+
 @contextlib.contextmanager
 def atomic_directory(out_dir: str | os.PathLike, replace: bool = False) -> Iterator[Path]:
     """Yield a temporary sibling directory that becomes ``out_dir`` only if the block succeeds.
@@ -114,6 +123,7 @@ def atomic_directory(out_dir: str | os.PathLike, replace: bool = False) -> Itera
     os.chmod(tmp, 0o777 & ~_umask())
     try:
         yield tmp
+        umask_modes(tmp)
         if out.exists():
             os.rename(out, old)
         os.rename(tmp, out)

@@ -21,6 +21,19 @@ def _logits(model, batch):
         return model(**batch).logits
 
 
+def test_output_files_have_the_umasks_mode(tiny_dir, tmp_path):
+    """safetensors written through transformers come out 0600 (mkstemp); every output file gets the umask's mode."""
+    import os
+
+    old = os.umask(0o027)
+    try:
+        assert main(["compress", str(tiny_dir), "--recipe", "prune-30", "--out", str(tmp_path / "o"), "--quiet"]) == 0
+    finally:
+        os.umask(old)
+    modes = {p.name: p.stat().st_mode & 0o777 for p in (tmp_path / "o").iterdir()}
+    assert "model.safetensors" in modes and set(modes.values()) == {0o640}, modes
+
+
 @pytest.mark.parametrize("recipe", ["prune-30", "prune-45"])
 def test_prune_round_trip_plain_transformers(tiny_dir, tmp_path, batch, recipe):
     out = tmp_path / "out"
