@@ -434,3 +434,23 @@ def test_run_variant_streams_rows_into_the_store_in_chunks_with_the_batch_paths_
     assert calls == [8, 8, 8, 4] and chunks == [8, 8, 8, 4]
     assert [tuple(r)[:7] for r in a.translations()] == [tuple(r)[:7] for r in b.translations()]
     assert run_variant(a, "v", tr, jobs, 8, 1, 48, progress=False) == 0  # nothing pending
+
+
+def test_a_changed_config_extends_a_run_only_with_extend(tiny_dir, tmp_path, capsys):
+    cfg = _sweep_config(tmp_path, tiny_dir, name="x", sentences=2, pairs="[en-de]")
+    run = tmp_path / "run"
+    assert main(["sweep", str(cfg), "--out", str(run), "--quiet"]) == 0
+    n = len(Store(run / "store.sqlite").translations())
+    more = tmp_path / "more.yaml"
+    more.write_text(cfg.read_text().replace("sentences: 2", "sentences: 3").replace("name: x", "name: more"))
+    capsys.readouterr()
+    assert main(["sweep", str(more), "--out", str(run), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "made with another config (sentences changed since)" in err[0] and "--extend" in err[0]
+    assert len(Store(run / "store.sqlite").translations()) == n  # nothing done
+    # a change of analysis only (the filter) resumes as it is: the stored translations are reused
+    other = tmp_path / "other.yaml"
+    other.write_text(cfg.read_text().replace("bleu_filter: 0", "bleu_filter: 1"))
+    assert main(["sweep", str(other), "--out", str(run), "--quiet"]) == 0
+    assert main(["sweep", str(more), "--out", str(run), "--quiet", "--extend"]) == 0
+    assert len(Store(run / "store.sqlite").translations()) == n * 3 // 2

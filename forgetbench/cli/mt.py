@@ -147,6 +147,7 @@ def cmd_sweep(args) -> int:
 
     started = time.perf_counter()
     cfg = load_sweep(args.config, hardware_flags(args))  # validated before any work, the machine's answer too
+    cfg.extend = args.extend
     con = Console(args.command, quiet=args.quiet)
     run_dir = Path(args.out or Path("runs") / cfg.name)
     if not run_dir.parent.exists() and args.out is None:
@@ -312,6 +313,8 @@ def add_commands(sub) -> None:
         sw.add_argument("--out", help="run folder: new, or a run folder of this kind to resume (default runs/<name>)")
         sw.add_argument("--quiet", action="store_true", help="no progress bars")
         sw.add_argument("--processes", type=int, help="worker processes (overrides the config's processes)")
+        sw.add_argument("--extend", action="store_true", help="resume a run folder whose config changed what it "
+                        "translates (models, variants, pairs, sentences, generation, backend, metrics)")
         add_hardware_flags(sw)
         sw.set_defaults(func=cmd_sweep)
 

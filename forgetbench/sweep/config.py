@@ -87,6 +87,7 @@ class SweepConfig:
     attention_maps: MapsConfig | None = None  # example cross-attention maps (eval.attention_maps); None: not drawn
     movement: list[tuple[str, str]] = field(default_factory=list)  # (a, b): losers/winners of a moving in b
     model_source: dict = field(default_factory=dict)  # models.hub.ModelSource.record(): folder, hub id, revision
+    extend: bool = False  # --extend: a rerun may change the work keys (sweep.run.WORK_KEYS) of its run folder
 
     def model_of(self, variant: str) -> Path:
         return self.variant_models.get(variant, self.model)

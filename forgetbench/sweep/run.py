@@ -205,11 +205,33 @@ def prepare_run(cfg: SweepConfig, run_dir: Path, placement: Placement | None = N
                                    f"{_numerics_text(now)}; the series would mix numerics: use a new --out, or the "
                                    "same hardware settings to resume")
         store.set_meta("numerics", now)
+        _check_same_work(cfg, run_dir, store.meta("work"), bool(known))
+        store.set_meta("work", work_settings(cfg.raw))
         atomic_write_text(run_dir / "config.yaml", yaml.safe_dump(cfg.raw, sort_keys=False, allow_unicode=True))
         store.set_meta("config_source", str(cfg.source))
         store.reset_claims()
     finally:
         store.close()
+
+
+# the config keys that decide what a run's stored rows are (the models, the sentences, how they are translated
+# and scored); the others (analysis, bias, report sections, processes, threads) may change between reruns
+WORK_KEYS = ("model", "variants", "benchmarks", "languages", "pairs", "sentences", "generation", "backend", "metrics")
+
+
+def work_settings(raw: dict) -> dict:
+    return {k: raw.get(k) for k in WORK_KEYS}
+
+
+def _check_same_work(cfg: SweepConfig, run_dir: Path, stored: dict | None, has_rows: bool) -> None:
+    """A rerun resumes the same work; a config whose work keys changed extends the run only with ``--extend``."""
+    if stored is None or not has_rows or cfg.extend:
+        return
+    changed = [k for k in WORK_KEYS if stored.get(k) != cfg.raw.get(k)]
+    if changed:
+        raise ForgetbenchError(f"{run_dir}: made with another config ({', '.join(changed)} changed since); rerun the "
+                               "same config to resume, add --extend to grow this run with the changed one, or use a "
+                               "new --out")
 
 
 def _numerics_text(n: dict) -> str:
