@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from forgetbench.errors import ForgetbenchError
 from forgetbench.parsing.conll import read_conllu
 from forgetbench.parsing.g2gtr import G2GConfig, G2GTransitionParser, parse_batch
 from forgetbench.parsing.graph_attention import GraphSelfAttention
@@ -312,6 +313,20 @@ def test_refiner_trained_on_kfold_predictions_of_its_initial_parser(toy, tmp_pat
     assert b["g0_rels"][0, 1 : len(sents[0].words) + 1].tolist() == [vocab.r2i[r] for r in sents[0].deprels]
     with pytest.raises(Exception, match="kfold"):
         train(tr, dv, tmp_path / "bad", arch="rngtr", refiner_graphs="kfold", progress=False)
+    # --minutes bounds the whole run, the k-fold parsers inside it: a budget they would eat is refused up front
+    with pytest.raises(ForgetbenchError, match=r"--minutes 1.0 must exceed --folds 2 x --fold-minutes 0.5"):
+        train(tr, dv, tmp_path / "bad2", arch="rngtr", minutes=1.0, initial=d / "biaffine", refiner_graphs="kfold",
+              folds=2, fold_minutes=0.5, progress=False)
+    assert not (tmp_path / "bad2").exists()
+
+
+def test_fold_parsers_say_which_fold_they_train(toy, tmp_path, capsys):
+    d, tr, dv = toy
+    train(tr, dv, tmp_path / "kf", arch="rngtr", minutes=0.2, max_epochs=1, max_tokens=100, progress=True,
+          tags="predicted", tagger_from=d / "biaffine", initial=d / "biaffine", refiner_graphs="kfold", folds=2,
+          fold_minutes=0.05, train_iterations=1)
+    err = capsys.readouterr().err
+    assert "fold 1/2: biaffine parser" in err and "fold 2/2: biaffine parser" in err, err[-2000:]
 
 
 def test_a_graph_parser_streams_through_compress_stream_and_loads_back(toy, tmp_path, capsys):

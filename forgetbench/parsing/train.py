@@ -72,7 +72,7 @@ def kfold_graphs(tr: list[Sentence], dv: list[Sentence], initial: parsers.Parser
         f = work / f"train{k}.conllu"
         write_conllu(f, [with_predictions(s, s.heads, s.deprels, s.upos) for i, s in enumerate(tr) if i % folds != k])
         info = train(f, dev_file, work / f"fold{k}", minutes=minutes, seed=seed + k, threads=threads, progress=progress,
-                     tags="gold", arch=initial.arch, **sizes)
+                     tags="gold", arch=initial.arch, label=f"fold {k + 1}/{folds}: ", **sizes)
         fold_dev.append(round(info["dev"]["las"], 2))
         for i, p in zip(held, parsers.load(work / f"fold{k}").parse([tr[i] for i in held]), strict=True):
             preds[i] = p
@@ -187,8 +187,10 @@ class ParseTrainConfig:
 def train_parser(cfg: ParseTrainConfig, progress: bool = True) -> dict:
     """``parse train``: ``train`` with the config's settings and the command's defaults resolved."""
     settings = {f.name: getattr(cfg, f.name) for f in fields(cfg)} | {
-        "minutes": cfg.minutes or architecture(cfg.arch).minutes,
         "refiner_graphs": cfg.refiner_graphs or ("kfold" if cfg.initial else "empty")}
+    kfold = settings["refiner_graphs"] == "kfold"
+    # --minutes bounds the whole run, k-fold parsers included; its default leaves the refiner its own budget
+    settings["minutes"] = cfg.minutes or architecture(cfg.arch).minutes + (cfg.folds * cfg.fold_minutes if kfold else 0)
     files = [settings.pop(k) for k in ("train", "dev", "out")]
     return train(*files, progress=progress, **settings.pop("model"), **settings)
 
@@ -199,7 +201,7 @@ def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Pa
           jackknife: int = 4,
           arch: str = "biaffine", tagger_from: str | Path | None = None, initial: str | Path | None = None,
           iterations: int = DEFAULT_ITERATIONS, train_iterations: int | None = None, warm_start: str | Path | None = None,
-          refiner_graphs: str = "empty", folds: int = 2, fold_minutes: float = 6.0, **model_kw) -> dict:
+          refiner_graphs: str = "empty", folds: int = 2, fold_minutes: float = 6.0, label: str = "", **model_kw) -> dict:
     """Train a parser of ``arch`` on ``train_file``, select on ``dev_file`` (None: ``held_out_split`` of the
     training file); ``minutes`` bounds the whole run (taggers included), ``max_epochs`` the parser's epochs and
     ``tagger_epochs`` each tagger's (predicted tags): with time budgets too large to bind, a run is deterministic.
@@ -209,13 +211,14 @@ def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Pa
     biaffine or SynTr folder, copied into the model; None = the empty graph); the refiner's first training
     iteration starts from ``refiner_graphs``: ``empty`` graphs, or ``kfold`` predictions of the initial parser's
     architecture and sizes (``folds`` parsers, each trained ``fold_minutes`` on the other folds with the same
-    training tags, parsing its held-out fold; their time is not part of ``minutes``); each of its
+    training tags, parsing its held-out fold; their time is part of ``minutes``, which must exceed
+    ``folds × fold_minutes``); ``label`` prefixes the progress lines (``fold 1/2:``); each of its
     ``train_iterations`` (default ``iterations``) is trained on the previous iteration's output;
     ``warm_start``: a SynTr folder (same vocabulary) whose weights initialise the refiner — every weight but the
     relation embeddings, so the refiner starts as that SynTr (whose training time is then part of the refiner's)."""
     architecture = parsers.architecture(arch)
     _check_settings(architecture, tags, tagger_from, jackknife, tagger_minutes, minutes, refiner_graphs, initial,
-                    warm_start, folds, iterations, train_iterations)
+                    warm_start, folds, iterations, train_iterations, fold_minutes)
     warm, init_parser = _given_parsers(warm_start, initial)
     settings = architecture.settings | {k: v for k, v in (("lr", lr), ("max_tokens", max_tokens)) if v is not None}
     torch.set_num_threads(threads)
@@ -235,27 +238,30 @@ def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Pa
         kfold_info: dict = {}
         if refiner_graphs == "kfold":
             tr, kfold_info = _kfold_phase(tmp, tr, dv, init_parser, folds, fold_minutes, seed, threads, progress)
-            t0 += kfold_info["kfold"]["seconds"]  # the refiner's own budget starts now
         record = {"arch": arch, "threads": threads, "seed": seed, "train": str(train_file), "minutes": minutes,
                   "optimiser": settings,
                   "dev_data": str(dev_file) if dev_file else f"held out: every {HELD_OUT_EVERY}th training sentence",
                   "environment": environment()} | tag_info | architecture.training_record(
                       initial, iterations, t_iter, warm_start, refiner_graphs, folds, kfold_info)
-        return _fit(tmp, parser, tr, dv, settings, t_iter, record, minutes, max_epochs, seed, t0, progress)
+        return _fit(tmp, parser, tr, dv, settings, t_iter, record, minutes, max_epochs, seed, t0, progress, label)
 
 
 def _check_settings(architecture, tags, tagger_from, jackknife, tagger_minutes, minutes, refiner_graphs, initial,
-                    warm_start, folds, iterations, train_iterations) -> None:
+                    warm_start, folds, iterations, train_iterations, fold_minutes=6.0) -> None:
     """Every training option checked before any work, one line each."""
     if tags not in ("gold", "predicted"):
         raise ForgetbenchError(f"tags must be 'gold' or 'predicted', got {tags!r}")
     if tags == "predicted" and tagger_from is None and (jackknife < 2 or (jackknife + 1) * tagger_minutes >= minutes):
-        raise ForgetbenchError(f"predicted tags need jackknife >= 2 folds and (folds + 1) x tagger_minutes < minutes; "
-                               f"got {jackknife} folds x {tagger_minutes} min of {minutes} min")
+        raise ForgetbenchError(f"predicted tags need --jackknife >= 2 folds and (folds + 1) x --tagger-minutes < "
+                               f"--minutes; got {jackknife} folds x {tagger_minutes} min of {minutes} min: raise "
+                               "--minutes, or lower --tagger-minutes or --jackknife")
     if tagger_from is not None and tags != "predicted":
         raise ForgetbenchError("--tagger-from reuses a tagger: it needs --tags predicted")
     if refiner_graphs not in ("empty", "kfold"):
         raise ForgetbenchError(f"refiner training graphs {refiner_graphs!r}: use empty or kfold")
+    if refiner_graphs == "kfold" and folds * fold_minutes >= minutes:
+        raise ForgetbenchError(f"--minutes {minutes} must exceed --folds {folds} x --fold-minutes {fold_minutes} (the "
+                               "k-fold parsers run inside it): raise --minutes or lower --fold-minutes")
     architecture.check_options(initial, warm_start, refiner_graphs, folds)
     if iterations < 1 or (train_iterations is not None and train_iterations < 1):
         raise ForgetbenchError("refinement iterations must be at least 1")
@@ -333,7 +339,7 @@ def _kfold_phase(tmp: Path, tr, dv, init_parser, folds, fold_minutes, seed, thre
 
 
 def _fit(tmp: Path, parser, tr, dv, settings: dict, t_iter: int, record: dict, minutes, max_epochs, seed, t0,
-         progress) -> dict:
+         progress, label: str = "") -> dict:
     """The epoch loop: Adam with linear warm-up, dev LAS after every epoch (the parser's own decoding), the best
     model saved in ``tmp`` with ``record``; returns the final training record."""
     model, architecture = parser.model, parser.architecture
@@ -361,7 +367,7 @@ def _fit(tmp: Path, parser, tr, dv, settings: dict, t_iter: int, record: dict, m
 
     epoch, history = train_epochs(model, opt, tr, parser.vocab, random.Random(seed), settings["max_tokens"], batch_loss,
                                   dev_las, save, minutes, max_epochs, t0, t_first=t_parser,
-                                  desc=f"{parser.arch} parser", progress=progress, scheduler=sched)
+                                  desc=f"{label}{parser.arch} parser", progress=progress, scheduler=sched)
     info = json.loads((tmp / "training.json").read_text()) | {"history": history, "epochs": epoch,
                                                                 "train_seconds": round(time.perf_counter() - t0, 1)}
     atomic_write_json(tmp / "training.json", info)
