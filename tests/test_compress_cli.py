@@ -120,3 +120,32 @@ def test_cli_exit_code_in_a_real_process(tiny_dir, tmp_path):
                         "--out", str(tmp_path / "o")], capture_output=True, text=True, cwd=REPO)
     assert p.returncode == 2
     assert p.stderr.strip().startswith("forgetbench: error: recipe 'nope' not found")
+
+
+def test_a_half_precision_source_stays_half_precision_where_that_is_lossless(tiny_dir, tmp_path):
+    """Pruning keeps fp16 (zeros and source values are exact): dense and sparse files no larger than the source,
+    the same weights as the in-memory pruning; a method whose values are not exact in fp16 (fake-quantised PTQ)
+    stays fp32, and says why."""
+    from forgetbench.compress.pipeline import load_compressed
+
+    half = tmp_path / "half"
+    m = AutoModelForSeq2SeqLM.from_pretrained(str(tiny_dir)).half()
+    m.save_pretrained(str(half))
+    for f in tiny_dir.iterdir():
+        if f.suffix in (".model", ".json") and f.name not in ("config.json", "generation_config.json"):
+            (half / f.name).write_bytes(f.read_bytes())
+    assert main(["compress", str(half), "--recipe", "prune-30", "--out", str(tmp_path / "p"), "--quiet"]) == 0
+    rep = json.loads((tmp_path / "p" / "compression.json").read_text())
+    assert rep["stored_dtype"]["dtype"] == "float16"
+    src = (half / "model.safetensors").stat().st_size
+    assert rep["sizes"]["source_bytes"] == src and rep["sizes"]["dense_bytes"] <= src and rep["sizes"]["sparse_bytes"] <= src
+    mem, tok = load_model_dir(half)
+    apply_recipe(mem, load_recipe("prune-30"), Seq2SeqCalibration(tok))
+    back, _, _ = load_compressed(tmp_path / "p")
+    for k, v in mem.state_dict().items():
+        assert torch.equal(back.state_dict()[k], v), k
+    sparse = load_sparse(tmp_path / "p" / "model.sparse.safetensors")
+    assert all(t.dtype == torch.float16 for t in sparse.values() if t.is_floating_point())
+    assert main(["compress", str(half), "--recipe", "ptq-int8", "--out", str(tmp_path / "q"), "--quiet"]) == 0
+    q = json.loads((tmp_path / "q" / "compression.json").read_text())["stored_dtype"]
+    assert q == {"dtype": "float32", "why": "the method's values are not exact in the source's float16"}

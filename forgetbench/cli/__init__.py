@@ -2,7 +2,8 @@
 
 Bad input: one line on stderr (``forgetbench: error: what, where, how to fix``), exit 2, nothing
 written; every command checks its inputs and its output (``forgetbench.outputs``) before any work.
-An unexpected exception also ends in one line (exit 1), with ``--debug`` for the traceback.
+An unexpected exception also ends in one line (exit 1), with ``--debug`` for the traceback; a full disk or memory
+(``forgetbench.resources``) is said as such, with where, how much is free and what to do (exit 2).
 """
 
 from __future__ import annotations
@@ -37,8 +38,18 @@ def _debug_everywhere(sub) -> None:
                 _debug_everywhere(action)
 
 
+def _output_of(args) -> str | None:
+    """The path a command writes under: --out (a sweep's default runs/<config name>), else None."""
+    if getattr(args, "out", None):
+        return args.out
+    if getattr(args, "run_dir", None):
+        return args.run_dir
+    return "runs" if args.command in ("sweep", "eval") else None
+
+
 def main(argv: list[str] | None = None) -> int:
     from forgetbench.errors import ForgetbenchError
+    from forgetbench.resources import exhausted, explain
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
@@ -60,6 +71,11 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # noqa: BLE001 - the one place that turns any other failure into one line
         if args.debug:
             raise
+        kind = exhausted(e)
+        if kind is not None:  # a full disk or memory: what it is, where, and that the same command resumes
+            command = " ".join(x for x in (args.command, getattr(args, "action", None)) if x)
+            print(f"forgetbench: error: {explain(kind, command, _output_of(args))}", file=sys.stderr)
+            return 2
         first = (str(e).strip().splitlines() or [""])[0][:300]
         print(f"forgetbench: error: unexpected {type(e).__name__}: {first} (rerun with --debug for the traceback)",
               file=sys.stderr)

@@ -17,6 +17,7 @@ import os
 import time
 from pathlib import Path
 
+import torch
 from torch import nn
 
 from forgetbench.compress.apply import apply_recipe, check_recipe
@@ -95,6 +96,7 @@ def compress_dir(model_dir: str | Path, recipe: Recipe, out_dir: str | Path, pro
     with con.stage(f"recipe {recipe.name}: {' -> '.join(s.kind for s in recipe.steps)}"):
         report, qstate = apply_recipe(model, recipe, calibrate)
     seconds = time.perf_counter() - t0
+    stored = keep_source_dtype(model, model_dir, recipe)
     with con.stage(f"write {out_dir}"), atomic_directory(out_dir) as tmp:
         model.save_pretrained(tmp)
         if tok is not None:
@@ -106,12 +108,45 @@ def compress_dir(model_dir: str | Path, recipe: Recipe, out_dir: str | Path, pro
             "format": "forgetbench-compression-v1",
             "model_dir": str(model_dir.resolve()),
             "inputs_sha256": inputs | ({"recipe": sha256_file(recipe.source)} if Path(recipe.source).is_file() else {}),
-            "sizes": sizes,
+            "sizes": sizes | {"source_bytes": source_bytes(model_dir)},
+            "stored_dtype": stored,
             "seconds": round(seconds, 3),
             "environment": environment(),
         } | ({"hardware": describe(placement, model)} if placement is not None else {})
         atomic_write_json(tmp / "compression.json", report)
     return report
+
+
+def source_dtype(model_dir: Path) -> torch.dtype | None:
+    """The dtype the source checkpoint stores its weights in (config.json's ``dtype`` / ``torch_dtype``)."""
+    try:
+        cfg = json.loads((model_dir / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    name = cfg.get("dtype") or cfg.get("torch_dtype")
+    return {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}.get(str(name))
+
+
+def source_bytes(model_dir: Path) -> int:
+    return sum(p.stat().st_size for p in model_dir.glob("*.safetensors") if ".int8." not in p.name
+               and ".sparse." not in p.name)
+
+
+def keep_source_dtype(model: nn.Module, model_dir: Path, recipe: Recipe) -> dict:
+    """Rule of the written weights (docs/METHOD.md §1.4): a half-precision source (float16 / bfloat16) stays in its
+    dtype wherever that is lossless — every floating value of the compressed model exact in it (pruning's zeros and
+    kept source values) — so a pruned variant takes no more disk than its source; a method whose values are not
+    exact there (SparseGPT's updates, fake-quantised PTQ weights) is stored in float32. The model is cast in place
+    (it is not used after writing). Returns the dtype stored and why, for ``compression.json``."""
+    src = source_dtype(model_dir)
+    if src in (None, torch.float32) or recipe.load_quantisation is not None:
+        return {"dtype": "float32", "why": "the source is float32" if src == torch.float32 else "as computed"}
+    floats = [t for t in model.state_dict().values() if t.is_floating_point()]
+    if all(torch.equal(t.to(src).to(t.dtype), t) for t in floats):
+        model.to(src)
+        return {"dtype": str(src).removeprefix("torch."), "why": "lossless: every value is exact in the source's dtype"}
+    return {"dtype": "float32", "why": f"the method's values are not exact in the source's "
+                                       f"{str(src).removeprefix('torch.')}"}
 
 
 def load_compressed(out_dir: str | Path, artefact: str = "dense", placement: Placement | None = None):

@@ -48,6 +48,10 @@ class Store:
         except sqlite3.DatabaseError as e:
             if self.db is not None:
                 self.db.close()
+            from forgetbench.resources import exhausted
+
+            if exhausted(e) is not None:  # a full disk, not a damaged file: the CLI says so (the store is intact)
+                raise
             raise ForgetbenchError(f"{self.path}: not a readable forgetbench run store ({e}); it is damaged: move it "
                                    "away and rerun the sweep into a new --out") from None
 

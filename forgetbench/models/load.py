@@ -121,6 +121,10 @@ def load(name_or_dir: str | Path, dtype: str | torch.dtype | None = None, device
     except ForgetbenchError:
         raise
     except Exception as e:  # truncated or foreign weight files, shapes that do not match config.json, ...
+        from forgetbench.resources import exhausted
+
+        if exhausted(e) is not None:  # memory (or disk) ran out: the files are fine; said as such by the CLI
+            raise
         if "ignore_mismatched_sizes" in str(e):  # transformers' own report of which tensor is silenced (cli)
             raise ForgetbenchError(f"{name_or_dir}: the weights' shapes do not match config.json (a tensor of another "
                                    "size, e.g. vocab_size or d_model changed); restore the config.json saved with "

@@ -537,9 +537,15 @@ def _disk_mib(S: dict, v: str) -> str:
 
 
 def _disk(size: dict) -> str:
-    for k in ("int8_ratio", "sparse_ratio"):
-        if k in size:
-            return f"{size[k]:.3f}× ({k.split('_')[0]})"
+    """The artefact actually stored: its bytes and their ratio to the source checkpoint's (older runs: to the dense
+    file written beside it)."""
+    src = size.get("source_bytes")
+    for k in ("int8", "sparse"):
+        if f"{k}_bytes" in size:
+            b = size[f"{k}_bytes"]
+            return f"{b / 2**20:.1f} MiB {k}, {b / src:.3f}× the source" if src else f"{size[f'{k}_ratio']:.3f}× ({k})"
+    if src and size.get("dense_bytes"):
+        return f"{size['dense_bytes'] / 2**20:.1f} MiB dense, {size['dense_bytes'] / src:.3f}× the source"
     return "1.000× (dense)" if size else "–"
 
 

@@ -34,9 +34,23 @@ def _worker(config: str, run_dir: str, rank: int, world: int, barrier, hardware:
     from forgetbench.sweep.run import run_sweep
 
     quiet_libraries()  # a fresh interpreter: rank 0's stage lines are the run's only progress output
+    try:
+        run_sweep(load_sweep(config, hardware), run_dir, progress=False, rank=rank, world=world, barrier=barrier.wait,
+                  prepared=True, aborted=lambda: barrier.broken)
+    except Exception as e:  # noqa: BLE001 - a worker's failure is one line, as the command's own (cli.main)
+        import sys
 
-    run_sweep(load_sweep(config, hardware), run_dir, progress=False, rank=rank, world=world, barrier=barrier.wait, prepared=True,
-              aborted=lambda: barrier.broken)
+        from forgetbench.resources import exhausted, explain
+
+        kind = exhausted(e)
+        if kind is not None:
+            line, code = explain(kind, f"sweep (worker {rank})", run_dir), 2
+        elif isinstance(e, ForgetbenchError):
+            line, code = " ".join(str(e).split()), e.exit_code
+        else:
+            line, code = f"unexpected {type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:300]}", 1
+        print(f"forgetbench: error: {line}", file=sys.stderr, flush=True)
+        sys.exit(code)
 
 
 def _failure(name: str, exitcode: int) -> str:

@@ -1,0 +1,96 @@
+"""A full disk or a full memory told as what it is: never "damaged" or "unexpected" when nothing is.
+
+Rules:
+
+1. ``exhausted(e)`` recognises resource exhaustion wherever it is raised: ``OSError`` with ``ENOSPC`` / ``EDQUOT``
+   (and the same text inside a library's own error, e.g. safetensors' "No space left on device (os error 28)"),
+   SQLite's "database or disk is full", ``MemoryError``, torch's CPU allocator ("can't allocate memory") and
+   CUDA's out-of-memory errors. It answers ``"disk"``, ``"memory"`` or None, following ``__cause__`` /
+   ``__context__`` (a library may wrap the original error).
+2. ``explain(kind, command, where)`` is the one line for it (exit 2): what ran out, while which command worked on
+   which path, how much is free there now (disk: the filesystem of the path; memory: what the system reports
+   available), what to do, and that finished work is kept and the same command resumes (every write is atomic:
+   nothing partial stands as complete).
+3. ``free_disk(path)`` and ``available_memory()`` are the two measurements, each from the OS; the pre-checks
+   (``check_disk``) compare a plan's bytes with them before any work.
+"""
+
+from __future__ import annotations
+
+import errno
+import shutil
+from pathlib import Path
+
+from forgetbench.errors import ForgetbenchError
+
+DISK_TEXT = ("no space left on device", "disk quota exceeded", "database or disk is full", "os error 28")
+MEMORY_TEXT = ("can't allocate memory", "cuda out of memory", "out of memory", "cannot allocate memory")
+
+
+def exhausted(e: BaseException | None) -> str | None:
+    """Rule 1: "disk", "memory" or None."""
+    seen = 0
+    while e is not None and seen < 8:
+        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+            return "disk"
+        if isinstance(e, MemoryError) or type(e).__name__ == "OutOfMemoryError":
+            return "memory"
+        text = str(e).lower()
+        if any(t in text for t in DISK_TEXT):
+            return "disk"
+        if isinstance(e, (RuntimeError, OSError)) and any(t in text for t in MEMORY_TEXT):
+            return "memory"
+        e, seen = e.__cause__ or e.__context__, seen + 1
+    return None
+
+
+def free_disk(path: str | Path) -> int | None:
+    """Free bytes on the filesystem holding ``path`` (its nearest existing ancestor); None if unknown."""
+    p = Path(path).absolute()
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    try:
+        return shutil.disk_usage(p).free
+    except OSError:
+        return None
+
+
+def available_memory() -> int | None:
+    """MemAvailable of /proc/meminfo in bytes (Linux); None elsewhere."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def size(n: int | None) -> str:
+    if n is None:
+        return "unknown"
+    for unit, step in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= step:
+            return f"{n / step:.1f} {unit}"
+    return f"{n} B"
+
+
+def explain(kind: str, command: str, where: str | Path | None) -> str:
+    """Rule 2's line."""
+    kept = "finished work is kept: rerun the same command to resume"
+    if kind == "disk":
+        at = f" under {where}" if where else ""
+        return (f"the disk is full: `{command}` could not write{at} (free on that filesystem now: "
+                f"{size(free_disk(where or '.'))}); free space there or choose an output on another disk; {kept}")
+    return (f"out of memory while `{command}` ran (available now: {size(available_memory())}); use fewer processes "
+            "(processes: 1), a smaller generation batch_size, compress-stream for compression, or a device map with "
+            f"disk offload (hardware.device_map, offload_folder); {kept}")
+
+
+def check_disk(need: int, where: str | Path, what: str) -> None:
+    """Refuse before any work when ``need`` bytes cannot fit on ``where``'s filesystem (rule 3)."""
+    free = free_disk(where)
+    if free is not None and need > free:
+        raise ForgetbenchError(f"{where}: {what} needs about {size(need)} and its filesystem has {size(free)} free; "
+                               "free space or choose an output on another disk")

@@ -1,0 +1,137 @@
+"""A full disk and a full memory, made real where they can be (SQLite's page limit, an ENOSPC write, a
+MemoryError), told as what they are in one line (exit 2); the rerun resumes to the uninterrupted result."""
+
+import errno
+import json
+import sqlite3
+
+import pytest
+
+import forgetbench.eval.store as store_mod
+from forgetbench.cli import main
+from forgetbench.eval.store import Store
+from forgetbench.resources import exhausted
+
+from .conftest import flores_sweep
+
+
+def _cfg(tmp_path, tiny_dir):
+    return flores_sweep(tmp_path / "r.yaml", tiny_dir, "{base: null, prune-30: prune-30}", "[en-de, de-en]", 3, 6)
+
+
+def _rows(run):
+    return sorted(r[:6] for r in Store(run / "store.sqlite").translations())
+
+
+def _summary(run):
+    S = json.loads((run / "report" / "summary.json").read_text())
+    return {k: S[k] for k in ("variant_table", "pairs", "delta")}
+
+
+@pytest.fixture(scope="module")
+def reference(tiny_dir, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("ref")
+    run = tmp / "run"
+    assert main(["sweep", str(_cfg(tmp, tiny_dir)), "--out", str(run), "--quiet"]) == 0
+    return _rows(run), _summary(run)
+
+
+def _one_line(capsys) -> str:
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert len(err) == 1 and err[0].startswith("forgetbench: error: "), err
+    return err[0]
+
+
+def test_the_store_filling_up_mid_run_is_a_full_disk_and_the_rerun_finishes(tiny_dir, tmp_path, monkeypatch, capsys,
+                                                                            reference):
+    real = sqlite3.connect
+
+    def limited(*a, **k):  # SQLite's own limit: the store really fills (SQLITE_FULL) after a few pages
+        db = real(*a, **k)
+        db.execute("PRAGMA page_size = 512")  # a new file: small pages, so a few rows need new ones
+        db.execute("PRAGMA max_page_count = 24")
+        return db
+
+    monkeypatch.setattr(store_mod.sqlite3, "connect", limited)
+    run = tmp_path / "run"
+    assert main(["sweep", str(_cfg(tmp_path, tiny_dir)), "--out", str(run), "--quiet"]) == 2
+    line = _one_line(capsys)
+    assert "the disk is full" in line and str(run) in line and "free on that filesystem now" in line
+    assert "rerun the same command to resume" in line and "damaged" not in line
+    monkeypatch.setattr(store_mod.sqlite3, "connect", real)
+    assert Store(run / "store.sqlite").meta("numerics") is not None  # it filled mid-run, after its set-up
+    assert main(["sweep", str(_cfg(tmp_path, tiny_dir)), "--out", str(run), "--quiet"]) == 0
+    assert (_rows(run), _summary(run)) == reference
+
+
+def test_opening_a_full_store_is_not_called_damaged_but_a_damaged_file_is(tmp_path, monkeypatch, capsys):
+    from forgetbench.errors import ForgetbenchError
+
+    real = sqlite3.connect
+
+    def full(*a, **k):
+        db = real(*a, **k)
+        db.execute("PRAGMA max_page_count = 1")  # no room for the schema: SQLITE_FULL at open
+        return db
+
+    monkeypatch.setattr(store_mod.sqlite3, "connect", full)
+    with pytest.raises(sqlite3.DatabaseError) as e:
+        Store(tmp_path / "full" / "store.sqlite")
+    assert exhausted(e.value) == "disk"
+    monkeypatch.setattr(store_mod.sqlite3, "connect", real)
+    bad = tmp_path / "bad" / "store.sqlite"
+    bad.parent.mkdir()
+    bad.write_bytes(b"this is not a database at all" * 100)
+    with pytest.raises(ForgetbenchError, match="it is damaged"):
+        Store(bad)
+
+
+def test_an_artefact_write_into_a_full_disk_leaves_no_partial_variant(tiny_dir, tmp_path, monkeypatch, capsys,
+                                                                      reference):
+    import forgetbench.compress.pipeline as pipeline
+
+    def no_space(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    real = pipeline.write_artefacts
+    monkeypatch.setattr(pipeline, "write_artefacts", no_space)
+    run = tmp_path / "run"
+    assert main(["sweep", str(_cfg(tmp_path, tiny_dir)), "--out", str(run), "--quiet"]) == 2
+    assert "the disk is full" in _one_line(capsys)
+    assert not (run / "variants" / "prune-30").exists()  # no partial folder stands as complete
+    monkeypatch.setattr(pipeline, "write_artefacts", real)
+    assert main(["sweep", str(_cfg(tmp_path, tiny_dir)), "--out", str(run), "--quiet"]) == 0
+    assert (_rows(run), _summary(run)) == reference
+
+
+def test_memory_running_out_at_load_or_mid_translation_is_said_as_such(tiny_dir, tmp_path, monkeypatch, capsys,
+                                                                        reference):
+    from transformers import AutoModelForSeq2SeqLM
+
+    import forgetbench.eval.backends as backends
+
+    def no_memory(*a, **k):
+        raise MemoryError()
+
+    monkeypatch.setattr(AutoModelForSeq2SeqLM, "from_pretrained", no_memory)
+    assert main(["compress", str(tiny_dir), "--recipe", "prune-30", "--out", str(tmp_path / "c")]) == 2
+    line = _one_line(capsys)
+    assert "out of memory while `compress` ran" in line and "cannot be loaded" not in line
+    monkeypatch.undo()
+    real = backends.translate_rows
+    calls = []
+
+    def once(*a, **k):
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("[enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: can't allocate memory")
+        return real(*a, **k)
+
+    monkeypatch.setattr(backends, "translate_rows", once)
+    monkeypatch.setattr(backends, "stream_rows", lambda *a, **k: None)  # every batch through translate_rows
+    run = tmp_path / "run"
+    assert main(["sweep", str(_cfg(tmp_path, tiny_dir)), "--out", str(run), "--quiet"]) == 2
+    assert "out of memory while `sweep` ran" in _one_line(capsys)
+    monkeypatch.undo()
+    assert main(["sweep", str(_cfg(tmp_path, tiny_dir)), "--out", str(run), "--quiet"]) == 0
+    assert (_rows(run), _summary(run)) == reference
