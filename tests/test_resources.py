@@ -135,3 +135,23 @@ def test_memory_running_out_at_load_or_mid_translation_is_said_as_such(tiny_dir,
     monkeypatch.undo()
     assert main(["sweep", str(_cfg(tmp_path, tiny_dir)), "--out", str(run), "--quiet"]) == 0
     assert (_rows(run), _summary(run)) == reference
+
+
+def test_a_sweep_that_cannot_fit_is_refused_before_any_work(tiny_dir, tmp_path, monkeypatch, capsys):
+    import forgetbench.sweep.plan as plan
+    from forgetbench.sweep import load_sweep
+
+    cfg = _cfg(tmp_path, tiny_dir)
+    need = plan.disk_plan(load_sweep(cfg), tmp_path / "run")
+    src = sum(p.stat().st_size for p in tiny_dir.glob("*.safetensors"))
+    assert need >= plan.REPORT_BYTES + 2 * src  # prune-30 keeps the source dtype: dense + sparse <= 2 sources
+    monkeypatch.setattr(plan, "free_disk", lambda p: need - 1)  # the one seam: the filesystem's free bytes
+    assert main(["sweep", str(cfg), "--out", str(tmp_path / "run"), "--quiet"]) == 2
+    line = _one_line(capsys)
+    assert "still has about" in line and "free" in line and not (tmp_path / "run").exists()
+    monkeypatch.setattr(plan, "free_disk", lambda p: 10 * need)
+    monkeypatch.setattr(plan, "available_memory", lambda: 1000)  # and memory: 1000 bytes available
+    assert main(["sweep", str(cfg), "--out", str(tmp_path / "run"), "--quiet"]) == 2
+    line = _one_line(capsys)
+    assert "of memory and 1000 B is available" in line and "processes: 1" in line
+    assert not (tmp_path / "run").exists()

@@ -144,6 +144,7 @@ def cmd_sweep(args) -> int:
     from forgetbench.report.build import write_report
     from forgetbench.sweep import load_sweep
     from forgetbench.sweep.parallel import run_in_processes
+    from forgetbench.sweep.plan import check_resources
 
     started = time.perf_counter()
     cfg = load_sweep(args.config, hardware_flags(args))  # validated before any work, the machine's answer too
@@ -153,6 +154,7 @@ def cmd_sweep(args) -> int:
     if not run_dir.parent.exists() and args.out is None:
         run_dir.parent.mkdir(parents=True)
     resumable_output(run_dir, "store.sqlite", "sweep run folder")
+    check_resources(cfg, run_dir, args.processes or cfg.processes)  # disk and memory, before any work
     summary, rank, world = run_in_processes(cfg, run_dir, args.processes or cfg.processes, con)
     if rank == 0:
         with con.stage(f"{cfg.name}: report"):
