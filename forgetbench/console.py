@@ -12,6 +12,8 @@ Rules:
    stage's count (sentences/s, steps/s), elapsed and estimated time left.
 2. Otherwise (a log file, a pipe): one line when a stage with a total starts, one each time a further tenth of
    it is done, and one when it ends, as ``[command] stage: done/total unit (p %), count, rate, elapsed, left``;
+   the rate and the time left count only this run's work: the first ``update`` gives what a resumed run found
+   done;
    a stage without a total prints one line when it ends, with its time (on a terminal too). Log files stay
    readable.
 3. ``quiet``: no stage output at all; errors and the result path (``line(..., result=True)``) only.
@@ -55,6 +57,8 @@ class Stage:
     def __init__(self, console: Console, name: str, total: int | None, unit: str, count_unit: str | None):
         self.console, self.name, self.total, self.unit, self.count_unit = console, name, total, unit, count_unit
         self.done, self.count, self.t0, self.closed = 0, 0, time.perf_counter(), False
+        self.start_done: int | None = None
+        self.start_count = 0
         self.next_tenth = 1
         self.bar = None
         if console.quiet:
@@ -84,7 +88,7 @@ class Stage:
             return ""
         if not self.count:
             return f"0 {self.count_unit}"
-        return f"{self.count:,} {self.count_unit}, {self.count / elapsed:.1f} {self.count_unit}/s"
+        return f"{self.count:,} {self.count_unit}, {(self.count - self.start_count) / elapsed:.1f} {self.count_unit}/s"
 
     def describe(self) -> str:
         elapsed = time.perf_counter() - self.t0
@@ -92,8 +96,9 @@ class Stage:
         if self.total:
             parts.insert(0, f"{self.done}/{self.total} {self.unit} ({100 * self.done / self.total:.0f} %)")
         parts.append(f"elapsed {clock(elapsed)}")
-        if self.total and 0 < self.done < self.total:
-            parts.append(f"left ~{clock(elapsed / self.done * (self.total - self.done))}")
+        run = self.done - (self.start_done or 0)  # units done by this run: a resumed run's earlier ones took no time
+        if self.total and run > 0 and self.done < self.total:
+            parts.append(f"left ~{clock(elapsed / run * (self.total - self.done))}")
         return ", ".join(p for p in parts if p)
 
     def _line(self) -> None:
@@ -104,6 +109,8 @@ class Stage:
             return
         self.done = self.done if done is None else min(done, self.total or done)
         self.count = self.count if count is None else count
+        if self.start_done is None and done is not None:
+            self.start_done, self.start_count = self.done, self.count  # the first report: what a resumed run found
         if self.bar is not None:
             self.bar.update(self.done - self.bar.n)
             if self.count_unit:

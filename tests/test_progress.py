@@ -107,3 +107,18 @@ def test_a_mucow_error_in_a_config_with_both_bias_blocks_names_the_config(tiny_d
     assert r.returncode == 2 and r.stderr.count("\n") == 1
     assert f"forgetbench: error: {cfg}: bias.mucow.pairs: 'ende' is not of the form en-xx" in r.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_a_resumed_stage_times_only_its_own_work(monkeypatch):
+    """16 of 100 units were done before a resume: the time left and the rate come from the units this run did."""
+    import forgetbench.console as console
+
+    now = [1000.0]
+    monkeypatch.setattr(console.time, "perf_counter", lambda: now[0])
+    log = io.StringIO()
+    with Console("x", stream=log, tty=False).stage("work", 100, "units", "sentences") as s:
+        s.update(16, 160)  # what the resumed run found done
+        now[0] += 40.0
+        s.update(20, 200)  # 4 units and 40 sentences in 40 s
+    line = [ln for ln in log.getvalue().splitlines() if "20/100" in ln][0]
+    assert "1.0 sentences/s" in line and "left ~13:20" in line, line  # 80 units x 10 s

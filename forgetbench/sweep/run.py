@@ -452,6 +452,7 @@ def run_sweep(cfg: SweepConfig, run_dir: str | Path, progress: bool | Console = 
     launched = torch.distributed.is_available() and torch.distributed.is_initialized()
     worker, timings = _Worker(cfg, run_dir, store, rank, placement), {}
     stage = con.stage(f"{cfg.name}: units of work (compress, translate, λ, bias)", len(todo), "units", "sentences")
+    stage.update(done_count(store), store.translated())  # a resumed run's finished work: not in its rate or ETA
     watch = _watch(run_dir, stage) if not con.quiet else None
     t_idle = time.perf_counter()
     while (unit := next_unit(store, todo, rank, may_prepare=rank == 0 or not launched, aborted=aborted)) is not None:
