@@ -155,3 +155,20 @@ def test_a_sweep_that_cannot_fit_is_refused_before_any_work(tiny_dir, tmp_path, 
     line = _one_line(capsys)
     assert "of memory and 1000 B is available" in line and "processes: 1" in line
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("writer,recipe", [("save_sparse", "prune-30"), ("save_int8", "ptq-int8"),
+                                           ("atomic_write_json", "prune-30")])
+def test_each_artefact_writer_hitting_a_full_disk_is_one_line_and_no_output(writer, recipe, tiny_dir, tmp_path,
+                                                                             monkeypatch, capsys):
+    import forgetbench.compress.pipeline as pipeline
+
+    def no_space(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(pipeline, writer, no_space)
+    out = tmp_path / "o"
+    assert main(["compress", str(tiny_dir), "--recipe", recipe, "--out", str(out), "--quiet"]) == 2
+    line = _one_line(capsys)
+    assert "the disk is full: `compress` could not write under" in line and str(out) in line
+    assert not out.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".o.")]  # no partial output
