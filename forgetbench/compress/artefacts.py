@@ -66,11 +66,11 @@ def save_int8(model: nn.Module, weight_amax: dict[str, torch.Tensor], path: str 
     for name, t in sd.items():
         a = amax_by_key.get(_storage_key(t))  # params are contiguous: same storage as the model's
         if a is None:
-            tensors[name] = t
+            tensors[name] = t.cpu()  # files are written from the host: a GPU model's tensors copied here
             continue
         scale = scale_from_amax(a).float()
-        q = quantize(t, scale.reshape(-1, *([1] * (t.ndim - 1))))
-        tensors[f"{name}.int8"], tensors[f"{name}.scale"] = q, scale
+        q = quantize(t, scale.reshape(-1, *([1] * (t.ndim - 1))).to(t.device))
+        tensors[f"{name}.int8"], tensors[f"{name}.scale"] = q.cpu(), scale.cpu()
         quant_bytes += q.numel() + scale.numel() * 4
         quant_fp32_bytes += t.numel() * 4
     save_file(tensors, str(path), metadata=_metadata(format=INT8_FORMAT, aliases=aliases))
@@ -83,6 +83,7 @@ def save_sparse(model: nn.Module, path: str | Path, min_sparsity: float = 1 / 32
     tensors: dict[str, torch.Tensor] = {}
     n_sparse = 0
     for name, t in sd.items():
+        t = t.cpu()  # files are written from the host: a GPU model's tensors copied here
         nz = t != 0
         if t.ndim < 2 or 1 - nz.float().mean().item() < min_sparsity:
             tensors[name] = t

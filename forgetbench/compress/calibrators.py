@@ -87,7 +87,7 @@ class HistogramCalibrator:
         if nbins > self.hist.numel():
             self.hist = torch.cat([self.hist, torch.zeros(nbins - self.hist.numel(), dtype=torch.float64)])
         top = nbins * self.width
-        self.hist += histc_counts(a.clamp(max=top), nbins, top).double()
+        self.hist += histc_counts(a.clamp(max=top), nbins, top).double().cpu()  # counted where x is, summed here
 
     def compute_amax(self) -> float:
         if self.hist is None:

@@ -48,14 +48,14 @@ def _n_of_m(scores: torch.Tensor, n: int, m: int) -> torch.Tensor:
 
 def wanda_scores(weight: torch.Tensor, input_norm: torch.Tensor) -> torch.Tensor:
     """S_ij = |W_ij|·‖X_j‖₂."""
-    return weight.detach().float().abs() * input_norm.float().reshape(1, -1)
+    return weight.detach().float().abs() * input_norm.to(weight.device).float().reshape(1, -1)
 
 
 def lowest_over(scores: list[torch.Tensor], k: int) -> list[torch.Tensor]:
     """A mask per tensor: the k lowest entries over all of them together (Wanda over a layer-wise group), ties by
     position (tensor order, then flat index: a stable sort)."""
     flat = torch.cat([s.reshape(-1) for s in scores])
-    mask = torch.zeros(flat.numel(), dtype=torch.bool)
+    mask = torch.zeros(flat.numel(), dtype=torch.bool, device=flat.device)
     if k > 0:
         mask[torch.sort(flat, stable=True).indices[:k]] = True
     return [m.reshape(s.shape) for m, s in zip(mask.split([s.numel() for s in scores]), scores, strict=True)]

@@ -1,0 +1,72 @@
+"""Device discipline without a GPU (``tests/device_harness.py``): the compress kernels run on tensors that say they
+are on ``cuda:0`` and fail, as CUDA would, on a CPU tensor mixed in or a device-to-host conversion without
+``.cpu()``."""
+
+import torch
+
+from forgetbench.compress.artefacts import load_sparse, save_int8, save_sparse
+from forgetbench.compress.calibrators import HistogramCalibrator, MaxCalibrator
+from forgetbench.compress.data_aware import lowest_over, wanda_mask
+
+from .device_harness import DeviceMismatch, cuda, module_to_cuda, on_cuda
+
+
+def _layer():
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.Linear(8, 4))
+    with torch.no_grad():
+        m[0].weight[:, :5] = 0
+    return m
+
+
+def test_the_harness_fails_as_cuda_would():
+    a = cuda(torch.randn(3, 4))
+    for bad in (lambda: a * torch.randn(4), lambda: a.numpy(), lambda: torch.zeros(3, 4).add_(a)):
+        try:
+            bad()
+        except DeviceMismatch:
+            continue
+        raise AssertionError("the harness let a cross-device operation through")
+    assert isinstance(a * torch.tensor(2.0), torch.Tensor) and (a * 2).device.type == "cuda"  # CPU scalars are fine
+    assert a.cpu().device.type == "cpu" and float(a.sum()) == float(a.cpu().sum())
+
+
+def test_histogram_calibrators_collect_cuda_activations():
+    x = torch.randn(5000, generator=torch.Generator().manual_seed(0))
+    for method in ("percentile", "mse", "entropy"):
+        ref, dev = HistogramCalibrator(method), HistogramCalibrator(method)
+        for chunk in x.split(1000):
+            ref.collect(chunk)
+            with on_cuda():
+                dev.collect(cuda(chunk))
+        assert torch.equal(dev.hist, ref.hist) and dev.compute_amax() == ref.compute_amax()
+    m = MaxCalibrator()
+    with on_cuda():
+        m.collect(cuda(x))
+    assert m.compute_amax() == float(x.abs().max())
+
+
+def test_wanda_masks_cuda_weights_with_statistics_from_anywhere():
+    w, norm = torch.randn(8, 16), torch.rand(16)
+    ref = wanda_mask(w, norm, 0.5)
+    with on_cuda():
+        got = wanda_mask(cuda(w), norm, 0.5)  # the input norms as collected: on the CPU
+        groups = lowest_over([cuda(w.abs()), cuda(w[:4].abs())], 20)
+    assert torch.equal(got.cpu(), ref)
+    assert [torch.equal(g.cpu(), r) for g, r in zip(groups, lowest_over([w.abs(), w[:4].abs()], 20), strict=True)] == [True, True]
+
+
+def test_artefacts_are_written_from_a_cuda_model(tmp_path):
+    m = _layer()
+    ref = {k: v.clone() for k, v in m.state_dict().items()}
+    module_to_cuda(m)
+    with on_cuda():
+        save_sparse(m, tmp_path / "s.safetensors")
+        save_int8(m, {"0.weight": m[0].weight.detach().abs().amax(1)}, tmp_path / "q.safetensors")
+    back = load_sparse(tmp_path / "s.safetensors")
+    assert all(torch.equal(back[k], v) for k, v in ref.items())
+    from forgetbench.compress.artefacts import load_int8
+
+    q = load_int8(tmp_path / "q.safetensors")
+    assert torch.allclose(q["0.weight"], ref["0.weight"], atol=float(ref["0.weight"].abs().max()) / 127)
+    assert not torch.equal(q["0.weight"], ref["0.weight"]) and torch.equal(q["1.weight"], ref["1.weight"])
