@@ -8,8 +8,8 @@ conversion that skips ``.cpu()``.
   tensor (the copy to the host);
 - an operation whose tensor arguments mix ``Pretend`` and plain CPU tensors raises ``DeviceMismatch`` (0-dim CPU
   tensors are allowed, as CUDA allows CPU scalars), and so does an in-place write into a plain tensor;
-- ``.numpy()``, ``.tolist()`` of a ``Pretend`` raise ``DeviceMismatch`` (CUDA needs ``.cpu()`` first), and
-  ``float()/int()/.item()`` are allowed (CUDA synchronises and copies the scalar);
+- ``.numpy()`` of a ``Pretend`` raises ``DeviceMismatch`` (CUDA needs ``.cpu()`` first); ``.tolist()``,
+  ``float()/int()/.item()`` are allowed (CUDA synchronises and copies to the host);
 - results of operations on ``Pretend`` tensors are ``Pretend``; factory functions given ``device=cuda…`` make one.
 """
 
@@ -54,7 +54,7 @@ def _unwrap_plain(x):
     return x.as_subclass(torch.Tensor) if isinstance(x, Pretend) else x
 
 
-_HOST = {torch.Tensor.numpy, torch.Tensor.tolist, torch.Tensor.__array__}
+_HOST = {torch.Tensor.numpy, torch.Tensor.__array__}  # tolist() and item() copy to the host on CUDA too
 _TO_HOST = {torch.Tensor.cpu}
 _MOVES = {torch.Tensor.to, torch.Tensor.cuda}
 _INPLACE_OK = {torch.Tensor.__setitem__}

@@ -70,3 +70,18 @@ def test_artefacts_are_written_from_a_cuda_model(tmp_path):
     q = load_int8(tmp_path / "q.safetensors")
     assert torch.allclose(q["0.weight"], ref["0.weight"], atol=float(ref["0.weight"].abs().max()) / 127)
     assert not torch.equal(q["0.weight"], ref["0.weight"]) and torch.equal(q["1.weight"], ref["1.weight"])
+
+
+def test_greedy_decoding_of_a_cuda_model_gives_the_cpu_hypotheses(tiny_dir):
+    """The decoding loop (the model's own forward: the direct step is CPU-only) with every weight on the GPU and
+    inputs moved by ``models.hardware.input_device``: the same tokens as on the CPU, no tensor left behind."""
+    from forgetbench.models.generation import translate
+    from forgetbench.models.load import load
+
+    model, tok, _ = load(tiny_dir, dtype="fp32", with_signature=False)
+    src = ["A short sentence.", "Another, somewhat longer sentence than the first one."]
+    ref = translate(model, tok, src, "en", "de", max_new_tokens=10)
+    module_to_cuda(model)
+    with on_cuda():
+        got = translate(model, tok, src, "en", "de", max_new_tokens=10)
+    assert got == ref
