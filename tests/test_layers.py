@@ -15,7 +15,7 @@ import pytest
 PKG = Path(__file__).resolve().parents[1] / "forgetbench"
 RANK = {"models": 0, "compress": 1, "eval": 1, "sweep": 2, "report": 3, "cli": 4}
 BESIDE = {"train", "distill", "parsing"}
-BASE = {"errors", "io", "env", "stats", "configs", "outputs", "console", "__init__"}
+BASE = {"errors", "io", "env", "stats", "configs", "outputs", "console", "resources", "__init__"}
 MAY_IMPORT_BESIDE = {"cli": BESIDE, "train": set(), "distill": {"train"}, "parsing": set()}
 
 

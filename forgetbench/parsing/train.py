@@ -218,8 +218,11 @@ def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Pa
     relation embeddings, so the refiner starts as that SynTr (whose training time is then part of the refiner's)."""
     architecture = parsers.architecture(arch)
     _check_settings(architecture, tags, tagger_from, jackknife, tagger_minutes, minutes, refiner_graphs, initial,
-                    warm_start, folds, iterations, train_iterations, fold_minutes)
+                    warm_start, folds, iterations, train_iterations)
     warm, init_parser = _given_parsers(warm_start, initial)
+    if refiner_graphs == "kfold" and folds * fold_minutes >= minutes:
+        raise ForgetbenchError(f"--minutes {minutes} must exceed --folds {folds} x --fold-minutes {fold_minutes} (the "
+                               "k-fold parsers run inside it): raise --minutes or lower --fold-minutes")
     settings = architecture.settings | {k: v for k, v in (("lr", lr), ("max_tokens", max_tokens)) if v is not None}
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
@@ -247,7 +250,7 @@ def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Pa
 
 
 def _check_settings(architecture, tags, tagger_from, jackknife, tagger_minutes, minutes, refiner_graphs, initial,
-                    warm_start, folds, iterations, train_iterations, fold_minutes=6.0) -> None:
+                    warm_start, folds, iterations, train_iterations) -> None:
     """Every training option checked before any work, one line each."""
     if tags not in ("gold", "predicted"):
         raise ForgetbenchError(f"tags must be 'gold' or 'predicted', got {tags!r}")
@@ -259,9 +262,6 @@ def _check_settings(architecture, tags, tagger_from, jackknife, tagger_minutes, 
         raise ForgetbenchError("--tagger-from reuses a tagger: it needs --tags predicted")
     if refiner_graphs not in ("empty", "kfold"):
         raise ForgetbenchError(f"refiner training graphs {refiner_graphs!r}: use empty or kfold")
-    if refiner_graphs == "kfold" and folds * fold_minutes >= minutes:
-        raise ForgetbenchError(f"--minutes {minutes} must exceed --folds {folds} x --fold-minutes {fold_minutes} (the "
-                               "k-fold parsers run inside it): raise --minutes or lower --fold-minutes")
     architecture.check_options(initial, warm_start, refiner_graphs, folds)
     if iterations < 1 or (train_iterations is not None and train_iterations < 1):
         raise ForgetbenchError("refinement iterations must be at least 1")
