@@ -323,3 +323,19 @@ def test_an_unexpected_error_is_one_line_with_a_debug_hint(tmp_path, capsys, mon
             cli.main(argv)
     assert cli.build_parser().parse_args(["parse", "eval", "m", "t.conllu", "--debug"]).debug is True
     assert cli.build_parser().parse_args(["parse", "eval", "m", "t.conllu"]).debug is False
+
+
+def test_bitsandbytes_below_the_transformers_floor_is_refused_naming_both_versions(monkeypatch):
+    import importlib.metadata
+    import importlib.util
+
+    from forgetbench.compress import bnb
+    from forgetbench.errors import ForgetbenchError
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "bitsandbytes" else None)
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: "0.43.3")
+    with pytest.raises(ForgetbenchError, match=r"bitsandbytes 0.43.3 is installed and the installed transformers needs "
+                                               r">= 0.46.1"):
+        bnb.check_available("variants.int8", cuda=True)
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: "0.47.0")
+    bnb.check_available("variants.int8", cuda=True)  # a recent one passes

@@ -9,7 +9,8 @@ Rules:
 1. bitsandbytes quantises while the model is *loaded* (``BitsAndBytesConfig`` given to ``from_pretrained``),
    on a CUDA GPU: the step is the recipe's last, after any prune steps (whose output folder is what is
    loaded), and never beside a fake-quantisation ``quantize`` step (two quantisations of one weight).
-2. ``check_available`` refuses it, before any work, where CUDA or the ``bitsandbytes`` package is missing;
+2. ``check_available`` refuses it, before any work, where CUDA or the ``bitsandbytes`` package is missing, or the
+   installed bitsandbytes is older than the installed transformers requires (``bnb_floor``, named in the line);
    ``forgetbench compress`` refuses it too (nothing to write: the quantised weights exist in GPU memory only),
    so it runs as a sweep variant, reported like every other (size in memory, speed, every fairness table).
 3. Nominal size: LLM.int8 stores weights in 8 bits (0.25 of fp32), NF4 in 4 bits (0.125); the measured size
@@ -58,7 +59,28 @@ def check_available(where: str, cuda: bool | None = None) -> None:
         raise ForgetbenchError(f"{where}: bitsandbytes (LLM.int8 / NF4) runs on a CUDA GPU and torch sees none here; "
                                "use the fake-quant ptq-int8 recipe on CPU, or run on a GPU machine")
     if importlib.util.find_spec("bitsandbytes") is None:
-        raise ForgetbenchError(f"{where}: the bitsandbytes package is not installed; pip install bitsandbytes")
+        raise ForgetbenchError(f"{where}: the bitsandbytes package is not installed; pip install -e \".[gpu]\" "
+                               f"(bitsandbytes>={bnb_floor()})")
+    from importlib.metadata import PackageNotFoundError, version
+
+    from packaging.version import Version
+
+    try:
+        have = version("bitsandbytes")
+    except PackageNotFoundError:
+        have = "unknown"
+    if have == "unknown" or Version(have) < Version(bnb_floor()):
+        raise ForgetbenchError(f"{where}: bitsandbytes {have} is installed and the installed transformers needs "
+                               f">= {bnb_floor()}; pip install -U \"bitsandbytes>={bnb_floor()}\"")
+
+
+def bnb_floor() -> str:
+    """The bitsandbytes version the installed transformers requires (its own constant; 0.46.1 in 5.x)."""
+    try:
+        from transformers.utils.import_utils import BITSANDBYTES_MIN_VERSION
+    except ImportError:
+        return "0.46.1"
+    return str(BITSANDBYTES_MIN_VERSION)
 
 
 def quantization_config(cfg: BnbConfig):
