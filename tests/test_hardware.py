@@ -4,6 +4,7 @@ processes, out-of-memory halving, bitsandbytes refusals and dataset benchmarks."
 
 import json
 import sqlite3
+import types
 
 import pytest
 import torch
@@ -272,3 +273,36 @@ def test_the_sweep_config_documents_the_hardware_block():
     block = next(ln for ln in config.__doc__.splitlines() if ln.strip().startswith("hardware:"))
     spec = yaml.safe_load(block.split("#")[0])["hardware"]
     assert parse_hardware(spec, "doc").is_default
+
+
+def test_gpu_placement_per_process_on_a_machine_of_gpus(monkeypatch, tmp_path):
+    """H5–H8: ``cuda:N`` is GPU N of the process's share; ``device: cpu`` with a named map never spreads over
+    GPUs; each process makes its GPU current; CTranslate2 runs on the process's GPU, not GPU 0."""
+    import forgetbench.models.hardware as hw_mod
+    from forgetbench.models import ct2
+    from forgetbench.sweep.run import translator_for
+
+    assert place(Hardware(device="cuda:1"), "cfg", rank=1, local_world=2, count=4).gpus == (3,)
+    assert place(Hardware(device="cuda:1"), "cfg", count=4).gpus == (1,)  # alone: the machine's GPU 1
+    with pytest.raises(ForgetbenchError, match="this process has 2 CUDA GPU"):
+        place(Hardware(device="cuda:2"), "cfg", rank=0, local_world=2, count=4)
+    cpu_map = place(Hardware(device="cpu", device_map="auto"), "cfg", count=2).load_kwargs()
+    assert set(cpu_map["max_memory"]) == {"cpu"} and cpu_map["device_map"] == "auto"
+    current = []
+    monkeypatch.setattr(hw_mod.torch.cuda, "set_device", current.append)
+    hw_mod.activate(place(Hardware(device="cuda"), "cfg", rank=2, local_world=4, count=4))
+    hw_mod.activate(place(Hardware(), "cfg", count=4))  # the CPU: nothing
+    assert current == [2]
+    made = {}
+
+    class Translator:
+        def __init__(self, folder, **kw):
+            made.update(kw)
+
+    monkeypatch.setattr(ct2, "require", lambda: types.SimpleNamespace(Translator=Translator))
+    tok = type("Tok", (), {"convert_ids_to_tokens": lambda self, ids: [str(i) for i in ids], "__len__": lambda self: 3})()
+    cfg = types.SimpleNamespace(backend=types.SimpleNamespace(device="cuda", compute_type="int8"), threads=1)
+    monkeypatch.setattr("forgetbench.sweep.run.ct2_folder", lambda *a: tmp_path)
+    translator_for(cfg, tmp_path, "base", "ctranslate2", None, tok, place(Hardware(device="cuda"), "cfg", rank=1,
+                                                                            local_world=2, count=2))
+    assert (made["device"], made["device_index"]) == ("cuda", 1)

@@ -172,8 +172,9 @@ class Ct2Translator:
                  threads: int = 1):
         ct2 = require()
         self.folder, self.tokenizer, self.device, self.compute_type = Path(folder), tokenizer, device, compute_type
-        self.translator = ct2.Translator(str(folder), device=device, compute_type=compute_type, inter_threads=1,
-                                         intra_threads=threads)
+        kind, _, index = device.partition(":")  # "cuda:N": GPU N (under a launcher, the process's own GPU)
+        self.translator = ct2.Translator(str(folder), device=kind, device_index=int(index or 0),
+                                         compute_type=compute_type, inter_threads=1, intra_threads=threads)
         # the tokenizer's id <-> token maps once (its per-token Python calls were ~4 % of a CTranslate2 batch):
         # the same strings as convert_ids_to_tokens / convert_tokens_to_ids (unknown tokens -> <unk>)
         self.tokens = [str(t) for t in tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))]

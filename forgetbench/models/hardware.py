@@ -210,11 +210,13 @@ def place(hw: Hardware, where: str, rank: int = 0, local_world: int = 1, count: 
                                f"CUDA build {torch.version.cuda or 'none'}); use device: cpu or auto")
     if device == "cpu":
         gpus: tuple[int, ...] = ()
-    elif ":" in device:
-        n = int(device.split(":")[1])
-        if n >= count:
-            raise ForgetbenchError(f"{_label(where, 'device')}: {device}, but this machine has {count} CUDA GPU(s) (0 … {count - 1})")
-        gpus = (n,)
+    elif ":" in device:  # GPU N of this process's share (the machine's GPUs when it runs alone)
+        n, share = int(device.split(":")[1]), process_share(count, rank, local_world)
+        if n >= len(share):
+            raise ForgetbenchError(f"{_label(where, 'device')}: {device}, but "
+                                   f"{'this process has' if local_world > 1 else 'this machine has'} {len(share)} CUDA "
+                                   f"GPU(s) (0 … {len(share) - 1})")
+        gpus = (share[n],)
     else:
         gpus = process_share(count, rank, local_world)
         if hw.device_map is None:
@@ -233,12 +235,12 @@ def place(hw: Hardware, where: str, rank: int = 0, local_world: int = 1, count: 
         if bad:
             raise ForgetbenchError(f"{_label(where, 'max_memory')} names GPU(s) {bad}, but this machine has {count} CUDA GPU(s)")
         rest = {k: v for k, v in hw.max_memory.items() if isinstance(k, str)}
-        if gpus:  # the process's GPUs only (rule 3), the CPU as accelerate would count it
-            from accelerate.utils import get_max_memory
+        from accelerate.utils import get_max_memory
 
+        if gpus:  # the process's GPUs only (rule 3), the CPU as accelerate would count it
             max_memory = {g: hw.max_memory.get(g) or _free(g) for g in gpus} | {"cpu": get_max_memory()["cpu"]} | rest
-        else:
-            max_memory = rest or None
+        else:  # device: cpu: a named map spreads over the CPU (and disk) only, never over GPUs the machine has
+            max_memory = {"cpu": get_max_memory()["cpu"]} | rest if count else (rest or None)
         offloads = "disk" in rest
     else:
         dmap = {"": gpus[0]} if gpus else None
@@ -248,6 +250,13 @@ def place(hw: Hardware, where: str, rank: int = 0, local_world: int = 1, count: 
                                "hardware.offload_folder (a folder for the offloaded weights) or give more max_memory")
     first = f"cuda:{gpus[0]}" if gpus else "cpu"
     return Placement(hw, first, gpus, dmap, max_memory)
+
+
+def activate(placement: Placement) -> None:
+    """Make the process's first GPU its current CUDA device (``torch.cuda.set_device``), so that anything allocated
+    on plain ``cuda`` lands on this process's share, not on GPU 0; nothing on the CPU."""
+    if placement.gpus:
+        torch.cuda.set_device(placement.gpus[0])
 
 
 def _free(gpu: int) -> int:

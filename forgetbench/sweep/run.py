@@ -44,7 +44,7 @@ from forgetbench.io import atomic_write_text
 from forgetbench.models import ct2
 from forgetbench.models.decoder_step import direct_unsupported
 from forgetbench.models.generation import greedy_supported
-from forgetbench.models.hardware import Placement, describe, numerics, place
+from forgetbench.models.hardware import Placement, activate, describe, numerics, place
 from forgetbench.models.load import weights_sha256
 from forgetbench.sweep.config import SweepConfig
 from forgetbench.sweep.schedule import Unit, done_count, next_unit, units
@@ -118,10 +118,13 @@ def ct2_folder(cfg: SweepConfig, run_dir: Path, name: str, compute_type: str | N
     return run_dir / "ctranslate2" / f"{name}-{compute_type or cfg.backend.compute_type}"
 
 
-def translator_for(cfg: SweepConfig, run_dir: Path, name: str, backend: str, model, tok):
+def translator_for(cfg: SweepConfig, run_dir: Path, name: str, backend: str, model, tok,
+                   placement: Placement | None = None):
     if backend == "ctranslate2":
-        return ct2.Ct2Translator(ct2_folder(cfg, run_dir, name), tok, cfg.backend.device, cfg.backend.compute_type,
-                                 cfg.threads)
+        device = cfg.backend.device
+        if device.startswith("cuda") and ":" not in device and placement is not None and placement.gpus:
+            device = f"cuda:{placement.gpus[0]}"  # this process's GPU, not every process on GPU 0
+        return ct2.Ct2Translator(ct2_folder(cfg, run_dir, name), tok, device, cfg.backend.compute_type, cfg.threads)
     return TorchTranslator(model, tok)
 
 
@@ -278,7 +281,7 @@ class _Worker:
             return RoutedTranslator(lambda tgt: TorchTranslator(*self.load(unit.variant, tgt)))
         if unit.series not in self.translators:
             self.translators[unit.series] = translator_for(self.cfg, self.run_dir, unit.variant, unit.backend,
-                                                           self.model, self.tok)
+                                                           self.model, self.tok, self.placement)
         return self.translators[unit.series]
 
     def cross_attention(self, series: str, job, model, tok, states: dict | None = None) -> None:
@@ -438,6 +441,7 @@ def run_sweep(cfg: SweepConfig, run_dir: str | Path, progress: bool | Console = 
     torch.set_num_threads(cfg.threads)
     local = int(os.environ.get("LOCAL_RANK", rank)) if world > 1 else 0
     placement = place(cfg.hardware, f"{cfg.source}: hardware", local, int(os.environ.get("LOCAL_WORLD_SIZE", world)))
+    activate(placement)
     con = as_console(progress if rank == 0 else False, "sweep")  # rank 0 speaks for every process
     t0 = time.perf_counter()
     stages = dict.fromkeys(("compress", "translate", "cross_attention", "bias", "waiting", "speed", "lid",
