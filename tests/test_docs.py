@@ -52,3 +52,28 @@ def test_the_lookup_table_names_real_modules_and_functions():
             assert path.is_file(), f"{m} named in docs/METHOD.md does not exist"
             defined |= _defined(path)
         assert functions <= defined, f"{row}: not defined in {modules}: {sorted(functions - defined)}"
+
+
+def test_every_readme_command_parses_with_the_current_cli():
+    """Each ``forgetbench`` command of the README's bash blocks is accepted by the command line as written (its
+    commands and flags exist; shell variables stand for paths): a renamed flag fails here, not for a reader."""
+    import shlex
+
+    from forgetbench.cli import build_parser
+
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    found = 0
+    for block in re.findall(r"```bash\n(.*?)```", text, re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            cmd = line.split(" #")[0].strip()
+            if "forgetbench" not in cmd:
+                continue
+            words = shlex.split(cmd.replace("$T", "T").replace("$O", "O"))
+            start = max(i for i, w in enumerate(words) if w in ("forgetbench", "forgetbench.cli")) + 1
+            args = words[start:]
+            try:
+                build_parser().parse_args(args)
+            except SystemExit as e:
+                raise AssertionError(f"README command does not parse: {cmd}") from e
+            found += 1
+    assert found >= 10
