@@ -158,15 +158,10 @@ def load_distill_config(path: str | Path) -> DistillConfig:
                                "(pairs are English-centric: list the other side only)")
     cfg.data_note = None
     if d.shared and d.sample and not Path(_resolve(base, d.shared)).is_dir():
-        sample = Path(_resolve(base, d.sample))
-        absent = [x for x in d.languages if x not in d.corpora and not (sample / f"{x}.tsv").is_file()]
-        if absent:
-            raise ForgetbenchError(f"{path}: data.shared {_resolve(base, d.shared)} is not here and data.sample "
-                                   f"{sample} has no TSV for {absent}")
-        d.corpora = {x: str(sample / f"{x}.tsv") for x in d.languages} | d.corpora
-        cfg.data_note = (f"{path}: data.shared {_resolve(base, d.shared)} is not here: distilling on the shipped "
-                         f"sample {sample} (a few hundred pairs per language, for trying the command; give "
-                         "data.shared or data.corpora for a real student)")
+        from forgetbench.train.config import sample_fallback
+
+        cfg.data_note = sample_fallback(d, _resolve(base, d.shared), Path(_resolve(base, d.sample)), path,
+                                        "distilling", "a real student")
         d.shared = ""
     corpora = {}
     for lang, f in d.corpora.items():

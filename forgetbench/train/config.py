@@ -111,6 +111,18 @@ def _beside(path: Path, p: str) -> str:
     return str(q if q.is_absolute() else (path.parent / q).resolve())
 
 
+def sample_fallback(d, shared: str, sample: Path, path: Path, doing: str, real: str) -> str:
+    """``data.sample``'s ``<lang>.tsv`` files become the corpora of every language without one (``data.shared`` is
+    not there); returns the warning line. Shared by train-mt and distill configs."""
+    missing = [x for x in d.languages if x not in d.corpora and not (sample / f"{x}.tsv").is_file()]
+    if missing:
+        raise ForgetbenchError(f"{path}: data.shared {shared} is not here and data.sample {sample} has no TSV for "
+                               f"{missing}")
+    d.corpora = {x: str(sample / f"{x}.tsv") for x in d.languages} | d.corpora
+    return (f"{path}: data.shared {shared} is not here: {doing} on the shipped sample {sample} (a few hundred pairs "
+            f"per language, for trying the command; give data.shared or data.corpora for {real})")
+
+
 def resolve_corpus(d, path: Path) -> str | None:
     """``data.shared``, ``data.corpora`` and ``data.sample`` resolved against the config's folder and checked: every
     language needs a corpus. When ``shared`` is not there and ``sample`` is, the sample's ``<lang>.tsv`` files are
@@ -125,14 +137,7 @@ def resolve_corpus(d, path: Path) -> str | None:
             raise ForgetbenchError(f"{path}: data.corpora.{lang}: {f} not found (a TSV file or a datasets folder)")
     shared = _beside(path, d.shared) if d.shared else ""
     if shared and not Path(shared).is_dir() and d.sample:
-        sample = Path(_beside(path, d.sample))
-        missing = [x for x in d.languages if x not in d.corpora and not (sample / f"{x}.tsv").is_file()]
-        if missing:
-            raise ForgetbenchError(f"{path}: data.shared {shared} is not here and data.sample {sample} has no TSV for "
-                                   f"{missing}")
-        d.corpora = {x: str(sample / f"{x}.tsv") for x in d.languages} | d.corpora
-        note = (f"{path}: data.shared {shared} is not here: training on the shipped sample {sample} (a few hundred "
-                "pairs per language, for trying the command; give data.shared or data.corpora for real training)")
+        note = sample_fallback(d, shared, Path(_beside(path, d.sample)), path, "training", "real training")
         shared = ""
     if shared and not Path(shared).is_dir():
         raise ForgetbenchError(f"{path}: data.shared {shared} is not a folder (the shared data directory); give "
