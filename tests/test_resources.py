@@ -117,7 +117,13 @@ def test_memory_running_out_at_load_or_mid_translation_is_said_as_such(tiny_dir,
     assert main(["compress", str(tiny_dir), "--recipe", "prune-30", "--out", str(tmp_path / "c")]) == 2
     line = _one_line(capsys)
     assert "out of memory while `compress` ran" in line and "cannot be loaded" not in line
+    assert not (tmp_path / "c").exists()
+    loaded = tmp_path / "loaded"  # the same at a sweep's first load; its rerun finishes as an uninterrupted run
+    assert main(["sweep", str(_cfg(tmp_path, tiny_dir)), "--out", str(loaded), "--quiet"]) == 2
+    assert "out of memory while `sweep` ran" in _one_line(capsys)
     monkeypatch.undo()
+    assert main(["sweep", str(_cfg(tmp_path, tiny_dir)), "--out", str(loaded), "--quiet"]) == 0
+    assert (_rows(loaded), _summary(loaded)) == reference
     real = backends.translate_rows
     calls = []
 
