@@ -29,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _debug_everywhere(sub) -> None:
-    """``--debug`` accepted after any (sub)command too, as before it: ``forgetbench eval CFG --debug``."""
+    """``--debug`` accepted before or after any (sub)command: ``forgetbench eval CFG --debug``."""
     for command in sub.choices.values():
         command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                              help="show the traceback of an unexpected error")
