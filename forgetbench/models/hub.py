@@ -3,13 +3,14 @@
 Rules:
 
 1. A name that is an existing path is a local folder; it must hold ``config.json``. A config's relative folder
-   is resolved against the config's own folder first (``model_folder(name, base=...)``).
-2. Any other name of the form ``name`` or ``org/name`` (no ``./``, no trailing ``/``) is a hub id:
-   ``huggingface_hub.snapshot_download`` finds its snapshot in the cache (``$HF_HOME``/``$HF_HUB_CACHE``), offline
-   when ``HF_HUB_OFFLINE=1`` (the CLI's default) and downloading otherwise. The snapshot folder is then used
-   as any local folder. Its commit sha (the snapshot's folder name) is the revision a run records.
-3. A missing id offline → one line naming the cache looked in and the variable that allows a download; a
-   missing folder → one line naming the path. Nothing is written by a lookup offline.
+   is resolved against the config's own folder first (``resolve_model(name, base=...)``).
+2. Any other name of the form ``name`` or ``org/name`` (no ``./``, no trailing ``/``) is a hub id, looked up in
+   the cache only (``huggingface_hub.try_to_load_from_cache``: no network): ``$HF_HUB_CACHE``, else
+   ``$HF_HOME/hub``. The snapshot folder is then used as any local folder; its commit sha (the snapshot's folder
+   name) is the revision a run records.
+3. Nothing is downloaded unless the user asks for it by setting ``HF_HUB_OFFLINE=0``: then a missing id is fetched
+   with ``huggingface_hub.snapshot_download`` into that cache. Otherwise a missing id → one line naming the cache
+   looked in and the variable that allows a download; a missing folder → one line naming the path.
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ def is_hub_id(name: str) -> bool:
     return bool(_HUB_ID.fullmatch(name)) and ".." not in name
 
 
-def offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes", "on")
+def downloads_allowed() -> bool:
+    """Only an explicit ``HF_HUB_OFFLINE=0`` (or false/no/off) allows a download (rule 3)."""
+    return os.environ.get("HF_HUB_OFFLINE", "").lower() in ("0", "false", "no", "off")
 
 
 def resolve_model(name: str | Path, where: str = "", base: Path | None = None) -> ModelSource:
@@ -67,21 +69,33 @@ def hub_cache() -> Path:
 
 
 def _snapshot(repo_id: str, prefix: str, local: Path) -> tuple[Path, str, str]:
-    from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import HFValidationError, LocalEntryNotFoundError
+    from huggingface_hub import try_to_load_from_cache
+    from huggingface_hub.errors import HFValidationError
 
     cache = hub_cache()
     try:
-        folder = Path(snapshot_download(repo_id, cache_dir=str(cache), local_files_only=offline()))
-    except (LocalEntryNotFoundError, FileNotFoundError):
-        how = ("downloads are off (HF_HUB_OFFLINE=1): download it once with HF_HUB_OFFLINE=0, or give a local folder"
-               if offline() else "it could not be downloaded: check the id and your connection")
-        raise ForgetbenchError(f"{prefix}no folder {local}, and model {repo_id!r} is not in the Hugging Face cache "
-                               f"{cache}; {how}") from None
+        found = try_to_load_from_cache(repo_id, "config.json", cache_dir=str(cache))
     except HFValidationError as e:
         raise ForgetbenchError(f"{prefix}{repo_id!r} is neither a model folder nor a valid hub id ({e})") from None
-    except OSError as e:  # network errors, a gated or missing repository
-        raise ForgetbenchError(f"{prefix}model {repo_id!r}: {type(e).__name__}: {str(e).splitlines()[0][:200]}") from None
+    if isinstance(found, str):
+        folder = Path(found).parent
+    elif downloads_allowed():
+        folder = _download(repo_id, cache, prefix)
+    else:
+        raise ForgetbenchError(f"{prefix}no folder {local}, and model {repo_id!r} is not in the Hugging Face cache "
+                               f"{cache}; downloads are off: set HF_HUB_OFFLINE=0 to download it once, or give a "
+                               "local folder")
     if not (folder / "config.json").is_file():
         raise ForgetbenchError(f"{prefix}hub model {repo_id!r} ({folder}) has no config.json: not a transformers model")
     return folder, repo_id, folder.name
+
+
+def _download(repo_id: str, cache: Path, prefix: str) -> Path:
+    """Rule 3: the download the user asked for (``HF_HUB_OFFLINE=0``), into ``cache``."""
+    from huggingface_hub import snapshot_download
+
+    try:
+        return Path(snapshot_download(repo_id, cache_dir=str(cache)))
+    except OSError as e:  # network errors, a gated or missing repository
+        raise ForgetbenchError(f"{prefix}model {repo_id!r} could not be downloaded ({type(e).__name__}: "
+                               f"{str(e).splitlines()[0][:200]}); check the id and your connection") from None
