@@ -13,6 +13,9 @@ Rules:
    nothing partial stands as complete).
 3. ``free_disk(path)`` and ``available_memory()`` are the two measurements, each from the OS; the pre-checks
    (``check_disk``) compare a plan's bytes with them before any work.
+4. ``error_line(e, command, where)`` is the one line and exit code of any failure, for the CLI and a sweep's
+   spawned workers alike: a ``ForgetbenchError`` as it says (its code), exhaustion as rule 2 (2), anything else
+   as "unexpected" with its first line (1).
 """
 
 from __future__ import annotations
@@ -94,3 +97,14 @@ def check_disk(need: int, where: str | Path, what: str) -> None:
     if free is not None and need > free:
         raise ForgetbenchError(f"{where}: {what} needs about {size(need)} and its filesystem has {size(free)} free; "
                                "free space or choose an output on another disk")
+
+
+def error_line(e: BaseException, command: str, where: str | Path | None) -> tuple[str, int]:
+    """Rule 4: (the text after ``forgetbench: error:``, the exit code)."""
+    if isinstance(e, ForgetbenchError):
+        return " ".join(str(e).split()), e.exit_code
+    kind = exhausted(e)
+    if kind is not None:
+        return explain(kind, command, where), 2
+    first = (str(e).strip().splitlines() or [""])[0][:300]
+    return f"unexpected {type(e).__name__}: {first} (rerun with --debug for the traceback)", 1

@@ -49,7 +49,7 @@ def _output_of(args) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     from forgetbench.errors import ForgetbenchError
-    from forgetbench.resources import exhausted, explain
+    from forgetbench.resources import error_line
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
@@ -62,21 +62,13 @@ def main(argv: list[str] | None = None) -> int:
     quiet_libraries(debug=args.debug)  # library chatter never precedes our one line (console rule 4)
     try:
         return args.func(args)
-    except ForgetbenchError as e:
-        print(f"forgetbench: error: {' '.join(str(e).split())}", file=sys.stderr)
-        return e.exit_code
     except KeyboardInterrupt:
         print("forgetbench: interrupted", file=sys.stderr)
         return 130
-    except Exception as e:  # noqa: BLE001 - the one place that turns any other failure into one line
-        if args.debug:
+    except Exception as e:  # noqa: BLE001 - the one place that turns any failure into one line
+        if args.debug and not isinstance(e, ForgetbenchError):
             raise
-        kind = exhausted(e)
-        if kind is not None:  # a full disk or memory: what it is, where, and that the same command resumes
-            command = " ".join(x for x in (args.command, getattr(args, "action", None)) if x)
-            print(f"forgetbench: error: {explain(kind, command, _output_of(args))}", file=sys.stderr)
-            return 2
-        first = (str(e).strip().splitlines() or [""])[0][:300]
-        print(f"forgetbench: error: unexpected {type(e).__name__}: {first} (rerun with --debug for the traceback)",
-              file=sys.stderr)
-        return 1
+        command = " ".join(x for x in (args.command, getattr(args, "action", None)) if x)
+        line, code = error_line(e, command, _output_of(args))
+        print(f"forgetbench: error: {line}", file=sys.stderr)
+        return code

@@ -151,9 +151,7 @@ def cmd_sweep(args) -> int:
     cfg.extend = args.extend
     con = Console(args.command, quiet=args.quiet)
     run_dir = Path(args.out or Path("runs") / cfg.name)
-    if not run_dir.parent.exists() and args.out is None:
-        run_dir.parent.mkdir(parents=True)
-    resumable_output(run_dir, "store.sqlite", "sweep run folder")
+    resumable_output(run_dir, "store.sqlite", "sweep run folder")  # its missing parents made as mkdir -p
     check_resources(cfg, run_dir, args.processes or cfg.processes)  # disk and memory, before any work
     summary, rank, world = run_in_processes(cfg, run_dir, args.processes or cfg.processes, con)
     if rank == 0:

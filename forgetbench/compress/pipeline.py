@@ -123,8 +123,9 @@ def source_dtype(model_dir: Path) -> torch.dtype | None:
         cfg = json.loads((model_dir / "config.json").read_text())
     except (OSError, ValueError):
         return None
-    name = cfg.get("dtype") or cfg.get("torch_dtype")
-    return {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}.get(str(name))
+    from forgetbench.models.load import DTYPES
+
+    return DTYPES.get(str(cfg.get("dtype") or cfg.get("torch_dtype")))
 
 
 def source_bytes(model_dir: Path) -> int:

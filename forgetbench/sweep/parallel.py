@@ -40,15 +40,9 @@ def _worker(config: str, run_dir: str, rank: int, world: int, barrier, hardware:
     except Exception as e:  # noqa: BLE001 - a worker's failure is one line, as the command's own (cli.main)
         import sys
 
-        from forgetbench.resources import exhausted, explain
+        from forgetbench.resources import error_line
 
-        kind = exhausted(e)
-        if kind is not None:
-            line, code = explain(kind, f"sweep (worker {rank})", run_dir), 2
-        elif isinstance(e, ForgetbenchError):
-            line, code = " ".join(str(e).split()), e.exit_code
-        else:
-            line, code = f"unexpected {type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:300]}", 1
+        line, code = error_line(e, f"sweep (worker {rank})", run_dir)
         print(f"forgetbench: error: {line}", file=sys.stderr, flush=True)
         sys.exit(code)
 

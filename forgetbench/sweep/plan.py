@@ -16,6 +16,7 @@ Rules (``check_resources``; numbers from ``forgetbench.resources``):
 
 from __future__ import annotations
 
+import functools
 import sys
 from pathlib import Path
 
@@ -27,18 +28,19 @@ REPORT_BYTES = 16 * 2**20
 LOAD_FACTOR = 1.5
 
 
+@functools.cache
 def _source(model_dir: Path) -> tuple[int, int]:
-    """(the checkpoint's bytes, its parameters) — the parameters from the config on the meta device."""
+    """(the checkpoint's bytes, its parameters) — the parameters from the config on the meta device; once per
+    folder and process."""
+    from forgetbench.compress.pipeline import source_bytes
     from forgetbench.models.device_map import empty_model, load_config
 
-    files = [p for p in model_dir.glob("*.safetensors") if ".int8." not in p.name and ".sparse." not in p.name]
-    n = sum(p.numel() for p in empty_model(load_config(str(model_dir))).parameters())
-    return sum(p.stat().st_size for p in files), n
+    return source_bytes(model_dir), sum(p.numel() for p in empty_model(load_config(str(model_dir))).parameters())
 
 
 def disk_plan(cfg, run_dir: Path) -> int:
     """Rule 1's bytes still to be written for ``cfg`` in ``run_dir``."""
-    need, sources = REPORT_BYTES, {}
+    need = REPORT_BYTES
     for v, recipe in cfg.variants.items():
         if recipe is None or recipe.load_quantisation is not None:
             continue
@@ -46,10 +48,7 @@ def disk_plan(cfg, run_dir: Path) -> int:
         todo = [m for m in members if not (run_dir / "variants" / v / (m or "")).is_dir()]
         if not todo:
             continue
-        folder = cfg.model_of(v)
-        if folder not in sources:
-            sources[folder] = _source(folder)
-        src_bytes, params = sources[folder]
+        src_bytes, params = _source(cfg.model_of(v))
         prune_only = all(s.kind == "prune" and getattr(s.config, "method", "magnitude") in ("magnitude", "wanda")
                          for s in recipe.steps)
         need += len(todo) * int(2 * src_bytes if prune_only else LOAD_FACTOR * 4 * params)
