@@ -34,6 +34,14 @@ def load_yaml_mapping(path: str | Path, what: str = "config") -> dict:
     return raw
 
 
+def did_you_mean(word: str, choices) -> str:
+    """``"did you mean 'fr'? "`` for the close matches of ``word`` among ``choices`` (difflib), else ``""``."""
+    import difflib
+
+    close = difflib.get_close_matches(str(word), list(choices), n=3, cutoff=0.6)
+    return f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+
+
 def is_type(value, kind: type) -> bool:
     if kind is float:
         return isinstance(value, (int, float)) and not isinstance(value, bool)

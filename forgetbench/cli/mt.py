@@ -246,9 +246,10 @@ def cmd_compress_stream(args) -> int:
 
 
 def _shipped_names() -> list[str]:
-    from forgetbench.compress.recipe import shipped_recipes
+    """The shipped recipes' file names, for --help: a glob, no YAML read (the parser is built at every start)."""
+    from forgetbench.compress.recipe import RECIPE_DIRS
 
-    return sorted({f.stem for f in shipped_recipes().values()})
+    return sorted({f.stem for d in RECIPE_DIRS if d.is_dir() for f in d.glob("*.yaml")})
 
 
 def cmd_recipes(args) -> int:

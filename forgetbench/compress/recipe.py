@@ -226,7 +226,7 @@ def shipped_recipes() -> dict[str, Path]:
 
 def find_recipe(name_or_path: str) -> Path:
     """A recipe file: a path, or a shipped recipe by file name or ``name:``; else one line with close names."""
-    import difflib
+    from forgetbench.configs import did_you_mean
 
     p = Path(name_or_path)
     if p.is_file():
@@ -235,9 +235,8 @@ def find_recipe(name_or_path: str) -> Path:
     key = name_or_path[:-5] if name_or_path.endswith(".yaml") else name_or_path
     if key in shipped:
         return shipped[key]
-    close = difflib.get_close_matches(key, list(shipped), n=3, cutoff=0.6)
-    hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
-    raise ForgetbenchError(f"recipe {name_or_path!r} not found (not a file, not a shipped recipe); {hint}shipped: "
+    raise ForgetbenchError(f"recipe {name_or_path!r} not found (not a file, not a shipped recipe); "
+                           f"{did_you_mean(key, shipped)}shipped: "
                            f"{', '.join(sorted({f.stem for f in shipped.values()}))}")
 
 

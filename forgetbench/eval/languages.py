@@ -102,11 +102,10 @@ def language(code: str, where: str = "") -> Language:
     try:
         return LANGUAGES[code]
     except KeyError:
-        import difflib
+        from forgetbench.configs import did_you_mean
 
-        close = difflib.get_close_matches(str(code), list(LANGUAGES), n=3, cutoff=0.6)
-        hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
-        raise ForgetbenchError(f"{where + ': ' if where else ''}unknown language code {code!r}; {hint}use M2M-100 "
+        raise ForgetbenchError(f"{where + ': ' if where else ''}unknown language code {code!r}; "
+                               f"{did_you_mean(code, LANGUAGES)}use M2M-100 "
                                f"codes such as {', '.join(list(LANGUAGES)[:6])}… (see forgetbench.eval.languages)"
                                ) from None
 

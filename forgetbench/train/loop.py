@@ -101,6 +101,22 @@ def resume(model, opt, ckpt: Path, fingerprint: str, log=print) -> dict:
     return state
 
 
+def step_seed(seed: int, step: int) -> int:
+    """The torch seed of step ``step`` (module docstring: the same whether or not the run was interrupted)."""
+    return seed * 1_000_003 + step
+
+
+def train_step(model, opt, b: dict, step_loss: Callable[[dict], tuple[torch.Tensor, int]], clip: float):
+    """One optimiser step on batch ``b``: the loss, backward, gradient clipping at ``clip``, the update; returns
+    (loss, tokens) as ``step_loss`` gives them."""
+    loss, tokens = step_loss(b)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+    opt.step()
+    return loss, tokens
+
+
 def run(model, opt, data: BatchSource, step_loss: Callable[[dict], tuple[torch.Tensor, int]], tc: TrainCfg, state: dict,
         ckpt: Path, log_file: Path, on_log: Callable[[int], dict] | None = None, progress: bool = True) -> str:
     """Train until ``tc.steps`` or the time budget; returns what stopped it. ``step_loss(batch)`` gives the
@@ -121,14 +137,10 @@ def run(model, opt, data: BatchSource, step_loss: Callable[[dict], tuple[torch.T
             b = data.collate(batches[state["batch"]])
             state["batch"] += 1
             step = state["step"] + 1
-            torch.manual_seed(tc.seed * 1_000_003 + step)
+            torch.manual_seed(step_seed(tc.seed, step))
             for g in opt.param_groups:
                 g["lr"] = inverse_sqrt(step, tc.lr, tc.warmup)
-            loss, tokens = step_loss(b)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), tc.clip)
-            opt.step()
+            loss, tokens = train_step(model, opt, b, step_loss, tc.clip)
             state["step"] = step
             state["tokens"] += tokens
             run_loss, run_n = run_loss + loss.item(), run_n + 1

@@ -39,6 +39,7 @@ def figures(step_seconds: list[float], step_tokens: list[int], epoch_tokens: int
 def probe(cfg: TrainMTConfig, out_dir: str | Path, steps: int = 30, hours: float = 2.5, log=print) -> dict:
     import torch
 
+    from forgetbench.train.loop import step_seed, train_step
     from forgetbench.train.mt import setup
 
     S = setup(cfg, Path(out_dir), log)
@@ -46,13 +47,9 @@ def probe(cfg: TrainMTConfig, out_dir: str | Path, steps: int = 30, hours: float
     seconds, tokens = [], []
     for k in range(min(len(batches), WARMUP_STEPS + steps)):
         b = S.data.collate(batches[k])
-        torch.manual_seed(cfg.train.seed * 1_000_003 + k + 1)
+        torch.manual_seed(step_seed(cfg.train.seed, k + 1))
         t0 = time.perf_counter()
-        loss, n = S.step_loss(b)
-        S.opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(S.model.parameters(), cfg.train.clip)
-        S.opt.step()
+        _, n = train_step(S.model, S.opt, b, S.step_loss, cfg.train.clip)
         if S.arith.device_type == "cuda":
             torch.cuda.synchronize()
         if k >= WARMUP_STEPS:
