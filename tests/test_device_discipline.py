@@ -8,7 +8,7 @@ from forgetbench.compress.artefacts import load_sparse, save_int8, save_sparse
 from forgetbench.compress.calibrators import HistogramCalibrator, MaxCalibrator
 from forgetbench.compress.data_aware import lowest_over, wanda_mask
 
-from .device_harness import DeviceMismatch, cuda, module_to_cuda, on_cuda
+from .device_harness import DeviceMismatch, cuda, device_map_to_cuda, module_to_cuda, on_cuda
 
 
 def _layer():
@@ -85,3 +85,78 @@ def test_greedy_decoding_of_a_cuda_model_gives_the_cpu_hypotheses(tiny_dir):
     with on_cuda():
         got = translate(model, tok, src, "en", "de", max_new_tokens=10)
     assert got == ref
+
+
+def _two_gpu_map(model) -> dict[str, int]:
+    """The inputs' GPU (0) holds the embeddings and the first encoder layer; the rest of the encoder ends on GPU 1,
+    the decoder starts on GPU 1 and ends on GPU 0: every hand-over of the decoding loop crosses GPUs."""
+    names = dict(model.named_modules())
+    enc = [n for n in names if n.startswith("model.encoder.layers.") and n.count(".") == 3]
+    dec = [n for n in names if n.startswith("model.decoder.layers.") and n.count(".") == 3]
+    dmap = {"model.shared": 0, "model.encoder.embed_tokens": 0, "model.decoder.embed_tokens": 0, "lm_head": 0,
+            "model.encoder.embed_positions": 0, enc[0]: 0}
+    dmap |= dict.fromkeys(enc[1:], 1) | {"model.encoder.layer_norm": 1, "model.decoder.embed_positions": 1}
+    dmap |= {dec[0]: 1} | dict.fromkeys(dec[1:], 0) | {"model.decoder.layer_norm": 0}
+    return {k: v for k, v in dmap.items() if k in names}
+
+
+def test_greedy_decoding_over_a_two_gpu_map_gives_the_cpu_hypotheses(tiny_dir):
+    """H4: a device map whose encoder ends on another GPU than the inputs (accelerate's hooks move each module's
+    inputs, not the encoder's states the loop keeps): the same tokens as on the CPU, through the model's own
+    forward and through ``generate`` for beam search."""
+    from forgetbench.models.generation import translate
+    from forgetbench.models.load import load
+
+    model, tok, _ = load(tiny_dir, dtype="fp32", with_signature=False)
+    src = ["A short sentence.", "Another, somewhat longer sentence than the first one.", "Third."] * 4
+    ref = translate(model, tok, src, "en", "de", max_new_tokens=10)
+    ref_beam = translate(model, tok, src[:3], "en", "de", num_beams=2, max_new_tokens=6)
+    with on_cuda():
+        device_map_to_cuda(model, _two_gpu_map(model))
+        assert model.model.encoder.layers[-1].fc1.weight.device == torch.device("cuda:1")
+        got = translate(model, tok, src, "en", "de", max_new_tokens=10)
+        got_beam = translate(model, tok, src[:3], "en", "de", num_beams=2, max_new_tokens=6)
+    assert got == ref and got_beam == ref_beam
+
+
+def test_data_aware_pruning_of_cuda_models_keeps_its_statistics_on_the_gpu(tiny_dir, tmp_path, monkeypatch):
+    """H3 and the statistics' device: Wanda and SparseGPT on a model on one GPU (layer by layer) and on a two-GPU map
+    (whole-model forwards, accelerate's hooks) prune exactly as on the CPU, every statistic accumulated on its
+    weight's GPU (never copied to the host)."""
+    import json
+
+    from forgetbench.compress import data_aware_prune as dap
+    from forgetbench.compress.apply import apply_recipe
+    from forgetbench.compress.calibration import Seq2SeqCalibration
+    from forgetbench.compress.recipe import load_recipe
+    from forgetbench.models.load import load
+
+    from .conftest import CALIB
+
+    seen = []
+    add = dap._Inputs.add
+    monkeypatch.setattr(dap._Inputs, "add", lambda self, x, keep: (add(self, x, keep), seen.append(self.stat.device)))
+    for method in ("wanda", "sparsegpt"):
+        p = tmp_path / f"{method}.yaml"
+        p.write_text(json.dumps({"name": method, "steps": [{"prune": {
+            "method": method, "sparsity": 0.5, "calibration": {"data": str(CALIB), "max_sentences": 8}}}]}))
+        recipe = load_recipe(str(p))
+        weights = {}
+        for where in ("cpu", "gpu", "two-gpu"):
+            model, tok, _ = load(tiny_dir, dtype="fp32", with_signature=False)
+            seen.clear()
+            if where == "cpu":
+                rep, _ = apply_recipe(model, recipe, Seq2SeqCalibration(tok))
+            else:
+                with on_cuda():
+                    module_to_cuda(model) if where == "gpu" else device_map_to_cuda(model, _two_gpu_map(model))
+                    rep, _ = apply_recipe(model, recipe, Seq2SeqCalibration(tok))
+                assert seen and all(d.type == "cuda" for d in seen), (method, where, set(seen))
+                assert {d.index for d in seen} == ({0} if where == "gpu" else {0, 1})
+                assert model.model.encoder.layers[1].fc1.weight.device.type == "cuda"
+            assert rep["steps"][0]["prune"]["calibrated_by"] == ("whole-model forwards" if where == "two-gpu" else "layers")
+            weights[where] = {k: v.cpu() for k, v in model.state_dict().items()}
+        for where in ("gpu", "two-gpu"):
+            for k, v in weights["cpu"].items():
+                assert torch.equal(weights[where][k] == 0, v == 0), (method, where, k)
+                assert torch.allclose(weights[where][k], v, atol=1e-6, rtol=0), (method, where, k)

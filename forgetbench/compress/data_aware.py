@@ -17,6 +17,10 @@ receives). They differ in what they keep:
   are pruned (Wanda: lowest scores; SparseGPT: lowest w²/[H⁻¹]²_jj, chosen when the group's first column is
   reached). Stored as zeros: no sparse kernel here.
 
+Arithmetic (both): on the weight's own device, in float32 — the statistics, the scores, SparseGPT's weight updates —
+with the one step that needs more, SparseGPT's Cholesky factorisations and inverse of the damped Hessian, in
+float64 and its factor then rounded to float32 (as the paper's reference code computes in float32 on the GPU).
+
 ``tests/test_data_aware.py`` holds the same algorithm written the slow, explicit way (the inverse Hessian of
 the remaining columns recomputed after each elimination, one column at a time) and compares the two.
 """
@@ -71,21 +75,24 @@ def wanda_mask(weight: torch.Tensor, input_norm: torch.Tensor, sparsity: float =
 
 
 def hessian_inverse_factor(H: torch.Tensor, weight: torch.Tensor, damp: float) -> torch.Tensor:
-    """The upper Cholesky factor of (H + λI)⁻¹ after dead inputs are fixed (their weight columns zeroed in place)."""
-    H = H.clone().double()
+    """The upper Cholesky factor of (H + λI)⁻¹ after dead inputs are fixed (their weight columns zeroed in place),
+    computed in float64 on ``weight``'s device and returned in ``weight``'s dtype."""
+    H = H.to(weight.device, torch.float64, copy=True)
     dead = torch.diag(H) == 0
     H[dead, dead] = 1
     weight[:, dead] = 0
-    H += damp * torch.mean(torch.diag(H)) * torch.eye(H.shape[0], dtype=H.dtype)
+    H += damp * torch.mean(torch.diag(H)) * torch.eye(H.shape[0], dtype=H.dtype, device=H.device)
     L = torch.linalg.cholesky(H)
-    return torch.linalg.cholesky(torch.cholesky_inverse(L), upper=True)
+    return torch.linalg.cholesky(torch.cholesky_inverse(L), upper=True).to(weight.dtype)
 
 
 @torch.no_grad()
 def sparsegpt(weight: torch.Tensor, H: torch.Tensor, sparsity: float = 0.5, block: int = 128, damp: float = 0.01,
-              n_m: tuple[int, int] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """The pruned and updated weight and its mask (True = pruned); ``H``: Σ x xᵀ over the calibration inputs."""
-    W = weight.detach().clone().double()
+              n_m: tuple[int, int] | None = None, dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
+    """The pruned and updated weight and its mask (True = pruned), on ``weight``'s device; ``H``: Σ x xᵀ over the
+    calibration inputs (moved to that device); ``dtype``: the updates' arithmetic (float64 for exactness studies
+    and ``benchmarks/data_aware_kernels.py``)."""
+    W = weight.detach().to(dtype, copy=True)
     rows, cols = W.shape
     Hinv = hessian_inverse_factor(H, W, damp)
     mask = torch.zeros_like(W, dtype=torch.bool)
@@ -97,7 +104,7 @@ def sparsegpt(weight: torch.Tensor, H: torch.Tensor, sparsity: float = 0.5, bloc
         if n_m is None:
             flat = (W1**2 / d.reshape(1, -1) ** 2).flatten()
             k = num_to_prune(sparsity, flat.numel())
-            m1 = torch.zeros(flat.numel(), dtype=torch.bool)
+            m1 = torch.zeros(flat.numel(), dtype=torch.bool, device=W.device)
             m1[torch.sort(flat, stable=True).indices[:k]] = True
             m1 = m1.reshape(W1.shape)
         else:

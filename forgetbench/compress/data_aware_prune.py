@@ -46,17 +46,22 @@ ENCODER_SIDE = (".encoder.", ".encoder_attn.k_proj", ".encoder_attn.v_proj")
 
 class _Inputs:
     """A linear map's calibration statistics: Σ x² per input column (Wanda) or Σ x xᵀ (SparseGPT), valid positions
-    only."""
+    only, accumulated in float32 on ``device`` (the weight's own: a GPU model's statistics never leave its GPU; a
+    weight not yet in memory, the inputs' device)."""
 
-    def __init__(self, cols: int, method: str):
-        self.method, self.n = method, 0
-        self.stat = torch.zeros(cols, cols, dtype=torch.float64) if method == "sparsegpt" else torch.zeros(cols, dtype=torch.float64)
+    def __init__(self, cols: int, method: str, device: torch.device | None = None):
+        self.method, self.cols, self.n = method, cols, 0
+        self.device = None if device is None or device.type == "meta" else device
+        self.stat: torch.Tensor | None = None
 
     def add(self, x: torch.Tensor, keep: torch.Tensor | None) -> None:
         x = x.detach().reshape(-1, x.shape[-1])
         if keep is not None and keep.numel() == x.shape[0]:
             x = x[keep.reshape(-1).to(x.device)]
-        x = x.double().cpu()
+        x = x.to(self.device or x.device, torch.float32)
+        if self.stat is None:
+            shape = (self.cols, self.cols) if self.method == "sparsegpt" else (self.cols,)
+            self.stat = torch.zeros(shape, dtype=torch.float32, device=x.device)
         self.n += x.shape[0]
         self.stat += x.T @ x if self.method == "sparsegpt" else (x**2).sum(0)
 
@@ -118,7 +123,7 @@ def _prune_unit_linears(mats, config: PruneConfig, run, holder, groups, unit: st
     """One calibration pass (``run()``) recording the unit's linear inputs, then each matrix pruned (rule 1)."""
     stats, handles = {}, []
     for p, name, mod in mats:
-        stats[p.name] = _Inputs(mod.in_features, config.method)
+        stats[p.name] = _Inputs(mod.in_features, config.method, mod.weight.device)
         side = "enc" if any(s in f".{name}" for s in ENCODER_SIDE) else "dec"
 
         def pre(_m, args, _s=stats[p.name], _side=side):
@@ -145,8 +150,8 @@ def _prune_unit_linears(mats, config: PruneConfig, run, holder, groups, unit: st
                 mask = wanda_mask(W, s.stat.sqrt(), config.sparsity, config.n_m)
                 W.masked_fill_(mask.to(W.device), 0)
             else:
-                new, mask = sparsegpt(W.cpu(), s.stat, config.sparsity, n_m=config.n_m)
-                W.copy_(new.to(W.device, W.dtype))
+                new, mask = sparsegpt(W, s.stat, config.sparsity, n_m=config.n_m)
+                W.copy_(new)
         groups.append(GroupReport(f"{unit}/{p.name} ({config.method})", W.numel(), int(mask.sum()), None))
         zeros[p.name] = numel_zeros(W)
     return zeros

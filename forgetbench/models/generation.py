@@ -56,6 +56,13 @@ def _right_padded(attention_mask: torch.Tensor) -> bool:
     return bool((attention_mask.bool() == (positions < lengths[:, None])).all())
 
 
+def encoder_states(encoder, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """The encoder's last hidden states on the inputs' device: under a multi-GPU device map the encoder may end on
+    another GPU than the one the decoding loop keeps its tensors on (accelerate's hooks move a module's inputs, not
+    what it returns)."""
+    return encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state.to(input_ids.device)
+
+
 def encode_by_length(encoder, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                      rows: int = ENCODER_ROWS) -> torch.Tensor:
     """The encoder's states for a right-padded batch, computed in groups of ``rows`` sources of similar length,
@@ -65,14 +72,14 @@ def encode_by_length(encoder, input_ids: torch.Tensor, attention_mask: torch.Ten
     positions hold (a group's padded states, zeros past its longest source) the decoder's cross-attention masks
     out. A left-padded batch, or one that fits in a group, takes a single call."""
     if input_ids.shape[0] <= rows or not _right_padded(attention_mask):
-        return encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        return encoder_states(encoder, input_ids, attention_mask)
     lengths = attention_mask.sum(1)
     order = torch.argsort(lengths.cpu(), stable=True).to(input_ids.device)
     hidden = None
     for k in range(0, len(order), rows):
         idx = order[k : k + rows]
         n = int(lengths[idx].max())
-        h = encoder(input_ids=input_ids[idx, :n], attention_mask=attention_mask[idx, :n]).last_hidden_state
+        h = encoder_states(encoder, input_ids[idx, :n], attention_mask[idx, :n])
         if hidden is None:
             hidden = h.new_zeros(input_ids.shape[0], input_ids.shape[1], h.shape[-1])
         hidden[idx, :n] = h
