@@ -5,6 +5,7 @@ import json
 
 import pytest
 import torch
+from transformers import AutoModelForSeq2SeqLM
 
 from forgetbench.cli import main
 from forgetbench.compress.recipe import parse_recipe
@@ -240,3 +241,36 @@ def test_layer_by_layer_in_memory_equals_whole_model_forwards(tmp_path, tiny_dir
         assert torch.allclose(a[k], b[k], atol=1e-6, rtol=0), k
     assert layerwise.model.shared.weight.data_ptr() == layerwise.lm_head.weight.data_ptr()
     assert not layerwise.training and all(type(m).__name__ != "_StandIn" for m in layerwise.modules())
+
+
+@pytest.mark.parametrize("method", ["wanda", "sparsegpt"])
+def test_embeddings_stay_dense_unless_asked_and_the_nominal_size_counts_what_was_pruned(tmp_path, tiny_dir, method):
+    """The papers' methods prune linear maps only: the tied embedding / output projection stays dense by default
+    (its share of the weights then counts unpruned in the nominal size); ``include_embeddings: true`` prunes it by
+    magnitude at the same sparsity."""
+    from forgetbench.compress.pipeline import compress_dir, load_compressed
+    from forgetbench.compress.recipe import load_recipe
+
+    base = AutoModelForSeq2SeqLM.from_pretrained(str(tiny_dir)).model.shared.weight
+    out = {}
+    for include in (None, True):
+        p = _recipe(tmp_path, method, 0.5, max_sentences=16)
+        if include:
+            spec = json.loads(p.read_text())
+            spec["steps"][0]["prune"]["include_embeddings"] = True
+            p.write_text(json.dumps(spec))
+        rep = compress_dir(tiny_dir, load_recipe(str(p)), tmp_path / f"out-{include}", progress=False)
+        model, _, _ = load_compressed(tmp_path / f"out-{include}")
+        out[include] = (rep, model.model.shared.weight)
+    rep, emb = out[None]
+    prune = rep["steps"][0]["prune"]
+    assert torch.equal(emb, base) and prune["config"]["include_embeddings"] is False
+    assert "embeddings" not in [u["name"] for u in prune["units"]]
+    covered = prune["overall"]["numel"]
+    assert prune["covered"] == pytest.approx(covered / prune["model_weights"])
+    assert prune["model_weights"] == covered + base.numel() and prune["covered"] < 1
+    assert rep["sizes"]["nominal_ratio"] == pytest.approx(1 - 0.5 * prune["covered"])
+    rep, emb = out[True]
+    prune = rep["steps"][0]["prune"]
+    assert prune["config"]["include_embeddings"] is True and prune["covered"] == 1.0
+    assert int((emb == 0).sum()) == emb.numel() // 2 and rep["sizes"]["nominal_ratio"] == pytest.approx(0.5)

@@ -34,6 +34,7 @@ from forgetbench.compress.prune import OpenTensors, PruneConfig, prune
 from forgetbench.compress.ptq import QuantConfig, QuantState, quantize
 from forgetbench.compress.recipe import Calibration, Recipe, Step
 from forgetbench.errors import ForgetbenchError
+from forgetbench.compress.units import resolve_units
 
 
 @dataclass
@@ -99,8 +100,16 @@ def _prune_run(target: Target, step: Step, calibrate) -> StepReport:
             rep, how = layerwise_prune(target.model, step.config, forwards), "layers"
         else:
             rep, how = data_aware_prune(target.model, step.config, forwards, target.units), "whole-model forwards"
-        return {"prune": rep.to_dict() | {"calibration": info, "calibrated_by": how}}, None
-    return {"prune": prune(target.model, step.config, target.units, open_tensors=target.open_tensors).to_dict()}, None
+        return {"prune": rep.to_dict() | coverage(target, rep) | {"calibration": info, "calibrated_by": how}}, None
+    rep = prune(target.model, step.config, target.units, open_tensors=target.open_tensors)
+    return {"prune": rep.to_dict() | coverage(target, rep)}, None
+
+
+def coverage(target: Target, rep) -> dict:
+    """The model's prunable weights (every unit's, embeddings included: ``units.resolve_units``) and the fraction of
+    them the step's units hold: its nominal size is 1 − p · covered (docs/METHOD.md §1.4)."""
+    weights = sum(u.numel for u in resolve_units(target.model, target.units, include_embeddings=True))
+    return {"model_weights": weights, "covered": rep.numel / weights if weights else 1.0}
 
 
 def _layerwise_in_memory(target: Target) -> bool:

@@ -33,9 +33,11 @@ from forgetbench.io import atomic_directory, atomic_write_json, sha256_file
 from forgetbench.models.hardware import Placement, describe
 
 
-def write_artefacts(model: nn.Module, recipe: Recipe, qstate: QuantState | None, folder: Path) -> dict:
+def write_artefacts(model: nn.Module, recipe: Recipe, qstate: QuantState | None, folder: Path,
+                    steps: list[dict] | None = None) -> dict:
     """Beside ``folder/model.safetensors`` (the dense weights, already written): the real int8 and sparse
-    artefacts the recipe calls for; returns their sizes, ratios to the dense file and the nominal ratio."""
+    artefacts the recipe calls for; returns their sizes, ratios to the dense file and the nominal ratio (``steps``:
+    the recipe's step reports, for the weights each prune step covered)."""
     sizes = {"dense_bytes": os.path.getsize(folder / "model.safetensors")}
     if qstate is not None and qstate.weight_amax:
         stats = save_int8(model, qstate.weight_amax, folder / "model.int8.safetensors")
@@ -46,16 +48,22 @@ def write_artefacts(model: nn.Module, recipe: Recipe, qstate: QuantState | None,
     for k in ("int8", "sparse"):
         if f"{k}_bytes" in sizes:
             sizes[f"{k}_ratio"] = sizes[f"{k}_bytes"] / sizes["dense_bytes"]
-    sizes["nominal_ratio"] = nominal_ratio(recipe)
+    sizes["nominal_ratio"] = nominal_ratio(recipe, steps)
     return sizes
 
 
-def nominal_ratio(recipe: Recipe) -> float:
-    """The study's size accounting: p-pruned counts (1-p), int8 0.25 (docs/METHOD.md §1.1); bitsandbytes its
-    bits (``compress.bnb`` rule 3)."""
+def nominal_ratio(recipe: Recipe, steps: list[dict] | None = None) -> float:
+    """The study's size accounting (docs/METHOD.md §1.4): a step pruning a fraction p of weights that hold the
+    fraction ``covered`` of the model's prunable weights counts 1 − p·covered (1 − p where it prunes every unit,
+    embeddings included; ``covered`` from the step's report in ``steps``, else 1), int8 0.25; bitsandbytes its bits
+    (``compress.bnb`` rule 3)."""
     r = 1.0
-    for s in recipe.steps:
-        r *= (1 - s.config.sparsity) if s.kind == "prune" else s.config.nominal_ratio if s.kind == "bitsandbytes" else 0.25
+    for i, s in enumerate(recipe.steps):
+        if s.kind == "prune":
+            covered = (steps[i].get("prune") or {}).get("covered", 1.0) if steps and i < len(steps) else 1.0
+            r *= 1 - s.config.sparsity * covered
+        else:
+            r *= s.config.nominal_ratio if s.kind == "bitsandbytes" else 0.25
     return r
 
 
@@ -103,7 +111,7 @@ def compress_dir(model_dir: str | Path, recipe: Recipe, out_dir: str | Path, pro
             tok.save_pretrained(tmp)
         if qstate is not None:
             atomic_write_json(tmp / "quantization.json", qstate.to_dict())
-        sizes = write_artefacts(model, recipe, qstate, tmp)
+        sizes = write_artefacts(model, recipe, qstate, tmp, report["steps"])
         report |= {
             "format": "forgetbench-compression-v1",
             "model_dir": str(model_dir.resolve()),

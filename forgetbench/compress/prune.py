@@ -53,7 +53,7 @@ METHODS = ("magnitude", "wanda", "sparsegpt")
 class PruneConfig:
     sparsity: float | None  # None with n_m: N / M
     scope: str | None = None  # None: the method's default (magnitude layer, wanda row, sparsegpt block)
-    include_embeddings: bool = True
+    include_embeddings: bool | None = None  # None: the method's default (magnitude yes, data-aware no: the papers')
     method: str = "magnitude"  # magnitude | wanda | sparsegpt (compress.data_aware_prune)
     n_m: tuple | None = None  # data-aware methods: N of every M input columns pruned, e.g. (2, 4)
 
@@ -64,6 +64,10 @@ class PruneConfig:
     def __post_init__(self):
         if self.method not in METHODS:
             raise ForgetbenchError(f"unknown pruning method {self.method!r}; choose one of {', '.join(METHODS)}")
+        if self.include_embeddings is None:
+            object.__setattr__(self, "include_embeddings", self.method == "magnitude")
+        if not isinstance(self.include_embeddings, bool):
+            raise ForgetbenchError(f"include_embeddings must be true or false, got {self.include_embeddings!r}")
         if self.scope is None:
             object.__setattr__(self, "scope", METHOD_SCOPES[self.method][0] if self.method != "magnitude" else "layer")
         if self.n_m is not None:

@@ -85,7 +85,7 @@ def with_calibration(recipe: Recipe, data: Path, max_sentences: int = DEV_CALIBR
     return dataclasses.replace(recipe, steps=steps)
 
 
-def variant_sizes(networks: dict, recipe, qstates: dict) -> dict:
+def variant_sizes(networks: dict, recipe, qstates: dict, steps: dict | None = None) -> dict:
     """Real on-disk sizes of the compressed parser's networks (dense fp32, int8, sparse), written to a scratch
     folder; bytes summed over the networks (an RNGTr is its refiner + its initial parser), per network kept."""
     per = {}
@@ -93,7 +93,7 @@ def variant_sizes(networks: dict, recipe, qstates: dict) -> dict:
         for name, model in networks.items():
             sub = Path(d) / name
             save_module_dir(model, "forgetbench-network", model.cfg.to_dict(), sub)
-            per[name] = write_artefacts(model, recipe, qstates[name], sub)
+            per[name] = write_artefacts(model, recipe, qstates[name], sub, (steps or {}).get(name))
     if len(per) == 1:
         return next(iter(per.values()))
     out = {k: sum(v[k] for v in per.values()) for k in ("dense_bytes", "int8_bytes", "sparse_bytes")
@@ -168,10 +168,11 @@ def run(models: list[str], tests: list[str], devs: list[str] | None, recipes: li
         for rec in tb_recipes:
             name = rec.name
             p = copy.deepcopy(base)
-            nets, qstates = p.networks(), {}
+            nets, qstates, steps = p.networks(), {}, {}
             for net_name, net in nets.items():
-                _, qstates[net_name] = apply_recipe(net, rec, ConlluCalibration(vocab, tagger, base.calibration_feed(net_name)))
-            sizes = variant_sizes(nets, rec, qstates)
+                rep, qstates[net_name] = apply_recipe(net, rec, ConlluCalibration(vocab, tagger, base.calibration_feed(net_name)))
+                steps[net_name] = rep["steps"]
+            sizes = variant_sizes(nets, rec, qstates, steps)
             t0 = time.perf_counter()
             pv = p.parse(sents)
             speed = len(sents) / (time.perf_counter() - t0)
