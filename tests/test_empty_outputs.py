@@ -80,3 +80,28 @@ def test_eval_of_the_shipped_teacher_with_defaults_says_why_nothing_is_kept_and_
     for p, row in zip(S["pairs"], rows[1:], strict=True):
         assert row.startswith(f"{p['src']}-{p['tgt']},flores101,") and f"{p['scores']['base']['chrF']:.2f}" in row
     assert "Scores per pair" in html and "Scores per pair" in md
+
+
+def test_sizes_of_a_compressed_folder_and_of_a_student_are_their_own(tiny_dir, tmp_path):
+    """A compress output translated as a model (``eval`` of it): its own record's nominal size and dense file, the
+    artefacts beside it not counted as weights; a student: its parameters against the sweep model's."""
+    from forgetbench.compress.pipeline import compress_dir
+    from forgetbench.compress.recipe import load_recipe
+    from forgetbench.models.tiny import build_tiny_m2m100
+    from forgetbench.report.build import method_of
+    from forgetbench.sweep.plan import source_size
+    from forgetbench.sweep.run import model_sizes
+
+    out = tmp_path / "p45"
+    compress_dir(tiny_dir, load_recipe("prune-45"), out, progress=False)
+    own = model_sizes(out, out, None)
+    assert own["nominal_ratio"] == 0.55 and own["dense_bytes"] == (out / "model.safetensors").stat().st_size
+    assert "sparse_bytes" in own and own["dense_bytes"] < sum(f.stat().st_size for f in out.glob("*.safetensors"))
+    sents = [ln.split("\t")[-1] for ln in (REPO / "data" / "calibration" / "ntrex128-calib.tsv").read_text().splitlines()[:300]]
+    build_tiny_m2m100(tmp_path / "small", sents, spm_vocab=1000, d_model=32, layers=1, heads=2, ffn=64, seed=0)
+    s = model_sizes(tmp_path / "small", tiny_dir, None)
+    params, base = source_size(tmp_path / "small")[1], source_size(tiny_dir)[1]
+    assert s["parameters"] == params and s["base_parameters"] == base and s["nominal_ratio"] == params / base < 0.5
+    assert model_sizes(tiny_dir, tiny_dir, None)["nominal_ratio"] == 1.0
+    S = {"variant_table": [{"variant": "student", "size": s}, {"variant": "p45", "size": own}]}
+    assert method_of(S, "student") == "other model" and method_of(S, "p45") == "pruning"

@@ -306,3 +306,55 @@ def test_gpu_placement_per_process_on_a_machine_of_gpus(monkeypatch, tmp_path):
     translator_for(cfg, tmp_path, "base", "ctranslate2", None, tok, place(Hardware(device="cuda"), "cfg", rank=1,
                                                                             local_world=2, count=2))
     assert (made["device"], made["device_index"]) == ("cuda", 1)
+
+
+def test_bitsandbytes_off_the_gpus_is_refused_before_any_work_and_its_arithmetic_recorded(tmp_path, tiny_dir,
+                                                                                         monkeypatch):
+    """B3: a placement that puts weights on the CPU or disk (a plan naming them, max_memory budgets for them, an
+    offload folder) is refused for a bitsandbytes variant when the config is read, naming the variant; a named map
+    that spills at load is one line there. B4: the record says what each variant computes in."""
+    import importlib.metadata
+    import importlib.util
+
+    from forgetbench.compress import bnb
+    from forgetbench.compress.recipe import load_recipe
+    from forgetbench.models import hardware, load
+    from forgetbench.sweep.config import load_sweep as load_config
+    from forgetbench.sweep.run import variant_arithmetic
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "bitsandbytes" else None)
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: "0.47.0")
+    monkeypatch.setattr(hardware, "cuda_count", lambda: 2)
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"device_map": {"model.shared": 0, "model.encoder": 0, "model.decoder.embed_tokens": 0,
+                                               "model.decoder.embed_positions": 0, "model.decoder.layers": "cpu",
+                                               "model.decoder.layer_norm": 0, "lm_head": 0}}))
+    cases = {"device_map: auto, max_memory: {0: 1GB, 1: 1GB, cpu: 4GB}": "offloads to cpu",
+             f"device_map: {plan}": "offloads to cpu",
+             f"device_map: auto, max_memory: {{0: 1GB, 1: 1GB}}, offload_folder: {tmp_path / 'off'}": "offload_folder"}
+    for i, (hw, why) in enumerate(cases.items()):
+        cfg = _config(tmp_path, tiny_dir, f"bnb{i}", "{base: null, int8: llm-int8}",
+                      extra=f"hardware: {{device: cuda, {hw}}}\n")
+        with pytest.raises(ForgetbenchError, match=rf"variants.int8 \(llm-int8\): bitsandbytes keeps every quantised "
+                                                   rf"weight on a GPU, and this placement \(.*{why}"):
+            load_config(cfg)
+    ok = _config(tmp_path, tiny_dir, "bnb-ok", "{base: null, int8: llm-int8}",
+                 extra="hardware: {device: cuda, device_map: auto, max_memory: {0: 1GB, 1: 1GB}}\n")
+    assert load_config(ok).variants["int8"].load_quantisation is not None
+
+    def spill(*a, **k):
+        raise ValueError("Some modules are dispatched on the CPU or the disk. Make sure you have enough GPU RAM")
+
+    import transformers
+
+    monkeypatch.setattr(transformers.AutoModelForSeq2SeqLM, "from_pretrained", spill)
+    with pytest.raises(ForgetbenchError, match="puts modules on the CPU or disk .* bitsandbytes keeps every quantised"):
+        load.load(tiny_dir, with_signature=False)
+
+    int8, nf4 = (load_recipe(n) for n in ("llm-int8", "nf4"))
+    p = place(Hardware(device="cuda", dtype="bfloat16"), "cfg", count=1)
+    assert variant_arithmetic(int8, p)["compute_dtype"] == "float16"
+    assert variant_arithmetic(int8, p)["weights"] == "int8" and variant_arithmetic(int8, p)["unquantised_modules"] == "bfloat16"
+    assert variant_arithmetic(nf4, p)["compute_dtype"] == nf4.load_quantisation.compute_dtype
+    assert variant_arithmetic(None, None) == {"weights": "float32", "compute_dtype": "float32"}
+    assert bnb.arithmetic(bnb.BnbConfig("nf4", compute_dtype="float16"), "float32")["compute_dtype"] == "float16"

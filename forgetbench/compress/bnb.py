@@ -15,6 +15,14 @@ Rules:
    so it runs as a sweep variant, reported like every other (size in memory, speed, every fairness table).
 3. Nominal size: LLM.int8 stores weights in 8 bits (0.25 of fp32), NF4 in 4 bits (0.125); the measured size
    is the loaded model's ``get_memory_footprint()``.
+4. Every quantised weight stays on a GPU: a placement that puts modules on the CPU or disk — a device-map plan
+   naming ``cpu``/``disk``, ``max_memory`` with ``cpu``/``disk`` budgets, an ``offload_folder`` — is refused
+   before any work (``check_placement``); a named map (``auto``) that spills at load is refused there in one
+   line (``models.load``), not later.
+5. Arithmetic (``arithmetic``, in the run record): LLM.int8 multiplies int8 weights by activations quantised to
+   int8 from float16, its outlier columns in float16 (bitsandbytes casts the inputs to float16); NF4 dequantises
+   its weights to ``compute_dtype`` and multiplies there; the modules left unquantised (embeddings, layer norms,
+   the output projection) compute in the placement's dtype.
 """
 
 from __future__ import annotations
@@ -72,6 +80,29 @@ def check_available(where: str, cuda: bool | None = None) -> None:
     if have == "unknown" or Version(have) < Version(bnb_floor()):
         raise ForgetbenchError(f"{where}: bitsandbytes {have} is installed and the installed transformers needs "
                                f">= {bnb_floor()}; pip install -U \"bitsandbytes>={bnb_floor()}\"")
+
+
+def check_placement(where: str, placement) -> None:
+    """Rule 4: one line where the placement (``models.hardware.Placement``) would put weights off the GPUs."""
+    hw = placement.hardware
+    off = sorted({str(d) for d in (hw.plan or {}).values() if d in ("cpu", "disk")})
+    off += sorted(k for k in (hw.max_memory or {}) if k in ("cpu", "disk") and k not in off)
+    if placement.device == "cpu" or off or hw.offload_folder:
+        what = ("device: cpu" if placement.device == "cpu" else f"its device map offloads to {' and '.join(off)}"
+                if off else f"offload_folder {hw.offload_folder} lets its device map offload to disk")
+        raise ForgetbenchError(f"{where}: bitsandbytes keeps every quantised weight on a GPU, and this placement "
+                               f"({what}) does not; give the GPUs room for the model (hardware.max_memory with GPU "
+                               "budgets only, no offload_folder) or run the variant on a larger GPU")
+
+
+def arithmetic(cfg: BnbConfig, dtype: str) -> dict:
+    """Rule 5: what a bitsandbytes variant stores and computes in; ``dtype``: the placement's (unquantised
+    modules)."""
+    if cfg.method == "llm.int8":
+        return {"weights": "int8", "compute_dtype": "float16", "note": "int8 matmul of activations quantised from "
+                "float16; outlier columns in float16", "unquantised_modules": dtype}
+    return {"weights": "nf4", "compute_dtype": cfg.compute_dtype, "note": f"weights dequantised to "
+            f"{cfg.compute_dtype} per matmul", "unquantised_modules": dtype}
 
 
 def bnb_floor() -> str:

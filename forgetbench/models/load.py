@@ -129,6 +129,10 @@ def load(name_or_dir: str | Path, dtype: str | torch.dtype | None = None, device
             raise ForgetbenchError(f"{name_or_dir}: the weights' shapes do not match config.json (a tensor of another "
                                    "size, e.g. vocab_size or d_model changed); restore the config.json saved with "
                                    "these weights") from None
+        if "dispatched on the CPU or the disk" in str(e):  # bitsandbytes with a map that spilled off the GPUs
+            raise ForgetbenchError(f"{name_or_dir}: the device map for the bitsandbytes variant puts modules on the CPU "
+                                   f"or disk (max_memory {max_memory}), and bitsandbytes keeps every quantised weight on "
+                                   "a GPU; give the GPUs more room (hardware.max_memory) or use a larger GPU") from None
         if "offload_folder" in str(e):
             raise ForgetbenchError(f"{name_or_dir}: the device map puts weights on disk and no offload folder is given; "
                                    "set hardware.offload_folder (--offload-folder) or give more max_memory") from None

@@ -469,6 +469,8 @@ def method_of(S: dict, v: str) -> str:
     """A variant's compression method, read from its artefacts: a sparse artefact is pruning, an int8 one (or a
     nominal size below 1 without sparsity: bitsandbytes) quantisation; another model (a student): its own."""
     size = next((r["size"] for r in S["variant_table"] if r["variant"] == v), {})
+    if size.get("base_parameters"):  # a model of its own size (sweep.run.model_sizes)
+        return "other model"
     pruned, quantised = "sparse_bytes" in size, "int8_bytes" in size or ("sparse_bytes" not in size
                                                                          and (size.get("nominal_ratio") or 1) < 1)
     if pruned and quantised:

@@ -37,7 +37,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from forgetbench.compress.bnb import check_available
+from forgetbench.compress.bnb import check_available, check_placement
 from forgetbench.compress.recipe import Recipe, load_recipe
 from forgetbench.configs import dataclass_from, expect, is_type, load_yaml_mapping, mapping
 from forgetbench.errors import ForgetbenchError
@@ -220,6 +220,7 @@ def load_sweep(path: str | Path, hardware: dict | None = None) -> SweepConfig:
     for v, r in variants.items():
         if r is not None and r.load_quantisation is not None:
             check_available(f"{src}: variants.{v} ({r.name})", placement.cuda)
+            check_placement(f"{src}: variants.{v} ({r.name})", placement)
     cfg = SweepConfig(name, model, variants, base, jobs, gen, spm, spm_official, th, views, threads, src, raw, bias,
                       variant_models, contrasts, speed_n, backend, processes, hw, dict(hardware or {}), families,
                       _attention_maps(raw, src), _pairs_of_variants(raw, "movement", variants, src), source.record())

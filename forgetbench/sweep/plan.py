@@ -29,7 +29,7 @@ LOAD_FACTOR = 1.5
 
 
 @functools.cache
-def _source(model_dir: Path) -> tuple[int, int]:
+def source_size(model_dir: Path) -> tuple[int, int]:
     """(the checkpoint's bytes, its parameters) — the parameters from the config on the meta device; once per
     folder and process."""
     from forgetbench.compress.pipeline import source_bytes
@@ -48,7 +48,7 @@ def disk_plan(cfg, run_dir: Path) -> int:
         todo = [m for m in members if not (run_dir / "variants" / v / (m or "")).is_dir()]
         if not todo:
             continue
-        src_bytes, params = _source(cfg.model_of(v))
+        src_bytes, params = source_size(cfg.model_of(v))
         prune_only = all(s.kind == "prune" and getattr(s.config, "method", "magnitude") in ("magnitude", "wanda")
                          for s in recipe.steps)
         need += len(todo) * int(2 * src_bytes if prune_only else LOAD_FACTOR * 4 * params)
@@ -72,7 +72,7 @@ def check_resources(cfg, run_dir: Path, processes: int) -> None:
     placement = place(cfg.hardware, f"{cfg.source}: hardware")
     if placement.device != "cpu" or placement.device_map is not None:
         return  # GPUs and device maps: plan-devices and the map's own max_memory decide
-    _, params = _source(cfg.model)
+    _, params = source_size(cfg.model)
     per_process = int(LOAD_FACTOR * 4 * params)
     avail = available_memory()
     if avail is not None and per_process * processes > avail:

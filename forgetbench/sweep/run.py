@@ -28,6 +28,7 @@ from pathlib import Path
 import torch
 import yaml
 
+from forgetbench.compress.bnb import arithmetic
 from forgetbench.compress.pipeline import compress_dir, load_compressed, load_model_dir, nominal_ratio
 from forgetbench.console import Console, as_console
 from forgetbench.errors import ForgetbenchError
@@ -47,8 +48,40 @@ from forgetbench.models.generation import greedy_supported
 from forgetbench.models.hardware import Placement, activate, describe, numerics, place
 from forgetbench.models.load import weights_sha256
 from forgetbench.sweep.config import SweepConfig
+from forgetbench.sweep.plan import source_size
 from forgetbench.sweep.schedule import Unit, done_count, next_unit, units
 from forgetbench.sweep.summarise import summarise
+
+
+def variant_arithmetic(recipe, placement: Placement | None) -> dict:
+    """What a variant's weights are stored in and its matmuls compute in: bitsandbytes by its rule 5
+    (``compress.bnb.arithmetic``), every other variant in the placement's dtype (fake-quantised int8 values
+    included: they are computed in it)."""
+    dtype = placement.hardware.dtype if placement is not None else "float32"
+    q = None if recipe is None else recipe.load_quantisation
+    return arithmetic(q, dtype) if q is not None else {"weights": dtype, "compute_dtype": dtype}
+
+
+def model_sizes(folder: Path, sweep_model: Path, recipe) -> dict:
+    """The sizes of a model folder translated as it is (the base, a student, a bitsandbytes variant): a compress
+    output's own record (``compression.json``: its artefacts and nominal size; the artefacts beside the dense file
+    not counted as weights); else its weights files, and for a model other than the sweep's (a student) its
+    parameters over the sweep model's as its nominal size; a load-time recipe's ratio multiplied in."""
+    sizes = None
+    if (folder / "compression.json").is_file():
+        try:
+            sizes = dict(json.loads((folder / "compression.json").read_text())["sizes"])
+        except (OSError, ValueError, KeyError, TypeError):
+            sizes = None
+    if sizes is None:
+        src_bytes, params = source_size(folder)
+        sizes = {"dense_bytes": src_bytes, "parameters": params, "nominal_ratio": 1.0}
+        if Path(folder).resolve() != Path(sweep_model).resolve():
+            base = source_size(sweep_model)[1]
+            sizes |= {"base_parameters": base, "nominal_ratio": params / base}
+    if recipe is not None:
+        sizes["nominal_ratio"] = sizes.get("nominal_ratio", 1.0) * nominal_ratio(recipe)
+    return sizes
 
 
 def prepare_variant(cfg: SweepConfig, run_dir: Path, store: Store, name: str, placement: Placement | None = None) -> None:
@@ -63,16 +96,16 @@ def prepare_variant(cfg: SweepConfig, run_dir: Path, store: Store, name: str, pl
         for lang in langs:
             _compress(model, recipe.for_target(lang), folder / lang, placement)
         sizes = json.loads((folder / langs[0] / "compression.json").read_text())["sizes"]
-        info = {"recipe": recipe.name, "sizes": sizes | {"nominal_ratio": nominal_ratio(recipe)}, "routed": langs}
+        info = {"recipe": recipe.name, "sizes": sizes, "routed": langs}
     elif recipe is None or not recipe.written_steps:  # the base, or bitsandbytes alone (quantised when loaded)
-        folder, info = model, {"recipe": None if recipe is None else recipe.name, "sizes": {
-            "dense_bytes": sum(f.stat().st_size for f in model.glob("*.safetensors")),
-            "nominal_ratio": 1.0 if recipe is None else nominal_ratio(recipe)}}
+        folder, info = model, {"recipe": None if recipe is None else recipe.name,
+                               "sizes": model_sizes(model, cfg.model, recipe)}
     else:
         folder = run_dir / "variants" / name
         _compress(model, recipe, folder, placement)
         sizes = json.loads((folder / "compression.json").read_text())["sizes"]
-        info = {"recipe": recipe.name, "sizes": sizes | {"nominal_ratio": nominal_ratio(recipe)}}
+        info = {"recipe": recipe.name, "sizes": sizes}
+    info["arithmetic"] = variant_arithmetic(recipe, placement)
     calibration = calibration_record(recipe)
     if calibration:
         info["calibration"] = calibration
