@@ -188,7 +188,14 @@ def test_a_toy_run_writes_quotas_signals_cache_and_a_loadable_student(tiny_dir, 
     assert q["directions"]["en-sw"] == {"corpus": 5, "quota": 20, "unique": 5, "repeats": 4.0, "group": "H2VL"}
     assert q["directions"]["de-en"]["group"] == "H2H" and q["examples"] == 80
     man = json.loads((tmp_path / "run" / "teacher-cache" / "cache.json").read_text())
-    assert man["examples"] == 5 + 5 + 20 + 20 and man["top_k"] == 4 and man["positions"] > 0
+    assert man["sample_examples"] == 5 + 5 + 20 + 20 and man["top_k"] == 4 and man["positions"] > 0
+    # the cache holds exactly the examples of the KD steps' batches (steps 4-8), not the whole sample
+    from forgetbench.distill.data import DistillData
+    from forgetbench.models.tokenizers import load_tokenizer
+
+    data = DistillData(cfg, tmp_path / "run" / "data", load_tokenizer(tiny_dir).get_lang_id, False)
+    used = {int(u) for step in range(3, 8) for u in data.uid[data.batches(512, cfg.train.seed, 0)[step]]}
+    assert man["examples"] == len(used) < man["sample_examples"]
     log = [json.loads(x) for x in (tmp_path / "run" / "train_log.jsonl").read_text().splitlines()]
     assert [r["phase"] for r in log] == [1, 2, 2, 2] and log[0]["kd"] is None and log[-1]["kd"] > 0
     sig = [json.loads(x) for x in (tmp_path / "run" / "signals.jsonl").read_text().splitlines()]
@@ -450,3 +457,37 @@ def test_a_kd_run_that_never_reaches_kd_says_so_in_one_line(tiny_dir, tmp_path, 
     assert "never reaches KD" in err[0]
     assert main(["distill", str(cfg), "--out", str(tmp_path / "long"), "--steps", "5", "--quiet"]) == 0
     assert "warning" not in capsys.readouterr().err
+
+
+def test_the_teacher_cache_grows_with_the_steps_and_its_entries_do_not_depend_on_the_build(tiny_dir, tmp_path, capsys):
+    """distill.cache rules 1-2: a cache built for some examples and then extended holds the entries a cache built
+    at once for all gives them (per-example draws); a given kd.cache lacking examples of a longer run is refused in
+    one line before training; --steps 20 of a KD run computes targets for those 20 steps' examples only."""
+    from forgetbench.distill.cache import TeacherCache, build_cache, cache_keys
+    from forgetbench.distill.config import load_distill_config
+    from forgetbench.distill.data import DistillData
+    from forgetbench.distill.run import distill
+    from forgetbench.models.load import load
+
+    cfg = load_distill_config(toy_setup(tmp_path, tiny_dir))
+    distill(cfg, tmp_path / "short", progress=False, log=lambda *_: None)
+    teacher, tok, _ = load(tiny_dir, with_signature=False)
+    data = DistillData(cfg, tmp_path / "short" / "data", tok.get_lang_id, False)
+    keys = cache_keys("t", "d", 1.0, 4, 4, teacher.config.vocab_size)
+    some = data.kd_uids(512, cfg.train.seed, 3, 5)
+    build_cache(tmp_path / "grown", keys, data, teacher, 1, 1024, progress=False, log=lambda *_: None, uids=some)
+    man = build_cache(tmp_path / "grown", keys, data, teacher, 1, 1024, progress=False, log=lambda *_: None)
+    once = build_cache(tmp_path / "once", keys, data, teacher, 1, 1024, progress=False, log=lambda *_: None)
+    assert man["examples"] == once["examples"] == len(data.unique_keys) and len(man["shards"]) == 2
+    a, b = TeacherCache(tmp_path / "grown", man), TeacherCache(tmp_path / "once", once)
+    everyone = np.arange(len(data.unique_keys))
+    x, y = a.lookup(everyone, 12), b.lookup(everyone, 12)
+    assert all(torch.equal(x[k], y[k]) for k in ("top_ids", "tail_ids")), "draws depend on the build"
+    assert all(torch.allclose(x[k], y[k], atol=1e-3) for k in ("top_q", "tail_logq", "tail_mass"))
+    # a longer run with the short run's cache given: refused in one line, nothing written
+    longer = toy_setup(tmp_path / "long", tiny_dir, steps=40, kd_extra=f", cache: {tmp_path / 'short' / 'teacher-cache'}")
+    capsys.readouterr()
+    rc = main(["distill", str(longer), "--out", str(tmp_path / "long" / "run"), "--quiet"])
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert rc == 2 and len(err) == 1 and "lacks" in err[0] and "leave kd.cache empty" in err[0], err
+    assert not (tmp_path / "long" / "run" / "checkpoint").exists()

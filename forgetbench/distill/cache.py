@@ -1,20 +1,30 @@
-"""The teacher cache: top-k + sampled-tail targets (``loss.teacher_targets``) for every example of a run's
-sample, written once and read by every KD step (no teacher forward in the loop).
+"""The teacher cache: top-k + sampled-tail targets (``loss.teacher_targets``) for the examples a run's KD steps
+use, written as they are first needed and read by every KD step (no teacher forward in the loop).
 
 Layout of a cache folder:
 
 - ``building.json``: the keys it is being built for (written first; a folder being built for another
   teacher or sample is refused);
-- ``shard-00000.safetensors`` …: per shard of ``SHARD`` unique examples, flat arrays over their content
-  positions (``top_ids``, ``top_q`` fp16, ``tail_ids``, ``tail_logq`` fp16, ``tail_mass`` fp32) and ``off``
-  (positions per example); each written to a temporary name and renamed, so a killed build resumes at
-  the first missing shard;
+- ``shard-00000.safetensors`` …: per shard of up to ``SHARD`` unique examples, their ids (``uid``) and flat
+  arrays over their content positions (``top_ids``, ``top_q`` fp16, ``tail_ids``, ``tail_logq`` fp16,
+  ``tail_mass`` fp32) and ``off`` (positions per example); each written to a temporary name and renamed, so a
+  killed build resumes with the examples no complete shard holds;
 - ``cache.json``: the manifest, written last (format tag, teacher weights SHA-256, the sample's keys,
-  T, k, m, positions, bytes, seconds). Only a folder with a manifest is a cache.
+  T, k, m, the examples held, positions, bytes, seconds). Only a folder with a manifest is a cache.
 
-No pickle: safetensors (numpy) only. Ids are uint16 when the vocabulary fits, else int32. A cache made by
-another teacher, another sample (``data_key`` from the config before any work, ``data_sha256`` from the
-ids on disk after) or other T/k/m is refused in one line.
+Rules:
+
+1. *What is built.* ``build_cache(..., uids)`` adds shards for the unique examples of ``uids`` that no shard in
+   the folder holds (all of the sample's when ``uids`` is None): a run builds what its KD steps will use
+   (``DistillData.kd_uids``: the batches of steps ``phase1_steps + 1 … steps``), so a 20-step run computes the
+   targets of a few hundred examples, not the sample's tens of thousands; a longer run of the same teacher and
+   data adds the rest.
+2. *Per-example draws.* An example's tail draws use a generator seeded by (seed, its unique id), so its
+   entries do not depend on which build, shard or batch computed them.
+3. No pickle: safetensors (numpy) only. Ids are uint16 when the vocabulary fits, else int32. A cache made by
+   another teacher, another sample (``data_key`` from the config before any work, ``data_sha256`` from the
+   ids on disk after) or other T/k/m is refused in one line. Shards written before rule 1 (no ``uid``) hold the
+   contiguous ids their manifest entry gives (``first``, ``count``).
 """
 
 from __future__ import annotations
@@ -71,10 +81,32 @@ def _pad_rows(rows: list[np.ndarray], width: int, fill=0) -> np.ndarray:
     return out
 
 
+def shard_uids(folder: Path, entry: dict | None = None, path: Path | None = None) -> np.ndarray:
+    """The unique ids a shard holds: its ``uid`` array, or (rule 3) the contiguous range of its manifest entry."""
+    from safetensors import safe_open
+
+    path = path or folder / entry["file"]
+    with safe_open(str(path), framework="np") as f:
+        if "uid" in f.keys():
+            return f.get_tensor("uid")
+    if entry is None or "first" not in entry:
+        raise ForgetbenchError(f"{path}: a teacher cache shard without its example ids; rebuild the cache")
+    return np.arange(entry["first"], entry["first"] + entry["count"])
+
+
+def _held(folder: Path) -> dict[str, np.ndarray]:
+    """Every complete shard in ``folder`` and the ids it holds (the manifest's entries for shards without ids)."""
+    entries = {}
+    if (folder / "cache.json").is_file():
+        entries = {e["file"]: e for e in json.loads((folder / "cache.json").read_text()).get("shards", [])}
+    return {p.name: shard_uids(folder, entries.get(p.name), p) for p in sorted(folder.glob("shard-*.safetensors"))}
+
+
 @torch.no_grad()
 def build_cache(folder: Path, keys: dict, data, teacher, seed: int, max_tokens: int, bf16: bool = False,
-                progress: bool = True, log=print) -> dict:
-    """Teacher targets for every unique example of ``data`` (a ``DistillData``) into ``folder``; returns the manifest."""
+                progress: bool = True, log=print, uids=None) -> dict:
+    """Teacher targets for the unique examples ``uids`` of ``data`` (a ``DistillData``; None: all of them) that
+    ``folder`` does not hold yet (rule 1); returns the manifest of everything it holds."""
     from safetensors import safe_open
     from safetensors.numpy import save_file
 
@@ -89,24 +121,24 @@ def build_cache(folder: Path, keys: dict, data, teacher, seed: int, max_tokens: 
     atomic_write_json(b, record)
     t0 = time.perf_counter()
     n_unique = len(data.unique_keys)
+    held = _held(folder)
+    have = np.concatenate([np.zeros(0, np.int64), *held.values()])
+    want = np.arange(n_unique) if uids is None else np.unique(np.asarray(uids, dtype=np.int64))
+    need = np.setdiff1d(want, have)
     first = np.zeros(n_unique, np.int64)  # a plan entry for each unique example
     first[data.uid[::-1]] = np.arange(len(data.uid))[::-1]
     id_dtype = np.uint16 if keys["vocab_size"] <= 65535 else np.int32
     k, m, T = keys["top_k"], keys["tail_samples"], keys["temperature"]
-    shards = []
-    bar = Console("distill", quiet=not progress).stage("teacher cache", n_unique, "examples")
-    for si, start in enumerate(range(0, n_unique, SHARD)):
-        uids = np.arange(start, min(start + SHARD, n_unique))
-        path = folder / f"shard-{si:05d}.safetensors"
-        shards.append({"file": path.name, "first": int(start), "count": len(uids)})
-        if path.is_file():
-            bar.update(bar.done + len(uids))
-            continue
-        gen = torch.Generator().manual_seed(seed * 1_000_003 + si)
-        entries = first[uids]
+    index = max((int(n[6:11]) for n in held), default=-1) + 1
+    bar = Console("distill", quiet=not progress or not len(need)).stage("teacher cache", len(need), "examples")
+    for start in range(0, len(need), SHARD):
+        uids_s = need[start : start + SHARD]
+        path = folder / f"shard-{index:05d}.safetensors"
+        index += 1
+        entries = first[uids_s]
         lens = np.maximum(data.src_len[entries], data.tgt_len[entries])
         order = np.argsort(lens, kind="stable")
-        per_uid: list[dict | None] = [None] * len(uids)
+        per_uid: list[dict | None] = [None] * len(uids_s)
         i = 0
         while i < len(order):
             j, width = i, 0
@@ -121,14 +153,16 @@ def build_cache(folder: Path, keys: dict, data, teacher, seed: int, max_tokens: 
                 logits = teacher(input_ids=batch["teacher_input_ids"].to(dev),
                                  attention_mask=batch["teacher_attention_mask"].to(dev),
                                  decoder_input_ids=batch["teacher_decoder_input_ids"].to(dev)).logits
-            c0, C = int(batch["teacher_content_start"]), int(batch["content_len"].max())
-            t = teacher_targets(logits[:, c0: c0 + C].float().cpu(), T, k, m, gen)
-            for r, u in enumerate(sel):
+            c0 = int(batch["teacher_content_start"])
+            for r, u in enumerate(sel):  # rule 2: each example's draws from its own generator
                 n = int(batch["content_len"][r])
-                per_uid[u] = {name: v[r, :n].numpy() for name, v in t.items()}
+                gen = torch.Generator().manual_seed(seed * 1_000_003 + int(uids_s[u]))
+                t = teacher_targets(logits[r, c0 : c0 + n].float().cpu(), T, k, m, gen)
+                per_uid[u] = {name: v.numpy() for name, v in t.items()}
             bar.update(bar.done + len(sel))
             i = j
         arrays = {
+            "uid": uids_s.astype(np.int64),
             "top_ids": np.concatenate([e["top_ids"] for e in per_uid]).astype(id_dtype),
             "top_q": np.concatenate([e["top_q"] for e in per_uid]).astype(np.float16),
             "tail_ids": np.concatenate([e["tail_ids"] for e in per_uid]).astype(id_dtype),
@@ -139,20 +173,27 @@ def build_cache(folder: Path, keys: dict, data, teacher, seed: int, max_tokens: 
         tmp = folder / f".{path.name}.partial"
         save_file(arrays, str(tmp), metadata={"format": FORMAT})
         os.replace(tmp, path)
+        held[path.name] = uids_s
     bar.close()
-    positions = 0
-    size = 0
-    for s in shards:
-        p = folder / s["file"]
+    old = json.loads((folder / "cache.json").read_text()) if (folder / "cache.json").is_file() else {}
+    shards, positions, size = [], 0, 0
+    for name, ids in held.items():
+        p = folder / name
         size += p.stat().st_size
+        shards.append({"file": name, "count": len(ids)} | ({"first": int(ids[0])} if len(ids) and np.array_equal(
+            ids, np.arange(ids[0], ids[0] + len(ids))) else {}))
         with safe_open(str(p), framework="np") as f:
             positions += int(f.get_slice("tail_mass").get_shape()[0])
-    man = record | {"shards": shards, "examples": n_unique, "positions": positions, "bytes": size,
-                    "bytes_per_million_positions": round(size / max(positions, 1) * 1e6),
-                    "seconds": round(time.perf_counter() - t0, 1)}
+    examples = sum(len(ids) for ids in held.values())
+    seconds = round(old.get("seconds", 0) + time.perf_counter() - t0, 1)
+    man = record | {"shards": shards, "examples": examples, "sample_examples": n_unique, "positions": positions,
+                    "bytes": size, "bytes_per_million_positions": round(size / max(positions, 1) * 1e6),
+                    "seconds": seconds}
     atomic_write_json(folder / "cache.json", man)
-    log(f"teacher cache: {n_unique:,} examples, {positions:,} target positions, {size / 2**20:.1f} MiB "
-        f"({man['bytes_per_million_positions'] / 2**20:.1f} MiB per million target tokens) in {man['seconds']} s")
+    if len(need):
+        log(f"teacher cache: {len(need):,} examples added ({examples:,} of the sample's {n_unique:,} held), "
+            f"{positions:,} target positions, {size / 2**20:.1f} MiB "
+            f"({man['bytes_per_million_positions'] / 2**20:.1f} MiB per million target tokens) in {seconds} s")
     return man
 
 
@@ -163,16 +204,32 @@ class TeacherCache:
         from safetensors.numpy import load_file
 
         parts = [load_file(str(folder / s["file"])) for s in manifest["shards"]]
+        ids = [p["uid"] if "uid" in p else shard_uids(folder, s) for p, s in zip(parts, manifest["shards"], strict=True)]
         self.arrays = {name: np.concatenate([p[name] for p in parts]) for name in
                        ("top_ids", "top_q", "tail_ids", "tail_logq", "tail_mass")}
-        starts, base = [], 0
-        for p in parts:
-            starts.append(p["off"][:-1] + base)
+        n = max((int(i.max()) + 1 for i in ids if len(i)), default=0)
+        self.start = np.full(n, -1, np.int64)
+        self.length = np.zeros(n, np.int64)
+        base = 0
+        for p, i in zip(parts, ids, strict=True):
+            self.start[i] = p["off"][:-1] + base
+            self.length[i] = np.diff(p["off"])
             base += int(p["off"][-1])
-        self.start = np.concatenate(starts)
-        self.length = np.concatenate([np.diff(p["off"]) for p in parts])
+        self.folder = folder
+
+    def holds(self, uids) -> np.ndarray:
+        """Which of ``uids`` the cache has entries for."""
+        u = np.asarray(uids, dtype=np.int64)
+        ok = u < len(self.start)
+        ok[ok] = self.start[u[ok]] >= 0
+        return ok
 
     def lookup(self, uids, C: int) -> dict[str, torch.Tensor]:
+        missing = ~self.holds(uids)
+        if missing.any():
+            raise ForgetbenchError(f"teacher cache {self.folder}: no entries for {int(missing.sum())} example(s) of this "
+                                   "batch (e.g. unique id {}); it was built for fewer steps: leave kd.cache empty to "
+                                   "build this run's own".format(int(np.asarray(uids)[missing][0])))
         out = {}
         for name, arr in self.arrays.items():
             rows = [arr[self.start[u]: self.start[u] + min(self.length[u], C)] for u in np.asarray(uids)]

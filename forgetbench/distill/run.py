@@ -140,13 +140,23 @@ def distill(cfg: DistillConfig, out_dir: str | Path, progress: bool = True, log=
     cache = None
     cache_man = None
     if cfg.kd.source == "cache" and cfg.train.phase1_steps < cfg.train.steps:  # a run that never reaches KD needs none
-        folder = Path(cfg.kd.cache) if cfg.kd.cache else out / "teacher-cache"
-        if acc.is_main_process and not (folder / "cache.json").is_file():
-            build_cache(folder, ch.keys, data, ch.teacher, cfg.train.seed, cfg.train.max_tokens * 2, cfg.train.bf16,
-                        progress, log)
-        acc.wait_for_everyone()
-        cache_man = check_manifest(folder, ch.keys, data.sample_sha256())
-        cache = TeacherCache(folder, cache_man)
+        need = data.kd_uids(cfg.train.max_tokens, cfg.train.seed, cfg.train.phase1_steps, cfg.train.steps)
+        if cfg.kd.cache:  # a given cache is read, never written: it must hold what this run's KD steps use
+            cache_man = check_manifest(Path(cfg.kd.cache), ch.keys, data.sample_sha256())
+            cache = TeacherCache(Path(cfg.kd.cache), cache_man)
+            lacking = int((~cache.holds(need)).sum())
+            if lacking:
+                raise ForgetbenchError(f"kd.cache {cfg.kd.cache}: holds {cache_man['examples']:,} examples and lacks "
+                                       f"{lacking:,} of the {len(need):,} this run's KD steps use (it was built by a "
+                                       "shorter run); leave kd.cache empty to build this run's own")
+        else:  # the run's own: the examples its KD steps use, added to what it holds (distill.cache rule 1)
+            folder = out / "teacher-cache"
+            if acc.is_main_process:
+                build_cache(folder, ch.keys, data, ch.teacher, cfg.train.seed, cfg.train.max_tokens * 2,
+                            cfg.train.bf16, progress, log, uids=need)
+            acc.wait_for_everyone()
+            cache_man = check_manifest(folder, ch.keys, data.sample_sha256())
+            cache = TeacherCache(folder, cache_man)
     s = cfg.student
     student = build_student(ch.init, s.encoder_layers, s.decoder_layers, s.copy, s.format)
     student.config.dropout = cfg.train.dropout
