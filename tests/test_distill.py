@@ -370,6 +370,16 @@ def test_students_go_through_the_sweep_with_contrasts_speed_and_compression(tiny
     S = run_sweep(cfg, tmp_path / "sw", progress=False)
     assert S["base"] == "teacher" and set(S["speed"]) == {"teacher", "kd", "nokd", "kd-p30"}
     assert all(v["sentences"] == 2 and v["sentences_per_s"] > 0 for v in S["speed"].values())
+    # speed-ups from rounds interleaved with the base (eval.speed rule 2), each with its interval; the students
+    # are smaller than their teacher and say so
+    assert S["speed"]["teacher"]["rounds"] == 5 and "vs_base" not in S["speed"]["teacher"]
+    for v in ("kd", "nokd", "kd-p30"):
+        vs = S["speed"][v]["vs_base"]
+        assert vs["rounds"] == 5 and len(vs["seconds"]) == len(vs["base_seconds"]) == 5
+        assert vs["speedup_ci95"][0] <= vs["speedup"] <= vs["speedup_ci95"][1] and S["speed"][v]["batched"]["vs_base"]
+    sizes = {r["variant"]: r["size"] for r in S["variant_table"]}
+    assert sizes["kd"]["nominal_ratio"] == pytest.approx(sizes["kd"]["parameters"] / sizes["kd"]["base_parameters"])
+    assert sizes["kd"]["nominal_ratio"] < 1 and sizes["teacher"]["nominal_ratio"] == 1.0
     g = S["pair_groups"]["training"]
     assert set(g) == {"H2H", "H2VL", "VL2H", "low", "all"} and g["all"]["pairs"] == 4
     c = g["low"]["contrasts"]["kd vs nokd"]["chrF"]

@@ -454,3 +454,23 @@ def test_a_changed_config_extends_a_run_only_with_extend(tiny_dir, tmp_path, cap
     assert main(["sweep", str(other), "--out", str(run), "--quiet"]) == 0
     assert main(["sweep", str(more), "--out", str(run), "--quiet", "--extend"]) == 0
     assert len(Store(run / "store.sqlite").translations()) == n * 3 // 2
+
+
+def test_a_speed_up_is_paired_repeated_and_reported_with_its_interval():
+    """eval.speed rule 2: rounds alternate which model goes first; the speed-up is the geometric mean of the
+    rounds' ratios with a bootstrap interval; an interval covering 1 is reported as no measurable difference, and
+    one timing each never becomes a ratio."""
+    from forgetbench.eval.speed import interleaved
+    from forgetbench.report.build import _speedup
+
+    order = []
+    fast = interleaved(lambda: order.append("b") or 1.0, lambda: order.append("v") or 0.5, 4)
+    assert order == ["b", "v", "v", "b", "b", "v", "v", "b"]
+    assert fast["speedup"] == 2.0 and fast["speedup_ci95"] == [2.0, 2.0] and fast["measurable"]
+    assert _speedup(fast, 10, 5) == "2.00× [2.00, 2.00]"
+    noisy = iter([1.1, 1.0, 1.0, 0.9, 1.05, 1.0, 1.0, 0.95, 1.0, 1.0])  # ratios 1.1, 0.9, 1.05, 0.95, 1
+    same = interleaved(lambda: next(noisy), lambda: next(noisy), 5)
+    lo, hi = same["speedup_ci95"]
+    assert lo < 1 < hi and not same["measurable"]
+    assert _speedup(same, 10, 10).startswith("no measurable difference (")
+    assert _speedup(None, 36.1, 23.9) == "one timing each: no ratio" and _speedup(None, None, 23.9) == "–"

@@ -515,16 +515,32 @@ TABLES = (_variants_table, _pair_scores_table, _tier_tables, _delta_tables, _gen
           _movement_tables, _attention_texts)
 
 
+def _speedup(vs: dict | None, own: float | None, base: float | None) -> str:
+    """A speed-up cell: the interleaved comparison's (``eval.speed`` rule 2) with its interval, "no measurable
+    difference" where the interval covers 1; a record of one timing each gives no ratio."""
+    if vs:
+        ci = f"[{vs['speedup_ci95'][0]:.2f}, {vs['speedup_ci95'][1]:.2f}]"
+        return f"{vs['speedup']:.2f}× {ci}" if vs["measurable"] else f"no measurable difference ({vs['speedup']:.2f}× {ci})"
+    return "–" if own is None or not base else "one timing each: no ratio"
+
+
 def _deploy_speeds(sp: dict, b1, bb, env: dict) -> list[str]:
     """The speed cells of a deployment row; "–" throughout for a variant with no timed form (fake-quantised)."""
     if sp.get("sentences_per_s") is None:
         return ["–"] * 5 + ["not timed: no runtime here executes its form"]
-    bt = (sp.get("batched") or {}).get("sentences_per_s")
-    return [_f(sp["sentences_per_s"]), _f(sp["tokens_per_s"], 1), _f(sp["sentences_per_s"] / b1) + "×" if b1 else "–",
-            _f(bt), _f(bt / bb) + "×" if bb and bt else "–",
-            f"{sp['sentences']} × {sp['benchmark']} {sp['pair']} (batched: {(sp.get('batched') or {}).get('sentences', '–')} "
-            f"in batches of {(sp.get('batched') or {}).get('batch_size', '–')}), {sp['threads']} thread(s), load "
-            f"{sp['loadavg'][0]}–{sp['loadavg'][1]}, {env.get('model', '?')} [{' '.join(env.get('flags', [])) or 'no AVX2'}]"]
+    batched = sp.get("batched") or {}
+    bt = batched.get("sentences_per_s")
+    rounds = (sp.get("vs_base") or {}).get("rounds") or sp.get("rounds")
+    base_row = b1 and sp.get("vs_base") is None and sp.get("rounds")
+    return [_f(sp["sentences_per_s"]), _f(sp["tokens_per_s"], 1),
+            "1.00× (the base)" if base_row else _speedup(sp.get("vs_base"), sp["sentences_per_s"], b1),
+            _f(bt), "1.00× (the base)" if base_row else _speedup(batched.get("vs_base"), bt, bb),
+            f"{sp['sentences']} × {sp['benchmark']} {sp['pair']} (batched: {batched.get('sentences', '–')} "
+            f"in batches of {batched.get('batch_size', '–')})"
+            + (f", median of {rounds} timings" + ("" if base_row else " interleaved with the base's") if rounds
+               else ", one timing")
+            + f", {sp['threads']} thread(s), load {sp['loadavg'][0]}–{sp['loadavg'][1]}, {env.get('model', '?')} "
+            f"[{' '.join(env.get('flags', [])) or 'no AVX2'}]"]
 
 
 def _model_name(path: str) -> str:

@@ -40,7 +40,10 @@ DEPLOY_NOTE = ("Deployable form: CTranslate2 int8 (per-row int8 weights, int8 GE
                "time in this form (the sparse artefact's size is in the variants table: no fast backend executes it). A "
                "fake-quantised PTQ variant's form is its int8 artefact (static scales), which no runtime here executes: "
                "its size is given, its speed is not (the torch emulation is no deployment speed; its decode cost against "
-               "the base's torch loop is measured by benchmarks/backends.py). int8 speed depends on the CPU's "
+               "the base's torch loop is measured by benchmarks/backends.py). Speed-ups: each variant timed in rounds "
+               "interleaved with the base on the same sentences, the geometric mean of base/variant seconds with its "
+               "95 % bootstrap interval over rounds; an interval covering 1 is no measurable difference. A model that "
+               "writes shorter outputs is faster per sentence, not per token. int8 speed depends on the CPU's "
                "AVX-512/VNNI/AMX (flags in the last column).")
 PARITY_NOTE = ("The same base model translated by two backends, on the same sentences: a difference here is the "
                "backend's (numerics, int8 compute), not forgetting. Every variant is compared with the base of its own "

@@ -87,6 +87,7 @@ class SweepConfig:
     attention_maps: MapsConfig | None = None  # example cross-attention maps (eval.attention_maps); None: not drawn
     movement: list[tuple[str, str]] = field(default_factory=list)  # (a, b): losers/winners of a moving in b
     model_source: dict = field(default_factory=dict)  # models.hub.ModelSource.record(): folder, hub id, revision
+    speed_rounds: int = 5  # interleaved timings of each variant against the base (eval.speed rule 2)
     extend: bool = False  # --extend: a rerun may change the work keys (sweep.run.WORK_KEYS) of its run folder
 
     def model_of(self, variant: str) -> Path:
@@ -203,7 +204,7 @@ def load_sweep(path: str | Path, hardware: dict | None = None) -> SweepConfig:
     model = source.folder
     variants, variant_models, base, families = _variants(raw, base_dir, src)
     contrasts = _contrasts(raw, variants, src)
-    speed_n = _speed(raw, src)
+    speed_n, speed_rounds = _speed(raw, src)
     jobs = _jobs(raw, base_dir, src)
     spm, spm_official = _metrics(raw, base_dir, src, model)
     th = _thresholds(raw, src)
@@ -223,7 +224,8 @@ def load_sweep(path: str | Path, hardware: dict | None = None) -> SweepConfig:
             check_placement(f"{src}: variants.{v} ({r.name})", placement)
     cfg = SweepConfig(name, model, variants, base, jobs, gen, spm, spm_official, th, views, threads, src, raw, bias,
                       variant_models, contrasts, speed_n, backend, processes, hw, dict(hardware or {}), families,
-                      _attention_maps(raw, src), _pairs_of_variants(raw, "movement", variants, src), source.record())
+                      _attention_maps(raw, src), _pairs_of_variants(raw, "movement", variants, src), source.record(),
+                      speed_rounds)
     _check_routed(cfg)
     return cfg
 
@@ -364,15 +366,18 @@ def _contrasts(raw: dict, variants: dict, src) -> list[tuple[str, str]]:
     return _pairs_of_variants(raw, "contrasts", variants, src)
 
 
-def _speed(raw: dict, src) -> int:
-    """``speed: {sentences: n}``: n sentences per variant (20 when the block is empty); 0 without the block."""
+def _speed(raw: dict, src) -> tuple[int, int]:
+    """``speed: {sentences: n, rounds: r}``: n sentences per variant (20 when the block is empty; 0 without the
+    block), timed in r interleaved rounds against the base (default 5; ``eval.speed`` rule 2)."""
     speed = mapping(raw.get("speed"), f"{src}: speed")
-    if set(speed) - {"sentences"}:
-        _err(src, f"speed: unknown key(s) {sorted(set(speed) - {'sentences'})}; allowed: sentences")
-    speed_n = speed.get("sentences", 20 if speed else 0)
+    if set(speed) - {"sentences", "rounds"}:
+        _err(src, f"speed: unknown key(s) {sorted(set(speed) - {'sentences', 'rounds'})}; allowed: sentences, rounds")
+    speed_n, rounds = speed.get("sentences", 20 if speed else 0), speed.get("rounds", 5)
     if not is_type(speed_n, int) or speed_n < (1 if speed else 0):
         _err(src, f"speed.sentences must be a positive integer, got {speed_n!r}")
-    return speed_n
+    if not is_type(rounds, int) or rounds < 2:
+        _err(src, f"speed.rounds must be an integer of at least 2 (an interval needs repeats), got {rounds!r}")
+    return speed_n, rounds
 
 
 def _jobs(raw: dict, base_dir: Path, src) -> list[Job]:

@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import shutil
+import statistics
 import threading
 import time
 from pathlib import Path
@@ -38,7 +39,7 @@ from forgetbench.eval.attention_maps import attention_map, pick_examples
 from forgetbench.eval.backends import RoutedTranslator, TorchTranslator, fake_quantised
 from forgetbench.eval.metrics import SpBLEU
 from forgetbench.eval.sentence_stats import lid_pass, xattn_pass
-from forgetbench.eval.speed import batch1_speed, batched_speed
+from forgetbench.eval.speed import batch1_speed, batched_speed, interleaved
 from forgetbench.eval.store import Store
 from forgetbench.eval.translate import run_variant
 from forgetbench.io import atomic_write_text
@@ -161,38 +162,71 @@ def translator_for(cfg: SweepConfig, run_dir: Path, name: str, backend: str, mod
     return TorchTranslator(model, tok)
 
 
+def _deployable(cfg: SweepConfig, run_dir: Path, name: str, placement: Placement | None, have_ct2: bool,
+                known: dict):
+    """A variant's deployable form: (translator, tokenizer, form, bytes on disk)."""
+    on_cpu = placement is None or not placement.cuda  # CTranslate2 int8 is the CPU deployment form
+    model, tok = load_variant(cfg, run_dir, name, None if on_cpu else placement, cfg.jobs[0].tgt)
+    if on_cpu and have_ct2 and type(model).__name__ == ct2.ARCHITECTURE:
+        folder = ct2.cached_conversion(lambda m=model, t=tok: (m, t), ct2_folder(cfg, run_dir, name, "int8"), "int8",
+                                       known[name]["model_sha256"])
+        return ct2.Ct2Translator(folder, tok, "cpu", "int8", cfg.threads), tok, "ctranslate2 int8", ct2.disk_bytes(folder)
+    form = "torch fp32" if placement is None or placement.hardware.is_default else \
+        f"torch {placement.hardware.dtype} ({placement.device})"
+    return TorchTranslator(model, tok), tok, form, known[name].get("sizes", {}).get("dense_bytes")
+
+
 def deployment_pass(cfg: SweepConfig, run_dir: Path, store: Store, placement: Placement | None = None) -> None:
     """Per variant, once (``speed:<variant>`` in the store): its deployable form — CTranslate2 int8 where
     CTranslate2 is installed, else torch fp32 — its size on disk (CTranslate2 stores a pruned model's zeros
     densely; the sparse artefact's size is the variants table's) and its batch-1 and batched speed on the first
-    pair's first sentences. A fake-quantised variant's form is its int8 artefact (static scales), which no runtime
-    here executes: its size only (timing the torch emulation would set an emulation's speed beside deployment
-    speeds; ``benchmarks/backends.py`` measures its decode cost against the base's torch loop)."""
+    pair's first sentences: ``speed.rounds`` timings each, the base's alone, every other variant's interleaved
+    with the base's (``eval.speed`` rule 2: the speed-up with its interval). A fake-quantised variant's form is
+    its int8 artefact (static scales), which no runtime here executes: its size only (timing the torch emulation
+    would set an emulation's speed beside deployment speeds; ``benchmarks/backends.py`` measures its decode cost
+    against the base's torch loop)."""
     have_ct2, gen, known = ct2.available(), cfg.generation, store.variants()
+    job, n, rounds, bs, new = cfg.jobs[0], cfg.speed_sentences, cfg.speed_rounds, gen["batch_size"], gen["max_new_tokens"]
+    base = None  # the base's deployable form, loaded once
+
+    def one(tr, tok):
+        return batch1_speed(tr, tok, job, n, new)
+
+    def batched(tr):
+        return batched_speed(tr, job, max(n, bs), bs, new)
+
     for name in cfg.variants:
         if store.meta(f"speed:{name}") is not None:
             continue
-        sizes = known[name].get("sizes", {})
         if fake_quantised(cfg.variants[name]):  # its real int8 artefact, which no runtime here executes: not timed
             store.set_meta(f"speed:{name}", {"form": "int8 artefact, static scales (no runtime here)",
-                                             "disk_bytes": sizes.get("int8_bytes")})
+                                             "disk_bytes": known[name].get("sizes", {}).get("int8_bytes")})
             continue
-        on_cpu = placement is None or not placement.cuda  # CTranslate2 int8 is the CPU deployment form
-        model, tok = load_variant(cfg, run_dir, name, None if on_cpu else placement, cfg.jobs[0].tgt)
-        if on_cpu and have_ct2 and type(model).__name__ == ct2.ARCHITECTURE:
-            folder = ct2.cached_conversion(lambda m=model, t=tok: (m, t), ct2_folder(cfg, run_dir, name, "int8"), "int8",
-                                           known[name]["model_sha256"])
-            tr, form, size = ct2.Ct2Translator(folder, tok, "cpu", "int8", cfg.threads), "ctranslate2 int8", ct2.disk_bytes(folder)
+        tr, tok, form, size = _deployable(cfg, run_dir, name, placement, have_ct2, known)
+        first, first_b = one(tr, tok), batched(tr)
+        rec = {"form": form, "disk_bytes": size, **first, "batched": first_b}
+        if name == cfg.base:
+            times = [first["seconds"]] + [one(tr, tok)["seconds"] for _ in range(rounds - 1)]
+            times_b = [first_b["seconds"]] + [batched(tr)["seconds"] for _ in range(rounds - 1)]
+            rec |= {"rounds": rounds, "round_seconds": times}
+            rec["batched"] |= {"round_seconds": times_b}
+        elif not fake_quantised(cfg.variants.get(cfg.base)):
+            if base is None:
+                base = _deployable(cfg, run_dir, cfg.base, placement, have_ct2, known)[:2]
+            rec["vs_base"] = interleaved(lambda: one(*base)["seconds"], lambda: one(tr, tok)["seconds"], rounds)
+            rec["batched"]["vs_base"] = interleaved(lambda: batched(base[0])["seconds"],
+                                                    lambda: batched(tr)["seconds"], rounds)
+            times, times_b = rec["vs_base"]["seconds"], rec["batched"]["vs_base"]["seconds"]
         else:
-            tr, size = TorchTranslator(model, tok), sizes.get("dense_bytes")
-            form = "torch fp32" if placement is None or placement.hardware.is_default else \
-                f"torch {placement.hardware.dtype} ({placement.device})"
-        rec = {"form": form, "disk_bytes": size,
-               **batch1_speed(tr, tok, cfg.jobs[0], cfg.speed_sentences, gen["max_new_tokens"]),
-               "batched": batched_speed(tr, cfg.jobs[0], max(cfg.speed_sentences, gen["batch_size"]), gen["batch_size"],
-                                        gen["max_new_tokens"])}
+            times, times_b = [first["seconds"]], [first_b["seconds"]]
+        med, med_b = statistics.median(times), statistics.median(times_b)
+        if med:  # the variant's own speed: the median over its timings
+            rec["tokens_per_s"] = round(rec["tokens_per_s"] * first["seconds"] / med, 1)
+            rec["sentences_per_s"] = round(first["sentences"] / med, 3)
+        if med_b:
+            rec["batched"]["sentences_per_s"] = round(first_b["sentences"] / med_b, 3)
         store.set_meta(f"speed:{name}", rec)
-        del tr, model
+        del tr
 
 
 def record_signals(store: Store, name: str, model: Path) -> None:
