@@ -77,3 +77,25 @@ def test_every_readme_command_parses_with_the_current_cli():
                 raise AssertionError(f"README command does not parse: {cmd}") from e
             found += 1
     assert found >= 10
+
+
+def test_every_definition_the_report_links_exists_in_method():
+    """The report's notes name where each quantity is defined (λ, ψ*, VL2H, Δ, off-target, MuCoW rates): every
+    ``docs/METHOD.md §N`` (and ``§N`` after it) they cite is a heading there."""
+    import re
+
+    headings = set(re.findall(r"^#{2,3} (\d+(?:\.\d+)?[a-z]?)[ .]", (REPO / "docs" / "METHOD.md").read_text(), re.M))
+    text = "".join(p.read_text() for p in (REPO / "forgetbench" / "report").glob("*.py"))
+    cited = set(re.findall(r"§(\d+(?:\.\d+)?[a-z]?)", text))
+    assert {"2.2", "2.4", "2.5", "2.6", "2.7", "2.8", "3.6"} <= cited
+    assert cited <= headings, cited - headings
+
+
+def test_a_saturated_miss_rate_is_explained_beside_the_table():
+    from forgetbench.report.sections import MUCOW_NOTE, mucow_note
+
+    S = {"bias": {"word_sense": {"en-de": {"base": {"n": 40, "miss_rate": 1.0}, "p45": {"n": 40, "miss_rate": 0.5}}}}}
+    note = mucow_note(S)
+    assert "Miss rate ≥ 0.9 in 1 row(s)" in note and "base en-de: 0 of 40" in note and "p45" not in note
+    S["bias"]["word_sense"]["en-de"]["base"]["miss_rate"] = 0.2
+    assert mucow_note(S) == MUCOW_NOTE

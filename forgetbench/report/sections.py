@@ -48,9 +48,10 @@ DEPLOY_NOTE = ("Deployable form: CTranslate2 int8 (per-row int8 weights, int8 GE
 PARITY_NOTE = ("The same base model translated by two backends, on the same sentences: a difference here is the "
                "backend's (numerics, int8 compute), not forgetting. Every variant is compared with the base of its own "
                "backend (column <i>compared with</i>). Intervals: paired bootstrap per pair; the mean, stratified.")
-GROUPS_NOTE = ("Groups as the SMaLL-100 study's table (source tier 2 target tier); <i>low</i> = pairs whose tier is "
-               "Very-Low or Low. Contrasts: mean corpus-score difference over the group's pairs, stratified paired "
-               "bootstrap.")
+GROUPS_NOTE = ("Groups as the SMaLL-100 study's table: source tier 2 target tier (VL2H = a Very-Low-resource source "
+               "into a High-resource target; H, M, L, VL = High, Medium, Low, Very-Low; tiers from the training "
+               "counts, docs/METHOD.md §2.2); <i>low</i> = pairs whose tier is Very-Low or Low. Contrasts: mean "
+               "corpus-score difference over the group's pairs, stratified paired bootstrap (§3.6).")
 SIGNALS_NOTE = ("Exact KL(teacher ‖ student) and the student's CE on its training probe (held-out pairs), when its "
                 "layers were just copied and at the end of training.")
 FAMILY_NOTE = ("Variants made from one template, one per value; averages over the kept pairs with their stratified "
@@ -59,7 +60,36 @@ ATTENTION_NOTE = ("On-target example losers and winners: each model's cross-atte
                   "averaged over decoder layers ({layers}) and all heads, as λ reads it (rows: output pieces; columns: "
                   "source pieces; each row sums to 1).")
 GENDER_NOTE = ("ψ = (F1<sub>m</sub> − F1<sub>f</sub>)/(F1<sub>m</sub> + F1<sub>f</sub>); ψ* = |ψ<sub>anti</sub> − "
-               "ψ<sub>pro</sub>|; profession aligned by the model's cross-attention.")
+               "ψ<sub>pro</sub>|; ΔG = F1<sub>m</sub> − F1<sub>f</sub>; ΔS = accuracy pro − anti; profession aligned "
+               "by the model's cross-attention (docs/METHOD.md §2.7).")
+DELTA_NOTE = ("Δ = chrF of the variant − chrF of the base per sentence of the kept pairs; losers Δ < −δ, winners Δ > +δ "
+              "(docs/METHOD.md §2.4).")
+OFF_TARGET_NOTE = ("A hypothesis identified as another language than the target (fastText lid.176, CLD2 where it has no "
+                   "label); sentences whose reference is not identified as its language are skipped "
+                   "(docs/METHOD.md §2.5).")
+LAMBDA_NOTE = ("λ = var<sub>variant</sub> / var<sub>base</sub>, var the spread of each output piece's cross-attention "
+               "around its mean source position (averaged over layers and heads, teacher-forced on the model's own "
+               "output); λ > 1 on the losers reads as more hallucination. On-target sentences only "
+               "(docs/METHOD.md §2.6).")
+MUCOW_NOTE = ("accuracy = correct / (correct + wrong) over the items whose translation contains a listed sense; miss "
+              "rate = items containing neither (docs/METHOD.md §2.8).")
+
+
+SATURATED = 0.9  # a miss rate at or above it leaves accuracy resting on a few items
+
+
+def mucow_note(S: dict) -> str:
+    """The MuCoW note, with the reason beside a saturated miss rate: the rows whose outputs contain none of the
+    listed senses for most items, and on how many items their accuracy rests."""
+    ws = (S.get("bias") or {}).get("word_sense") or {}
+    full = [(pair, v, d) for pair, res in ws.items() for v, d in res.items() if d.get("miss_rate", 0) >= SATURATED]
+    if not full:
+        return MUCOW_NOTE
+    judged = ", ".join(f"{v} {pair}: {round(d['n'] * (1 - d['miss_rate']))} of {d['n']}" for pair, v, d in full[:6])
+    return (MUCOW_NOTE + f" Miss rate ≥ {SATURATED} in {len(full)} row(s): their translations contain none of the "
+            f"listed sense words for nearly every item — the model does not produce these words at all (a weak or "
+            f"broken model, or a sample too small), not a sense error; their accuracy rests on the items judged "
+            f"({judged}{', …' if len(full) > 6 else ''}) and says little.")
 
 
 def sections(S: dict, T: dict, examples_html, languages_html, aligners_html) -> list[Section]:
@@ -96,9 +126,10 @@ def sections(S: dict, T: dict, examples_html, languages_html, aligners_html) -> 
         out.append(Section("Most affected pairs across methods", [Block("table", "most_affected")], note=(
             f"Each variant's {MOST_AFFECTED} kept pairs of lowest relative spBLEU (rank in brackets); pairs most "
             "affected under both pruning and quantisation come first (the study's Table 5.11).")))
-    out += [Section("ΔchrF losers and winners", [Block("table", "delta"), Block("figure", "delta_hist", HTML_ONLY)]),
-            Section("Off-target translations", [Block("table", "off_target")]),
-            Section("Cross-attention λ", [Block("table", "hallucination")])]
+    out += [Section("ΔchrF losers and winners", [Block("table", "delta"), Block("figure", "delta_hist", HTML_ONLY)],
+                    note=DELTA_NOTE),
+            Section("Off-target translations", [Block("table", "off_target")], note=OFF_TARGET_NOTE),
+            Section("Cross-attention λ", [Block("table", "hallucination")], html_note=LAMBDA_NOTE)]
     for key, M in (S.get("movement") or {}).items():
         out.append(Section(f"Losers and winners of {M['a']} under {M['b']}", [
             Block("table", f"movement_{key}"), Block("heading", f"Sentences moving from loser ({M['a']}) to winner "
@@ -115,7 +146,7 @@ def sections(S: dict, T: dict, examples_html, languages_html, aligners_html) -> 
                        Block("raw", aligners_html(), HTML_ONLY), Block("table", "aligners")]
         out.append(Section("Gender bias (MT-Gender)", blocks, html_note=GENDER_NOTE))
     if "word_sense" in T:
-        out.append(Section("Word sense (MuCoW)", [Block("table", "word_sense")]))
+        out.append(Section("Word sense (MuCoW)", [Block("table", "word_sense")], note=mucow_note(S)))
     if "dibimt" in T:
         out.append(Section("Word sense (DiBiMT)", [Block("table", "dibimt")], note=(
             "SFII: error rate averaged over sense-frequency indices; SPDI: over polysemy degrees; MFS / MFS+: share of "
