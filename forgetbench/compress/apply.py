@@ -33,8 +33,8 @@ from forgetbench.compress.bnb import BnbConfig
 from forgetbench.compress.prune import OpenTensors, PruneConfig, prune
 from forgetbench.compress.ptq import QuantConfig, QuantState, quantize
 from forgetbench.compress.recipe import Calibration, Recipe, Step
-from forgetbench.errors import ForgetbenchError
 from forgetbench.compress.units import resolve_units
+from forgetbench.errors import ForgetbenchError
 
 
 @dataclass

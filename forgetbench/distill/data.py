@@ -213,7 +213,7 @@ class DistillData:
     def kd_uids(self, max_tokens: int, seed: int, first_step: int, last_step: int) -> np.ndarray:
         """The unique examples of the global batches of steps ``first_step + 1 … last_step`` (the loop's order:
         ``batches`` of epoch 0, 1, … one batch a step), sorted; stops early once every example is in."""
-        out, step, epoch, n = [], 0, 0, len(self.unique_keys)
+        step, epoch, n = 0, 0, len(self.unique_keys)
         seen = np.zeros(n, bool)
         while step < last_step and not seen.all():
             for b in self.batches(max_tokens, seed, epoch):

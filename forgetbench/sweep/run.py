@@ -213,9 +213,11 @@ def deployment_pass(cfg: SweepConfig, run_dir: Path, store: Store, placement: Pl
         elif not fake_quantised(cfg.variants.get(cfg.base)):
             if base is None:
                 base = _deployable(cfg, run_dir, cfg.base, placement, have_ct2, known)[:2]
-            rec["vs_base"] = interleaved(lambda: one(*base)["seconds"], lambda: one(tr, tok)["seconds"], rounds)
-            rec["batched"]["vs_base"] = interleaved(lambda: batched(base[0])["seconds"],
-                                                    lambda: batched(tr)["seconds"], rounds)
+            b_tr, b_tok = base
+            rec["vs_base"] = interleaved(lambda t=b_tr, k=b_tok: one(t, k)["seconds"],
+                                         lambda t=tr, k=tok: one(t, k)["seconds"], rounds)
+            rec["batched"]["vs_base"] = interleaved(lambda t=b_tr: batched(t)["seconds"],
+                                                    lambda t=tr: batched(t)["seconds"], rounds)
             times, times_b = rec["vs_base"]["seconds"], rec["batched"]["vs_base"]["seconds"]
         else:
             times, times_b = [first["seconds"]], [first_b["seconds"]]
@@ -226,7 +228,7 @@ def deployment_pass(cfg: SweepConfig, run_dir: Path, store: Store, placement: Pl
         if med_b:
             rec["batched"]["sentences_per_s"] = round(first_b["sentences"] / med_b, 3)
         store.set_meta(f"speed:{name}", rec)
-        del tr
+        tr = None  # the variant's translator released before the next is loaded
 
 
 def record_signals(store: Store, name: str, model: Path) -> None:
@@ -279,6 +281,7 @@ def prepare_run(cfg: SweepConfig, run_dir: Path, placement: Placement | None = N
         store.set_meta("work", work_settings(cfg.raw))
         atomic_write_text(run_dir / "config.yaml", yaml.safe_dump(cfg.raw, sort_keys=False, allow_unicode=True))
         store.set_meta("config_source", str(cfg.source))
+        store.set_meta("quick_look", cfg.quick_look)
         store.reset_claims()
     finally:
         store.close()
