@@ -173,7 +173,7 @@ def sentences_analysed(job, base_hyps: dict[int, str], spbleu: SpBLEU, th: Thres
     """Whether a pair's sentences enter the per-sentence analyses (ΔchrF groups, λ): the base's corpus spBLEU on
     them, computed as ``pair_results`` computes it (summed sentence statistics, index order), passes the filter
     and the pair is not excluded as two-script. ``base_hyps``: idx -> the base's hypothesis, every sentence."""
-    if is_two_script_excluded(job, th):
+    if is_two_script_excluded(job, th) or not base_hyps:
         return False
     refs, order = job.lines()[1], sorted(base_hyps)
     stats = bs.sentence_stats(spbleu.bleu, spbleu.segment([base_hyps[i] for i in order]),

@@ -28,14 +28,15 @@ from pathlib import Path
 from forgetbench.errors import ForgetbenchError
 
 
-def _worker(config: str, run_dir: str, rank: int, world: int, barrier, hardware: dict) -> None:
+def _worker(config: str, run_dir: str, rank: int, world: int, barrier, hardware: dict,
+            sentences: int | None = None) -> None:
     from forgetbench.console import quiet_libraries
     from forgetbench.sweep.config import load_sweep
     from forgetbench.sweep.run import run_sweep
 
     quiet_libraries()  # a fresh interpreter: rank 0's stage lines are the run's only progress output
     try:
-        run_sweep(load_sweep(config, hardware), run_dir, progress=False, rank=rank, world=world, barrier=barrier.wait,
+        run_sweep(load_sweep(config, hardware, sentences), run_dir, progress=False, rank=rank, world=world, barrier=barrier.wait,
                   prepared=True, aborted=lambda: barrier.broken)
     except Exception as e:  # noqa: BLE001 - a worker's failure is one line, as the command's own (cli.main)
         import sys
@@ -111,7 +112,8 @@ def run_parallel(cfg, run_dir: str | Path, world: int, progress=True) -> dict:
     _start_resource_tracker()
     ctx = mp.get_context("spawn")
     barrier = ctx.Barrier(world)
-    procs = [ctx.Process(target=_worker, args=(str(cfg.source), str(run_dir), r, world, barrier, cfg.hardware_flags),
+    procs = [ctx.Process(target=_worker, args=(str(cfg.source), str(run_dir), r, world, barrier, cfg.hardware_flags,
+                                                   cfg.quick_look),
                          name=f"forgetbench-sweep-{r}") for r in range(1, world)]
     for p in procs:
         p.start()
