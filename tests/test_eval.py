@@ -474,3 +474,25 @@ def test_a_speed_up_is_paired_repeated_and_reported_with_its_interval():
     assert lo < 1 < hi and not same["measurable"]
     assert _speedup(same, 10, 10).startswith("no measurable difference (")
     assert _speedup(None, 36.1, 23.9) == "one timing each: no ratio" and _speedup(None, None, 23.9) == "–"
+
+
+def test_a_quick_look_caps_every_sentence_count_and_says_so():
+    """--sentences N: at most N sentences per pair, bias benchmark and speed timing; the config as run keeps them
+    and the report's first paragraph says it is a quick look; speed.rounds below 2 is refused."""
+    import pytest as _pytest
+
+    from forgetbench.errors import ForgetbenchError
+    from forgetbench.report.build import overview_notes
+    from forgetbench.sweep.config import load_sweep, quick_look
+
+    cfg = load_sweep(REPO / "configs" / "demo.yaml", sentences=3)
+    assert cfg.quick_look == 3 and cfg.raw["sentences"] == 3 and cfg.speed_sentences == 3
+    assert all(b["sentences"] == 3 for b in cfg.raw["bias"].values())
+    assert load_sweep(REPO / "configs" / "demo.yaml").quick_look is None
+    assert quick_look({"sentences": 2, "speed": {"sentences": 16}}, 5) == {"sentences": 2, "speed": {"sentences": 5}}
+    S = {"quick_look": 3, "pairs": [], "variants": []}
+    assert overview_notes(S)[0].startswith("A quick look (--sentences 3)")
+    with _pytest.raises(ForgetbenchError, match="speed.rounds must be an integer of at least 2"):
+        from forgetbench.sweep.config import _speed
+
+        _speed({"speed": {"sentences": 4, "rounds": 1}}, "cfg.yaml")

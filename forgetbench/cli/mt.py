@@ -147,7 +147,7 @@ def cmd_sweep(args) -> int:
     from forgetbench.sweep.plan import check_resources
 
     started = time.perf_counter()
-    cfg = load_sweep(args.config, hardware_flags(args))  # validated before any work, the machine's answer too
+    cfg = load_sweep(args.config, hardware_flags(args), args.sentences)  # validated before any work, the machine's too
     cfg.extend = args.extend
     con = Console(args.command, quiet=args.quiet)
     run_dir = Path(args.out or Path("runs") / cfg.name)
@@ -173,7 +173,7 @@ def cmd_report(args) -> int:
         raise ForgetbenchError(f"{run}: not a run folder (no store.sqlite); run `forgetbench sweep` first")
     store = Store(run / "store.sqlite")
     try:
-        source = args.config or store.meta("config_source")
+        source, quick = args.config or store.meta("config_source"), store.meta("quick_look")
     finally:
         store.close()
     if not source or not Path(source).is_file():
@@ -183,7 +183,7 @@ def cmd_report(args) -> int:
         info = json.loads(previous.read_text(encoding="utf-8"))["run"] if previous.is_file() else None
     except (ValueError, KeyError, TypeError):
         info = None  # a damaged previous summary: the run record is rebuilt without its timings
-    summary = summarise(load_sweep(source), run, info)
+    summary = summarise(load_sweep(source, sentences=quick), run, info)
     print(f"report: {write_report(summary, run / 'report')}")
     return 0
 
@@ -314,6 +314,8 @@ def add_commands(sub) -> None:
         sw.add_argument("--out", help="run folder: new, or a run folder of this kind to resume (default runs/<name>)")
         sw.add_argument("--quiet", action="store_true", help="no progress bars")
         sw.add_argument("--processes", type=int, help="worker processes (overrides the config's processes)")
+        sw.add_argument("--sentences", type=positive, help="a quick look: at most N sentences per pair, bias "
+                        "benchmark and speed timing (the run record keeps the config as run)")
         sw.add_argument("--extend", action="store_true", help="resume a run folder whose config changed what it "
                         "translates (models, variants, pairs, sentences, generation, backend, metrics)")
         add_hardware_flags(sw)

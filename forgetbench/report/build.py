@@ -577,6 +577,10 @@ def overview_notes(S: dict) -> list[str]:
     """What the first paragraph must say before any table: empty outputs per series, and a filter that kept no
     pair (with the numbers and the key to change)."""
     notes, pairs = [], S["pairs"]
+    if S.get("quick_look"):
+        notes.append(f"A quick look (--sentences {S['quick_look']}): at most {S['quick_look']} sentences per pair, "
+                     "bias benchmark and speed timing; intervals this wide say little. Run without --sentences (a "
+                     "new --out) for the study's numbers.")
     n = sum(p["n"] for p in pairs)
     empty = {v: sum(p.get("empty_outputs", {}).get(v, 0) for p in pairs) for v in S["variants"]}
     if any(empty.values()):

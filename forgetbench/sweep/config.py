@@ -88,6 +88,7 @@ class SweepConfig:
     movement: list[tuple[str, str]] = field(default_factory=list)  # (a, b): losers/winners of a moving in b
     model_source: dict = field(default_factory=dict)  # models.hub.ModelSource.record(): folder, hub id, revision
     speed_rounds: int = 5  # interleaved timings of each variant against the base (eval.speed rule 2)
+    quick_look: int | None = None  # --sentences N: at most N sentences wherever the config translates some
     extend: bool = False  # --extend: a rerun may change the work keys (sweep.run.WORK_KEYS) of its run folder
 
     def model_of(self, variant: str) -> Path:
@@ -188,15 +189,18 @@ class MetricsConfig:
     spm_official: bool = False
 
 
-def load_sweep(path: str | Path, hardware: dict | None = None) -> SweepConfig:
+def load_sweep(path: str | Path, hardware: dict | None = None, sentences: int | None = None) -> SweepConfig:
     """The sweep config in ``path``, every key, type, path and benchmark file checked before any work, one
     section at a time (each reader names its section in its errors). ``hardware``: settings overriding the
-    config's ``hardware`` block (the CLI flags), checked against this machine too."""
+    config's ``hardware`` block (the CLI flags), checked against this machine too; ``sentences``: the quick look
+    (``--sentences N``), at most N sentences per pair, per bias benchmark and for the speed timings."""
     src = Path(path)
     raw = load_yaml_mapping(src, "sweep config")
     extra = set(raw) - TOP_KEYS
     if extra:
         _err(src, f"unknown key(s) {sorted(extra)}; allowed: {', '.join(sorted(TOP_KEYS))}")
+    if sentences is not None:
+        raw = quick_look(raw, sentences)
     base_dir = src.parent.resolve()
     if "model" not in raw:
         _err(src, "'model' (a model folder or a hub id) is required")
@@ -225,9 +229,21 @@ def load_sweep(path: str | Path, hardware: dict | None = None) -> SweepConfig:
     cfg = SweepConfig(name, model, variants, base, jobs, gen, spm, spm_official, th, views, threads, src, raw, bias,
                       variant_models, contrasts, speed_n, backend, processes, hw, dict(hardware or {}), families,
                       _attention_maps(raw, src), _pairs_of_variants(raw, "movement", variants, src), source.record(),
-                      speed_rounds)
+                      speed_rounds, sentences)
     _check_routed(cfg)
     return cfg
+
+
+def quick_look(raw: dict, n: int) -> dict:
+    """The config with at most ``n`` sentences wherever it translates a number of them (``sentences``, each bias
+    benchmark's, ``speed``'s), and ``quick_look: n`` recorded with it (the run record keeps the config as run)."""
+    raw = dict(raw) | {"sentences": min(n, raw.get("sentences") or n)}
+    if isinstance(raw.get("bias"), dict):
+        raw["bias"] = {k: (dict(b) | {"sentences": min(n, b.get("sentences") or n)} if isinstance(b, dict) else b)
+                       for k, b in raw["bias"].items()}
+    if isinstance(raw.get("speed"), dict):
+        raw["speed"] = dict(raw["speed"]) | {"sentences": min(n, raw["speed"].get("sentences") or n)}
+    return raw
 
 
 def _check_routed(cfg: SweepConfig) -> None:

@@ -50,7 +50,7 @@ def summarise(cfg: SweepConfig, run_dir: str | Path, run_info: dict | None = Non
     run = {"threads": cfg.threads, "generation": cfg.generation, "seconds": None, "processes": None,
            "environment": environment()} | (run_info or {})
     run |= {k: v for k, v in (("hardware", hardware), ("out_of_memory", batches)) if v}
-    S = A.to_dict() | {"bias": bias_summary, "name": cfg.name, "model": str(cfg.model), "model_source": cfg.model_source, "speed": speed, "distillation_signals": signals,
+    S = A.to_dict() | {"bias": bias_summary, "name": cfg.name, "model": str(cfg.model), "model_source": cfg.model_source, "quick_look": cfg.quick_look, "speed": speed, "distillation_signals": signals,
                        "backend": cfg.backend.describe(), "backends": backends,
                        "variant_models": {v: str(cfg.model_of(v)) for v in cfg.variants},
                        "tier_views": {v.name: v.tiers for v in cfg.tier_views}, "run": run}
