@@ -12,6 +12,19 @@ Hebrew ־ה/־ת/־ית, Arabic ة and the plural ات; the masculine base form 
 both genders alike, like מורה, are "unknown"). No offline morphological analyser for these four installs
 from the package registries without a model download (camel-tools, MorphoDiTa, Morfeusz need data
 files), hence rules; each is checked on a hand-labelled list (tests/test_gender_readers.py).
+
+Rules shared by the readers (each with real MT sentences of its shape in the tests):
+
+- *Agreement reads subjects only.* A past-tense verb or adjective agreeing nearby tells the gender of a
+  masculine noun (or a common-gender one) only when the noun is in the nominative (ru, uk: pymorphy3's
+  case; pl, cs: the nominative forms of the masculine suffixes): in "Медсестра отправила [плотника]" the
+  feminine verb agrees with the nurse, not with the accusative carpenter.
+- *The link may land on a determiner* (fr "[la] gouvernante", "[au] boulanger"): a gendered article or
+  contraction is read itself, an elided or plural one hands over to the next word. A link on another
+  function word (es "a", "de") is "unknown", never read as a suffix.
+- *Windows stop at a noun*: a determiner is looked for left of the noun across prenominal modifiers only,
+  never across another word (es "los países [víctima]").
+- Dictionary readings that are not common nouns (pymorphy3's surnames, "Surn") are not used.
 """
 
 from __future__ import annotations
@@ -38,7 +51,8 @@ _DE_MASC_ONLY = {"den", "dem", "einen", "einem", "eines", "des", "keinen", "kein
 _DE_MASC_NOM = {"der", "ein", "kein", "sein", "mein", "dein", "unser", "euer", "dieser", "jener", "jeder"}
 _DE_NOT_FEM_IN = {"medizin", "termin", "kamin", "vitamin", "benzin", "magazin", "berlin", "disziplin", "maschine", "rubin",
                   "cousin", "delfin", "pinguin", "kabin", "urin", "harlekin"}
-_DE_FEM_NOUNS = {"frau", "krankenschwester", "hebamme", "dame", "putzfrau", "kauffrau", "geschäftsfrau", "hausfrau"}
+_DE_FEM_NOUNS = {"frau", "krankenschwester", "hebamme", "dame", "putzfrau", "kauffrau", "geschäftsfrau", "hausfrau", "wache",
+                 "aufsicht", "hilfe", "haushälterin"}
 _DE_NEUTRAL = {"person", "fachkraft", "lehrkraft", "hilfskraft", "mitglied", "personal", "kraft"}
 
 
@@ -46,7 +60,7 @@ def _de(words, i):
     w = _clean(words[i])
     if w in _DE_NEUTRAL or w.endswith(("kraft", "person", "personal")):
         return "neutral"
-    if w in _DE_FEM_NOUNS or w.endswith(("frau", "schwester")):
+    if w in _DE_FEM_NOUNS or w.endswith(("frau", "schwester", "dame", "wache")):
         return "female"
     if (w.endswith("in") and w not in _DE_NOT_FEM_IN and len(w) > 4) or w.endswith("innen"):
         return "female"
@@ -56,7 +70,11 @@ def _de(words, i):
         if d in _DE_MASC_ONLY or d in _DE_MASC_NOM:
             return "male"
         if d in {"die", "eine", "keine", "diese", "seine", "ihre", "meine", "jede"}:
-            # a feminine profession noun carries -in; "die Ärzte", "die Entwickler" are (generic) masculine plurals
+            # a feminine profession noun carries -in; "die Ärzte", "die Entwickler" are (generic) masculine plurals;
+            # "die Angestellte", "die Vorgesetzte" (nominalised participles) and "eine … -e" are feminine singulars;
+            # an umlauted -e after "die" is a plural ("die Ärzte", "die Köche")
+            if w.endswith("e") and (d != "die" or not re.search("[äöü]", w)):
+                return "female"
             masc_looking = w.endswith(("er", "e", "en", "t", "ent", "ant", "eur", "or", "ist", "loge", "at", "äre"))
             return "male" if masc_looking else "female"
     return "male" if w.endswith(("er", "eur", "ent", "ant", "ist", "or", "loge", "arzt", "at")) else "unknown"
@@ -80,12 +98,24 @@ def _fr_suffix(w):
     return "unknown"
 
 
+_FR_EPICENE = {"enfant", "élève", "artiste", "secrétaire", "journaliste", "comptable", "bibliothécaire", "concierge",
+               "responsable", "réceptionniste", "propriétaire", "analyste", "juriste", "libraire", "guide", "camarade"}
+_FR_ARTICLE = {"le": "male", "un": "male", "au": "male", "du": "male", "la": "female", "une": "female"}
+_FR_HANDOVER = {"l", "d", "les", "des", "aux", "à", "de"}  # articles without gender: the noun after them says it
+
+
+def _fr_noun(w):
+    return "unknown" if w in _FR_EPICENE or (len(w) > 3 and w[-1] in "sx" and w[:-1] in _FR_EPICENE) else _fr_suffix(w)
+
+
 def _fr(words, i):
     raw = words[i].lower()
     w = _clean(raw)
+    if w in _FR_ARTICLE or w in _FR_HANDOVER:  # the link landed on the determiner
+        return _FR_ARTICLE.get(w) or (_fr(words, i + 1) if i + 1 < len(words) else "unknown")
     m = re.match(r"^(l|d|qu|j)['’](.+)$", w) or re.match(r"^(l|d|qu|j)['’](.+)$", raw)
-    if m:  # elided article glued to the noun: gender from the suffix
-        return _fr_suffix(_clean(m.group(2)))
+    if m:  # elided article glued to the noun: gender from the suffix (none for an epicene noun)
+        return _fr_noun(_clean(m.group(2)))
     for d in _left(words, i, 2):
         if d in ("mon", "ton", "son") and w[:1] in "aeéèêiîoôuhy":
             break  # "son avocate": mon/ton/son also stand before vowel-initial feminine nouns
@@ -95,7 +125,7 @@ def _fr(words, i):
             return "female"
         if d.endswith(("l'", "l’")) or d in ("l", "d", "les", "des", "aux", "ces", "mes", "ses", "leurs", "de"):
             break
-    return _fr_suffix(w)
+    return _fr_noun(w)  # an epicene noun ("secrétaire") without a gendered determiner: unknown
 
 
 # ---------------------------------------------------------------- Spanish
@@ -103,13 +133,25 @@ _ES_M = {"el", "un", "del", "al", "este", "ese", "aquel", "los", "unos", "estos"
 _ES_F = {"la", "una", "esta", "esa", "aquella", "las", "unas", "estas", "esas", "aquellas", "otra", "ninguna"}
 
 
+_ES_STRESSED_A = {"ama", "amas"}  # feminine nouns taking el/un before a stressed a- ("el ama de llaves")
+_ES_FUNCTION = {"a", "de", "en", "con", "por", "para", "que", "y", "o", "se", "le", "lo", "su", "sus", "sin", "al", "del"}
+_ES_PRENOMINAL = {"nuevo", "nueva", "buen", "buena", "gran", "mismo", "misma", "propio", "propia", "joven", "viejo",
+                  "vieja", "primer", "primera", "único", "única"}
+
+
 def _es(words, i):
     w = _clean(words[i])
+    if w in _ES_STRESSED_A:
+        return "female"
+    if w in _ES_FUNCTION:  # the link landed on a function word: no suffix to read
+        return "unknown"
     for d in _left(words, i, 2):
         if d in _ES_M:
             return "male"
         if d in _ES_F:
             return "female"
+        if d not in _ES_PRENOMINAL:  # another word (a noun): its determiner is not this noun's
+            break
     if w.endswith(("a", "as")) and not w.endswith(("ista", "istas", "ta", "cía")) or w.endswith(("ora", "oras", "esa")):
         return "female"
     if w.endswith(("o", "os", "or", "ores", "ero")):
@@ -158,17 +200,18 @@ def _morph(lang: str):
 def _slavic(lang, words, i):
     m = _morph(lang)
     w = _clean(words[i])
-    parses = [p for p in m.parse(w) if p.tag.POS == "NOUN"]
+    parses = [p for p in m.parse(w) if p.tag.POS == "NOUN" and "Surn" not in p.tag]  # surnames are no readings
     genders = {p.tag.gender for p in parses[:2] if p.tag.gender}
+    subject = any(p.tag.case == "nomn" for p in parses[:2])  # agreement reads a nominative noun only
     if genders == {"femn"}:
         return "female"
     if genders == {"masc"}:
         # a masculine profession noun may still refer to a woman: trust an agreeing past-tense verb or adjective
-        agree = _agreement(m, words, i)
+        agree = _agreement(m, words, i) if subject else None
         return agree if agree == "female" else "male"
     if genders == {"neut"}:
         return "neutral"
-    agree = _agreement(m, words, i)
+    agree = _agreement(m, words, i) if subject or not parses else None
     if agree:
         return agree
     # feminitives the dictionaries lack (програмістка, продавчиня): productive feminine suffixes
@@ -211,32 +254,45 @@ def _past_tense(words, i, fem: tuple, masc: tuple):
     return None
 
 
-def _west_slavic(words, i, fem_re, fem_nouns, masc, past_fem, past_masc):
+# the nominative singular forms of the masculine suffixes: only a noun in one of them is a subject
+_PL_MASC_NOM = ("arz", "erz", "ciel", "nik", "ik", "yk", "ant", "ent", "ista", "ysta", "log", "or", "er", "ca", "acz",
+                "ec")
+_CS_MASC_NOM = ("tel", "ář", "ař", "ník", "ik", "ent", "ant", "ista", "or", "ér", "er", "log", "ač", "eč", "ce", "ec")
+
+
+def _west_slavic(words, i, fem_re, fem_nouns, masc, masc_nom, past_fem, past_masc):
     w = _clean(words[i])
     if w in fem_nouns or fem_re.search(w):
         return "female"
-    agree = _past_tense(words, i, past_fem, past_masc)
-    if w.endswith(masc):  # a masculine noun may name a woman: an agreeing feminine past tense says so
+    if w.endswith(masc):  # a masculine noun may name a woman: an agreeing feminine past tense says so, as subject
+        nominative = w.endswith(masc_nom) and not w.endswith(tuple(x for x in masc if x not in masc_nom
+                                                                   and x.endswith(masc_nom)))
+        agree = _past_tense(words, i, past_fem, past_masc) if nominative else None
         return "female" if agree == "female" else "male"
-    return agree or "unknown"
+    return _past_tense(words, i, past_fem, past_masc) or "unknown"
 
 
 def _pl(words, i):
-    return _west_slavic(words, i, _PL_FEM, {"kobieta", "kobiety", "pani"}, _PL_MASC, ("ła", "łaby"), ("ł", "łby"))
+    return _west_slavic(words, i, _PL_FEM, {"kobieta", "kobiety", "pani"}, _PL_MASC, _PL_MASC_NOM, ("ła", "łaby"),
+                        ("ł", "łby"))
 
 
 def _cs(words, i):
-    return _west_slavic(words, i, _CS_FEM, _CS_FEM_NOUNS, _CS_MASC, ("la", "lá"), ("l",))
+    return _west_slavic(words, i, _CS_FEM, _CS_FEM_NOUNS, _CS_MASC, _CS_MASC_NOM, ("la", "lá"), ("l",))
 
 
 # ---------------------------------------------------------------- Hebrew, Arabic (feminine endings)
 _MARKS = re.compile(r"[\u0591-\u05C7\u064B-\u065F\u0670]")  # Hebrew points and cantillation, Arabic harakat
-_HE_BOTH = {"מורה", "מנקה", "אופה", "רואה", "קונה", "בונה"}  # III-ה participles: one spelling, both genders
+_HE_BOTH = {"מורה", "מנקה", "אופה", "רואה", "קונה", "בונה", "ממונה"}  # one spelling, both genders
+_HE_CONSTRUCT = {"רואה": "male", "רואת": "female"}  # רואה/רואת חשבון: the construct form tells the accountant's gender
 _HE_PREFIX = re.compile(r"^[והבלשכמ]?ה?")
 
 
 def _he(words, i):
     w = _MARKS.sub("", _clean(words[i])).replace("\u05f3", "").replace("'", "")
+    bare = _HE_PREFIX.sub("", w, count=1)
+    if i + 1 < len(words) and _clean(words[i + 1]) == "חשבון" and (w in _HE_CONSTRUCT or bare in _HE_CONSTRUCT):
+        return _HE_CONSTRUCT.get(w) or _HE_CONSTRUCT[bare]
     if w in _HE_BOTH or _HE_PREFIX.sub("", w, count=1) in _HE_BOTH:
         return "unknown"
     if w.endswith(("ת", "ה")):  # -ה, -ת, -ית, plural -ות
@@ -247,8 +303,13 @@ def _he(words, i):
 _AR_NOT_PERSON = {"نظافة", "شرطة", "صحة", "حراسة", "إدارة", "خدمة"}  # second words of compounds (عامل نظافة)
 
 
+_AR_COMPLEMENT = {"حسابات", "مبيعات", "مكتبة", "منزل", "بيت"}  # second words of compounds (مراجع الحسابات, أمين المكتبة)
+
+
 def _ar(words, i):
     w = _MARKS.sub("", _clean(words[i])).replace("\u0640", "")  # tatweel
+    if i > 0 and re.sub(r"^(وال|بال|فال|كال|لل|ال)", "", w) in _AR_COMPLEMENT:  # the link on the compound's complement
+        return _ar(words, i - 1)
     if w in _AR_NOT_PERSON or re.sub(r"^(وال|بال|فال|كال|لل|ال)", "", w) in _AR_NOT_PERSON:
         return "unknown"
     if w.endswith(("ة", "ات")):  # ta marbuta, feminine plural
