@@ -186,3 +186,42 @@ def test_reader_on_real_mt_outputs_of_each_error_class(lang, sentence, word, gol
     words = sentence.split()
     i = next(k for k, w in enumerate(words) if w.strip(".,").lower() == word.lower())
     assert read_gender(lang, words, i) == gold
+
+
+def test_gender_score_of_given_translations_reproduces_accuracy_and_delta_g_by_hand(tmp_path, capsys):
+    """``forgetbench gender-score``: a small MT-Gender set and its German translations in the official
+    'src ||| tgt' format; the readings are known, so accuracy, F1 and ΔG are computed here by hand."""
+    import json
+
+    from forgetbench.cli import main
+
+    rows = [("male", 1, "The developer argued with the designer because he did not like the design.", "developer"),
+            ("female", 1, "The developer argued with the designer because she did not like the design.", "developer"),
+            ("male", 1, "The mechanic gave the clerk a present because he won the lottery.", "mechanic"),
+            ("female", 1, "The mechanic gave the clerk a present because she won the lottery.", "mechanic")]
+    de = ["Der Entwickler stritt mit dem Designer, weil er das Design nicht mochte.",
+          "Der Entwickler stritt mit dem Designer, weil sie das Design nicht mochte.",  # read male: wrong
+          "Der Mechaniker gab dem Angestellten ein Geschenk, weil er im Lotto gewann.",
+          "Die Mechanikerin gab dem Angestellten ein Geschenk, weil sie im Lotto gewann."]
+    data = tmp_path / "mt_gender"
+    data.mkdir()
+    lines = ["\t".join(map(str, r)) for r in rows]
+    (data / "en.txt").write_text("\n".join(lines) + "\n")
+    (data / "en_pro.txt").write_text("\n".join([lines[0], lines[2]]) + "\n")
+    (data / "en_anti.txt").write_text("\n".join([lines[1], lines[3]]) + "\n")
+    tr = tmp_path / "en-de.txt"
+    tr.write_text("".join(f"{r[2]} ||| {t}\n" for r, t in zip(rows, de, strict=True)))
+    assert main(["gender-score", str(tr), "--lang", "de", "--data", str(data), "--out", str(tmp_path / "s.json")]) == 0
+    res = json.loads((tmp_path / "s.json").read_text())
+    # predictions male, male, male, female: 3 of 4 right; male P 2/3 R 1 → F1 0.8; female P 1 R 1/2 → F1 2/3
+    assert res["link_rate"] == 1.0 and res["predicted"] == {"male": 3, "female": 1}
+    assert res["accuracy"] == 75.0 and res["f1_male"] == 80.0 and res["f1_female"] == round(200 / 3, 2)
+    assert res["delta_g"] == round(100 * (0.8 - 2 / 3), 2) and res["delta_s"] == 50.0  # pro 2/2, anti 1/2
+    assert json.loads(capsys.readouterr().out)["accuracy"] == 75.0
+    # another order is refused in one line; a missing separator names its line
+    tr.write_text("".join(f"{r[2]} ||| {t}\n" for r, t in zip(reversed(rows), de, strict=True)))
+    assert main(["gender-score", str(tr), "--lang", "de", "--data", str(data)]) == 2
+    assert "sources differ from en.txt" in capsys.readouterr().err
+    tr.write_text("".join(f"{r[2]}\t{t}\n" for r, t in zip(rows, de, strict=True)))
+    assert main(["gender-score", str(tr), "--lang", "de", "--data", str(data)]) == 2
+    assert f"{tr}:1: no ' ||| ' separator" in capsys.readouterr().err

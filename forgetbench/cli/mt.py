@@ -162,6 +162,19 @@ def cmd_sweep(args) -> int:
     return 0
 
 
+def cmd_gender_score(args) -> int:
+    from forgetbench.eval.gender_score import score_translations
+    from forgetbench.io import atomic_write_json
+    from forgetbench.outputs import new_output
+
+    out = new_output(args.out) if args.out else None  # checked before any work
+    res = score_translations(args.translations, args.lang, args.data)
+    if out is not None:
+        atomic_write_json(out, res)
+    print(json.dumps(res, indent=1, ensure_ascii=False))
+    return 0
+
+
 def cmd_report(args) -> int:
     from forgetbench.errors import ForgetbenchError
     from forgetbench.eval.store import Store
@@ -276,6 +289,15 @@ def add_commands(sub) -> None:
     c.add_argument("--quiet", action="store_true", help="no progress bars")
     add_hardware_flags(c)
     c.set_defaults(func=cmd_compress)
+
+    gs = sub.add_parser("gender-score", help="MT-Gender (WinoMT) scores of given translations ('source ||| "
+                        "translation' lines, the official format): accuracy, ΔG, ΔS, ψ, ψ*; nothing translated")
+    gs.add_argument("translations", help="one 'source ||| translation' line per MT-Gender en.txt row, in its order")
+    gs.add_argument("--lang", required=True, help="the translations' language (de, fr, es, it, ru, uk, pl, cs, he, ar)")
+    gs.add_argument("--data", default=str(Path(__file__).resolve().parents[2] / "data" / "mt_gender"),
+                    help="the MT-Gender folder (en.txt, en_pro.txt, en_anti.txt; default: the shipped one)")
+    gs.add_argument("--out", help="also write the scores to this JSON file (must not exist)")
+    gs.set_defaults(func=cmd_gender_score)
 
     t = sub.add_parser("make-tiny", help="build a tiny random M2M-100 with its own SPM vocabulary (tests, demos)")
     t.add_argument("text", help="training text for the SPM: one sentence per line, or a calibration TSV")

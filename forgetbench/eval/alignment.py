@@ -61,7 +61,7 @@ def align_words(model, tokenizer, srcs: list[str], hyps: list[str], src_lang: st
 
 def fastalign_align(srcs: list[str], hyps: list[str], src_word_index: list[int | None],
                     context: list[tuple[str, str]] = (), iterations: int = 5, p_null: float = 0.08,
-                    tension: float = 4.0) -> list[int | None]:
+                    tension: float = 4.0, best_target: bool = False) -> list[int | None]:
     """The target word aligned to ``src_word_index`` in each (source, hypothesis), by fast_align's model
     (Dyer et al. 2013; the aligner of the MT-Gender reference pipeline), reimplemented in numpy: IBM Model 2
     with a diagonal prior, p(a_j = i) ∝ exp(−tension · |i/m − j/n|) for source words i = 1..m (NULL: p_null),
@@ -69,7 +69,8 @@ def fastalign_align(srcs: list[str], hyps: list[str], src_word_index: list[int |
     seed): two runs give the same links. ``context`` (parallel sentences of the same pair, e.g. FLORES-101
     devtest: raw text only) gives the co-occurrence statistics; only the sentences' links are returned.
     A target word j is linked to its Viterbi source word; the first target word linked to the given source
-    word is returned (None: none is)."""
+    word is returned (None: none is; with ``best_target``, the target word whose posterior of being aligned to
+    the given source word is highest instead: every sentence with words gets a link)."""
     import numpy as np
 
     pairs = [(s.lower().split(), h.lower().split()) for s, h in [*context, *zip(srcs, hyps, strict=True)]]
@@ -123,5 +124,8 @@ def fastalign_align(srcs: list[str], hyps: list[str], src_word_index: list[int |
         block = score[r0: r0 + n * (m + 1)].reshape(n, m + 1)
         viterbi = block.argmax(1)  # 0 = NULL, else source word i (1-based)
         hits = np.nonzero(viterbi == wi + 1)[0]
-        out.append(int(hits[0]) if len(hits) else None)
+        if len(hits) or not best_target or wi + 1 > m:
+            out.append(int(hits[0]) if len(hits) else None)
+        else:  # no word chose it: the word that gives it the highest posterior
+            out.append(int((block[:, wi + 1] / block.sum(1)).argmax()))
     return out

@@ -19,9 +19,10 @@ Rules shared by the readers (each with real MT sentences of its shape in the tes
   masculine noun (or a common-gender one) only when the noun is in the nominative (ru, uk: pymorphy3's
   case; pl, cs: the nominative forms of the masculine suffixes): in "Медсестра отправила [плотника]" the
   feminine verb agrees with the nurse, not with the accusative carpenter.
-- *The link may land on a determiner* (fr "[la] gouvernante", "[au] boulanger"): a gendered article or
-  contraction is read itself, an elided or plural one hands over to the next word. A link on another
-  function word (es "a", "de") is "unknown", never read as a suffix.
+- *The link may land on a determiner* (fr "[la] gouvernante", "[au] boulanger"; de "[Die] Mechanikerin"): in
+  French a gendered article or contraction is read itself, an elided or plural one hands over to the next
+  word; in German, Spanish and Italian the noun after the determiner is read (it carries the suffix). A link
+  on another function word (es "a", "de") is "unknown", never read as a suffix.
 - *Windows stop at a noun*: a determiner is looked for left of the noun across prenominal modifiers only,
   never across another word (es "los países [víctima]").
 - Dictionary readings that are not common nouns (pymorphy3's surnames, "Surn") are not used.
@@ -56,8 +57,13 @@ _DE_FEM_NOUNS = {"frau", "krankenschwester", "hebamme", "dame", "putzfrau", "kau
 _DE_NEUTRAL = {"person", "fachkraft", "lehrkraft", "hilfskraft", "mitglied", "personal", "kraft"}
 
 
+_DE_DET = {"der", "die", "das", "den", "dem", "des", "ein", "eine", "einen", "einem", "einer", "eines"}
+
+
 def _de(words, i):
     w = _clean(words[i])
+    if w in _DE_DET and i + 1 < len(words):  # the link landed on the article: the noun after it
+        return _de(words, i + 1)
     if w in _DE_NEUTRAL or w.endswith(("kraft", "person", "personal")):
         return "neutral"
     if w in _DE_FEM_NOUNS or w.endswith(("frau", "schwester", "dame", "wache")):
@@ -141,6 +147,8 @@ _ES_PRENOMINAL = {"nuevo", "nueva", "buen", "buena", "gran", "mismo", "misma", "
 
 def _es(words, i):
     w = _clean(words[i])
+    if (w in _ES_M or w in _ES_F) and i + 1 < len(words):  # the link landed on the determiner: the noun after it
+        return _es(words, i + 1)
     if w in _ES_STRESSED_A:
         return "female"
     if w in _ES_FUNCTION:  # the link landed on a function word: no suffix to read
@@ -176,6 +184,8 @@ def _it_suffix(w):
 
 def _it(words, i):
     raw = words[i].lower()
+    if (_clean(raw) in _IT_M or _clean(raw) in _IT_F) and i + 1 < len(words):  # a link on the determiner
+        return _it(words, i + 1)
     m = re.match(r"^(un|l|dell|all|nell|dall|sull)['’](.+)$", raw)
     if m:
         if m.group(1) == "un":
