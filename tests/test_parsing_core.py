@@ -113,3 +113,37 @@ def test_time_budget_stops_before_an_epoch_would_overrun():
     assert epoch_would_overrun(now - 50, 1, 1.0)  # 50 s per epoch, 10 s left
     assert not epoch_would_overrun(now - 50, 6, 1.0)  # 8.3 s per epoch, 10 s left: one more fits
     assert epoch_would_overrun(now - 100, 1, 10.0, t_first=now - 10) is False  # taggers took 90 s, epochs 10 s
+
+
+def test_a_budget_shorter_than_an_epoch_ends_the_epoch_early(monkeypatch):
+    """The budget binds inside an epoch (a clock by hook: 1 s per reading): training stops after the batch that
+    would leave less than the last evaluation's time, the partial epoch is evaluated, saved and marked."""
+    import random
+    import types
+
+    import torch
+
+    from forgetbench.parsing import epochs
+
+    clock = [0.0]
+
+    def tick():
+        clock[0] += 1.0
+        return clock[0]
+
+    monkeypatch.setattr(epochs, "time", types.SimpleNamespace(perf_counter=tick))
+    monkeypatch.setattr(epochs, "batches", lambda sents, *a, **k: [[s] for s in sents])
+    monkeypatch.setattr(epochs, "batchify", lambda bs, vocab: {"words": torch.full((1, 3), 5)})
+    model = torch.nn.Linear(2, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    seen, saved = [], []
+
+    def loss(b, words):
+        seen.append(1)
+        return model.weight.sum() ** 2
+
+    n, history = epochs.train_epochs(model, opt, list(range(20)), None, random.Random(0), 100, loss,
+                                     lambda e: (1.0, {"epoch": e}), lambda e, h: saved.append(e), minutes=0.2,
+                                     max_epochs=5, t0=0.0, progress=False)
+    assert n == 1 and history == [{"epoch": 1, "partial": True}] and saved == [1]
+    assert 0 < len(seen) < 20  # the epoch ended early: 12 s of budget, about 1 s a batch

@@ -4,7 +4,9 @@ Each epoch: batches of similar length (≤ ``max_tokens`` padded tokens) in a se
 order; word dropout (10 % of known words become ``<unk>``, so the model learns to use characters
 and tags); Adam step with gradient clipping at 5; then evaluation on dev. The model is saved
 whenever the dev score improves, so an interrupted run keeps its best model. No epoch starts
-that would end after the budget (``epoch_would_overrun``).
+that would end after the budget (``epoch_would_overrun``), and an epoch that would ends early, leaving
+its dev evaluation the time the last one took (a budget shorter than an epoch overruns by at most the
+first evaluation).
 """
 
 from __future__ import annotations
@@ -40,14 +42,22 @@ def train_epochs(model, opt, sents: list[Sentence], vocab, rng: random.Random, m
     measured from ``t_first``). ``batch_loss(batch, words_with_dropout)`` gives the loss of a batch;
     ``evaluate(epoch)`` the dev score used for selection and the epoch's history record; ``save(epoch,
     history)`` writes the model when the score improves; ``scheduler`` (optional) steps after every update.
+    The budget binds inside an epoch too: once the next batch would leave less time than the last dev evaluation
+    took, the epoch ends there (after at least one batch), is evaluated and saved as any other, and training
+    stops (its record says ``"partial": true``), so a budget shorter than an epoch is kept.
     Returns (epochs run, history)."""
     best, history = -1.0, []
     con = Console("parse train", quiet=not progress)  # a bar per epoch on a terminal, else one line per epoch
-    epoch = 0
+    epoch, deadline, eval_s, updates = 0, t0 + minutes * 60, 0.0, 0
     for epoch in range(1, max_epochs + 1):
         model.train()
+        partial = False
         for bs in tqdm(batches(sents, max_tokens, True, rng), disable=None if progress and con.tty else True,
                        desc=f"{desc} {epoch}"):
+            if updates and time.perf_counter() + eval_s >= deadline:
+                partial = True
+                break
+            updates += 1
             b = batchify(bs, vocab)
             drop = (torch.rand(b["words"].shape) < WORD_DROPOUT) & (b["words"] > 2)
             loss = batch_loss(b, b["words"].masked_fill(drop, 1))
@@ -57,7 +67,11 @@ def train_epochs(model, opt, sents: list[Sentence], vocab, rng: random.Random, m
             opt.step()
             if scheduler is not None:
                 scheduler.step()
+        t_eval = time.perf_counter()
         score, record = evaluate(epoch)
+        eval_s = time.perf_counter() - t_eval
+        if partial:
+            record = dict(record) | {"partial": True}
         history.append(record)
         if not con.tty:
             con.line(f"{desc}: epoch {epoch} of at most {max_epochs}, dev {score:.2f} (best {max(best, score):.2f}), "
@@ -65,6 +79,6 @@ def train_epochs(model, opt, sents: list[Sentence], vocab, rng: random.Random, m
         if score > best:
             best = score
             save(epoch, history)
-        if epoch_would_overrun(t0, epoch, minutes, t_first):
+        if partial or epoch_would_overrun(t0, epoch, minutes, t_first):
             break
     return epoch, history
