@@ -46,11 +46,14 @@ def test_per_language_calibration_is_tested_on_the_low_resource_pairs_against_en
     S["calibrations"] = {"w-en": {"method": "wanda", "sparsity": 0.45, "choice": "english", "language": None},
                          "w-uni": {"method": "wanda", "sparsity": 0.45, "choice": "uniform", "language": None},
                          "w-mbs": {"method": "wanda", "sparsity": 0.45, "choice": "proportional", "language": None},
-                         "s-uni": {"method": "sparsegpt", "sparsity": 0.45, "choice": "uniform", "language": None}}
+                         "s-uni": {"method": "sparsegpt", "sparsity": 0.45, "choice": "uniform", "language": None},
+                         # another comparison group: not the English-only twin's step
+                         "w-uni-layer": {"method": "wanda", "sparsity": 0.45, "choice": "uniform", "language": None,
+                                         "scope": "layer"}}
     S["pair_groups"] = {"thesis": {"low": {"pairs": 3, "contrasts": {
         "w-en vs w-uni": {"spBLEU": {"difference": -0.38, "ci": [-0.64, -0.11]}},  # English − uniform: reversed
         "w-mbs vs w-en": {"spBLEU": {"difference": 0.05, "ci": [-0.2, 0.3]}}}}}}
     got = {f["variant"]: f for f in findings(S) if f["claim"].startswith("per-language calibration")}
-    assert set(got) == {"w-uni", "w-mbs"}  # sparsegpt has no English-only twin: no claim
+    assert set(got) == {"w-uni", "w-mbs"}  # sparsegpt and the per-unit scope have no English-only twin: no claim
     assert got["w-uni"]["outcome"] == "supported" and "uniform − english 0.38 [0.11, 0.64]" in got["w-uni"]["numbers"]
     assert got["w-mbs"]["outcome"] == "inconclusive" and "[-0.20, 0.30]" in got["w-mbs"]["numbers"]

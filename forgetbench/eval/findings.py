@@ -10,7 +10,7 @@
 | λ > 1 on losers | λ on the losers | interval > 1 | interval < 1 |
 | λ < 1 on winners | λ on the winners | interval < 1 | interval > 1 |
 | gender bias ψ* rises | ψ*, variant − base | interval > 0 | interval < 0 |
-| per-language calibration reduces the low-resource loss (data-aware pruning) | spBLEU of the low-resource pairs (Very-Low+Low, thesis tiers), this calibration − English-only calibration of the same method and sparsity (a configured contrast, either order) | interval > 0 | interval < 0 |
+| per-language calibration reduces the low-resource loss (data-aware pruning) | spBLEU of the low-resource pairs (Very-Low+Low, thesis tiers), this calibration − English-only calibration of the same method, sparsity, scope and embeddings (a configured contrast, either order) | interval > 0 | interval < 0 |
 
 Anything else is inconclusive. **Decision:** "small" is |relative change| ≤ 10 % (``SMALL``); the study
 reports −6.6 % (30 %) and −0.6 % (int8) on M2M-100 12B.
@@ -114,8 +114,8 @@ def calibration_findings(S: dict) -> list[dict]:
     for v, c in cal.items():
         if c["choice"] in ("english", "sample"):
             continue
-        e = next((x for x, d in cal.items() if d["choice"] == "english" and d["method"] == c["method"]
-                  and d["sparsity"] == c["sparsity"]), None)
+        e = next((x for x, d in cal.items() if d["choice"] == "english" and all(
+            d.get(k) == c.get(k) for k in ("method", "sparsity", "scope", "include_embeddings"))), None)
         if e is None:
             continue
         con, sign = (low.get("contrasts") or {}).get(f"{v} vs {e}"), 1

@@ -135,12 +135,13 @@ def _compress(model: Path, recipe, folder: Path, placement: Placement | None) ->
 
 
 def calibration_record(recipe) -> dict | None:
-    """A data-aware prune step's method, sparsity and calibration choice (for the Findings on calibration)."""
+    """A data-aware prune step's method, sparsity, scope, embeddings and calibration choice (for the Findings on
+    calibration: a choice is compared with the English-only calibration of an otherwise identical step)."""
     for st in (recipe.steps if recipe is not None else ()):
         if st.kind == "prune" and getattr(st.config, "needs_calibration", False):
             c = st.calibration
-            return {"method": st.config.method, "sparsity": st.config.sparsity, "choice": c.choice,
-                    "language": c.language}
+            return {"method": st.config.method, "sparsity": st.config.sparsity, "scope": st.config.scope,
+                    "include_embeddings": st.config.include_embeddings, "choice": c.choice, "language": c.language}
     return None
 
 
