@@ -36,7 +36,7 @@ def batch1_speed(translator, tok, job: Job, n: int, max_new_tokens: int) -> dict
         tokens += len(tok(hyp, add_special_tokens=False)["input_ids"]) + 1
     secs = time.perf_counter() - t0
     k = len(srcs) - 1
-    return {"pair": f"{job.src}-{job.tgt}", "benchmark": job.benchmark.name, "sentences": k,
+    return {"pair": f"{job.src}-{job.tgt}", "benchmark": job.benchmark.name, "sentences": k, "tokens": tokens,
             "seconds": round(secs, 3), "sentences_per_s": round(k / secs, 3) if secs else None,
             "tokens_per_s": round(tokens / secs, 1) if secs else None, "backend": translator.name,
             "threads": torch.get_num_threads(),

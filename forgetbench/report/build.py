@@ -537,8 +537,9 @@ def _deploy_speeds(sp: dict, b1, bb, env: dict) -> list[str]:
             _f(bt), "1.00× (the base)" if base_row else _speedup(batched.get("vs_base"), bt, bb),
             f"{sp['sentences']} × {sp['benchmark']} {sp['pair']} (batched: {batched.get('sentences', '–')} "
             f"in batches of {batched.get('batch_size', '–')})"
-            + (f", median of {rounds} timings" + ("" if base_row else " interleaved with the base's") if rounds
-               else ", one timing")
+            + (f", median of {sp.get('timings', rounds)} timings"
+               + (" (alone and interleaved with each variant's)" if base_row else " interleaved with the base's")
+               if rounds else ", one timing")
             + f", {sp['threads']} thread(s), load {sp['loadavg'][0]}–{sp['loadavg'][1]}, {env.get('model', '?')} "
             f"[{' '.join(env.get('flags', [])) or 'no AVX2'}]"]
 

@@ -230,6 +230,25 @@ def deployment_pass(cfg: SweepConfig, run_dir: Path, store: Store, placement: Pl
             rec["batched"]["sentences_per_s"] = round(first_b["sentences"] / med_b, 3)
         store.set_meta(f"speed:{name}", rec)
         tr = None  # the variant's translator released before the next is loaded
+    pool_base_timings(cfg, store)
+
+
+def pool_base_timings(cfg: SweepConfig, store: Store) -> None:
+    """The base's row from every timing of it — its own rounds and those interleaved with each variant — so its
+    speed is measured over the same moments as the variants' (their rows: their interleaved rounds' medians)."""
+    rec = store.meta(f"speed:{cfg.base}")
+    if not rec or not rec.get("round_seconds"):
+        return
+    others = [r for v in cfg.variants if v != cfg.base and (r := store.meta(f"speed:{v}")) and r.get("vs_base")]
+    one = list(rec["round_seconds"]) + [x for r in others for x in r["vs_base"]["base_seconds"]]
+    many = list(rec["batched"].get("round_seconds", [])) + [x for r in others for x in r["batched"]["vs_base"]["base_seconds"]]
+    med, med_b = statistics.median(one), statistics.median(many) if many else None
+    rec |= {"timings": len(one), "sentences_per_s": round(rec["sentences"] / med, 3)}
+    if rec.get("tokens") is not None:
+        rec["tokens_per_s"] = round(rec["tokens"] / med, 1)
+    if med_b:
+        rec["batched"] |= {"sentences_per_s": round(rec["batched"]["sentences"] / med_b, 3), "timings": len(many)}
+    store.set_meta(f"speed:{cfg.base}", rec)
 
 
 def record_signals(store: Store, name: str, model: Path) -> None:
