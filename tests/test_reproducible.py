@@ -50,3 +50,13 @@ def test_two_identical_sweeps_give_the_same_numbers(tiny_dir, tmp_path):
         s.pop("run")  # wall times, load average
     assert a == b
     assert a["bias"]["aligner_comparison"]["items"] > 0
+
+
+def test_the_posterior_fallback_links_a_word_no_target_word_chose():
+    """``best_target``: where no target word's Viterbi choice is the source word, the target word with the highest
+    posterior for it is linked; a found link is the same with or without the fallback."""
+    srcs, hyps = ["the cat sat on the mat"], ["le chat"]
+    viterbi = [fastalign_align(srcs, hyps, [i])[0] for i in range(6)]
+    fallback = [fastalign_align(srcs, hyps, [i], best_target=True)[0] for i in range(6)]
+    assert None in viterbi and None not in fallback and all(0 <= j < 2 for j in fallback)
+    assert all(v == f for v, f in zip(viterbi, fallback, strict=True) if v is not None)

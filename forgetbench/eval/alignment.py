@@ -16,6 +16,27 @@ from forgetbench.eval.hallucination import cross_attention
 _SPACE = "\u2581"
 
 
+_TOKEN = re.compile(r"\w+(?:['’]\w+)*['’]?|[^\w\s]", re.UNICODE)
+
+
+def tokens(text: str) -> list[str]:
+    """Words (apostrophes inside kept: ``l'enfant``) and punctuation marks, in order: what the statistical aligner
+    and the gender readers see ("плотника," and "плотника" are one word)."""
+    return _TOKEN.findall(text)
+
+
+def source_index(sentence: str, word_index: int) -> int | None:
+    """The token position (``tokens``) of the ``word_index``-th whitespace word of ``sentence`` (its first word
+    token): MT-Gender's profession index is over whitespace words."""
+    words = sentence.split()
+    if not 0 <= word_index < len(words):
+        return None
+    before = sum(len(tokens(w)) for w in words[:word_index])
+    own = tokens(words[word_index])
+    lead = next((k for k, t in enumerate(own) if re.match(r"\w", t)), None)
+    return None if lead is None else before + lead
+
+
 def piece_words(tokenizer, ids: list[int]) -> list[int | None]:
     """Word index of each token id (None for language codes, </s>, padding)."""
     special = set(tokenizer.all_special_ids) | set(getattr(tokenizer, "lang_code_to_id", {}).values())

@@ -23,7 +23,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from forgetbench.errors import ForgetbenchError
-from forgetbench.eval.alignment import align_words, fastalign_align
+from forgetbench.eval.alignment import align_words, fastalign_align, source_index, tokens
 from forgetbench.eval.gender_metrics import GenderItem, gender_scores, resampled_scores
 from forgetbench.eval.gender_readers import read_gender
 from forgetbench.eval.store import Store
@@ -165,21 +165,25 @@ def gender_pass(store: Store, variant: str, model, tokenizer, bias: BiasConfig, 
 
 def fastalign_gender_pass(store: Store, variants: list[str], bias: BiasConfig, jobs: list[Job] | None = None) -> None:
     """Second aligner: fast_align's model (deterministic) links the profession word; stores ``gender_pred_fastalign``
-    (of ``jobs``' items, all gender jobs by default: each (variant, job) is aligned on its own, with the context)."""
+    (of ``jobs``' items, all gender jobs by default: each (variant, job) is aligned on its own, with the context).
+    As ``gender-score`` reads given translations: words and punctuation apart (``alignment.tokens``), every item
+    linked (the posterior fallback)."""
     if bias is None or bias.aligner_context is None:
         return
     for job in bias.gender_jobs if jobs is None else [j for j in bias.gender_jobs if j in jobs]:
-        ctx = list(zip(*bias.aligner_context.pair("en", job.tgt), strict=True))
+        ctx = [(" ".join(tokens(a)), " ".join(tokens(b))) for a, b in zip(*bias.aligner_context.pair("en", job.tgt),
+                                                                           strict=True)]
         key = (job.benchmark.name, job.src, job.tgt)
         for v in variants:
             if not store.missing_stat(FASTALIGN_STAT, v, *key):
                 continue  # aligned already (a variant's items are aligned together, so all or none)
-            hyps = {r["idx"]: r["hyp"] for r in store.translations(v, *key)}
+            hyps = {r["idx"]: tokens(r["hyp"]) for r in store.translations(v, *key)}
             idx = sorted(hyps)
-            tgt_idx = fastalign_align([bias.gender_rows[i].sentence for i in idx], [hyps[i] for i in idx],
-                                    [bias.gender_rows[i].index for i in idx], ctx)
+            rows = [bias.gender_rows[i] for i in idx]
+            tgt_idx = fastalign_align([" ".join(tokens(r.sentence)) for r in rows], [" ".join(hyps[i]) for i in idx],
+                                      [source_index(r.sentence, r.index) for r in rows], ctx, best_target=True)
             store.add_stats([(v, *key, i, FASTALIGN_STAT,
-                              GENDER_CODE[read_gender(job.tgt, hyps[i].split(), ti) if ti is not None else "unknown"])
+                              GENDER_CODE[read_gender(job.tgt, hyps[i], ti) if ti is not None else "unknown"])
                              for i, ti in zip(idx, tgt_idx, strict=True)])
 
 

@@ -22,33 +22,14 @@ Rules:
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from pathlib import Path
 
 from forgetbench.errors import ForgetbenchError
-from forgetbench.eval.alignment import fastalign_align
+from forgetbench.eval.alignment import fastalign_align, source_index, tokens
 from forgetbench.eval.bias import GenderRow, read_mt_gender
 from forgetbench.eval.gender_metrics import GenderItem, gender_scores
 from forgetbench.eval.gender_readers import COVERED, read_gender
-
-_TOKEN = re.compile(r"\w+(?:['’]\w+)*['’]?|[^\w\s]", re.UNICODE)
-
-
-def tokens(text: str) -> list[str]:
-    """Rule 2: words (apostrophes inside kept) and punctuation marks, in order."""
-    return _TOKEN.findall(text)
-
-
-def source_index(sentence: str, word_index: int) -> int | None:
-    """Rule 3: the token position of the ``word_index``-th whitespace word of ``sentence`` (its first word token)."""
-    words = sentence.split()
-    if not 0 <= word_index < len(words):
-        return None
-    before = sum(len(tokens(w)) for w in words[:word_index])
-    own = tokens(words[word_index])
-    lead = next((k for k, t in enumerate(own) if re.match(r"\w", t)), None)
-    return None if lead is None else before + lead
 
 
 def read_translations(path: Path, rows: list[GenderRow]) -> tuple[list[str], list[int]]:
