@@ -225,3 +225,6 @@ def test_gender_score_of_given_translations_reproduces_accuracy_and_delta_g_by_h
     tr.write_text("".join(f"{r[2]}\t{t}\n" for r, t in zip(rows, de, strict=True)))
     assert main(["gender-score", str(tr), "--lang", "de", "--data", str(data)]) == 2
     assert f"{tr}:1: no ' ||| ' separator" in capsys.readouterr().err
+    tr.write_bytes(b"\xff\xfe not text\n")
+    assert main(["gender-score", str(tr), "--lang", "de", "--data", str(data)]) == 2
+    assert "is not valid UTF-8" in capsys.readouterr().err

@@ -30,13 +30,14 @@ from forgetbench.eval.alignment import fastalign_align, source_index, tokens
 from forgetbench.eval.bias import GenderRow, read_mt_gender
 from forgetbench.eval.gender_metrics import GenderItem, gender_scores
 from forgetbench.eval.gender_readers import COVERED, read_gender
+from forgetbench.io import read_text
 
 
 def read_translations(path: Path, rows: list[GenderRow]) -> tuple[list[str], list[int]]:
     """Rule 1: the target side of each line, and the (1-based) lines whose source is not ``rows``' sentence."""
     if not path.is_file():
         raise ForgetbenchError(f"gender-score: {path} not found; give a file of 'source ||| translation' lines")
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = read_text(path, "translations file").splitlines()
     if len(lines) != len(rows):
         raise ForgetbenchError(f"{path}: {len(lines)} lines, the MT-Gender set has {len(rows)}; give one translation per "
                                "en.txt row, in its order")
