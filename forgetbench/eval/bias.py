@@ -163,6 +163,15 @@ def gender_pass(store: Store, variant: str, model, tokenizer, bias: BiasConfig, 
             store.add_stats(rows)
 
 
+def profession_links(rows: list[GenderRow], hyps: list[list[str]], context: list[tuple[str, str]] = (),
+                     best_target: bool = True) -> list[int | None]:
+    """The token of each tokenised hypothesis (``alignment.tokens``) linked to its row's profession by fast_align's
+    model trained on these pairs and ``context`` together; ``best_target``: every item linked (the posterior
+    fallback)."""
+    return fastalign_align([" ".join(tokens(r.sentence)) for r in rows], [" ".join(h) for h in hyps],
+                           [source_index(r.sentence, r.index) for r in rows], context, best_target=best_target)
+
+
 def fastalign_gender_pass(store: Store, variants: list[str], bias: BiasConfig, jobs: list[Job] | None = None) -> None:
     """Second aligner: fast_align's model (deterministic) links the profession word; stores ``gender_pred_fastalign``
     (of ``jobs``' items, all gender jobs by default: each (variant, job) is aligned on its own, with the context).
@@ -179,9 +188,7 @@ def fastalign_gender_pass(store: Store, variants: list[str], bias: BiasConfig, j
                 continue  # aligned already (a variant's items are aligned together, so all or none)
             hyps = {r["idx"]: tokens(r["hyp"]) for r in store.translations(v, *key)}
             idx = sorted(hyps)
-            rows = [bias.gender_rows[i] for i in idx]
-            tgt_idx = fastalign_align([" ".join(tokens(r.sentence)) for r in rows], [" ".join(hyps[i]) for i in idx],
-                                      [source_index(r.sentence, r.index) for r in rows], ctx, best_target=True)
+            tgt_idx = profession_links([bias.gender_rows[i] for i in idx], [hyps[i] for i in idx], ctx)
             store.add_stats([(v, *key, i, FASTALIGN_STAT,
                               GENDER_CODE[read_gender(job.tgt, hyps[i], ti) if ti is not None else "unknown"])
                              for i, ti in zip(idx, tgt_idx, strict=True)])

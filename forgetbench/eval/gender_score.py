@@ -26,8 +26,8 @@ from collections import Counter
 from pathlib import Path
 
 from forgetbench.errors import ForgetbenchError
-from forgetbench.eval.alignment import fastalign_align, source_index, tokens
-from forgetbench.eval.bias import GenderRow, read_mt_gender
+from forgetbench.eval.alignment import tokens
+from forgetbench.eval.bias import GenderRow, profession_links, read_mt_gender
 from forgetbench.eval.gender_metrics import GenderItem, gender_scores
 from forgetbench.eval.gender_readers import COVERED, read_gender
 from forgetbench.io import read_text
@@ -61,10 +61,8 @@ def score_translations(path: str | Path, lang: str, data: str | Path, best_targe
         raise ForgetbenchError(f"gender-score --lang {lang}: no gender reader for it; covered: {', '.join(COVERED)}")
     rows = read_mt_gender(Path(data))
     hyps, differ = read_translations(Path(path), rows)
-    srcs = [" ".join(tokens(r.sentence)) for r in rows]
     tgts = [tokens(h) for h in hyps]
-    links = fastalign_align(srcs, [" ".join(t) for t in tgts], [source_index(r.sentence, r.index) for r in rows],
-                            best_target=best_target)
+    links = profession_links(rows, tgts, best_target=best_target)
     items, read, left_out = [], Counter(), set(differ)
     for n, (r, t, j) in enumerate(zip(rows, tgts, links, strict=True), 1):
         if n in left_out:

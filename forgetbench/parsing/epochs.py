@@ -4,9 +4,9 @@ Each epoch: batches of similar length (≤ ``max_tokens`` padded tokens) in a se
 order; word dropout (10 % of known words become ``<unk>``, so the model learns to use characters
 and tags); Adam step with gradient clipping at 5; then evaluation on dev. The model is saved
 whenever the dev score improves, so an interrupted run keeps its best model. No epoch starts
-that would end after the budget (``epoch_would_overrun``), and an epoch that would ends early, leaving
-its dev evaluation the time the last one took (a budget shorter than an epoch overruns by at most the
-first evaluation).
+that would end after the budget (``epoch_would_overrun``), and an epoch running into it ends early,
+leaving its dev evaluation the time the last one took (a budget shorter than an epoch overruns by at most
+the first evaluation).
 """
 
 from __future__ import annotations

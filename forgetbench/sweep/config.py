@@ -236,7 +236,7 @@ def load_sweep(path: str | Path, hardware: dict | None = None, sentences: int | 
 
 def quick_look(raw: dict, n: int) -> dict:
     """The config with at most ``n`` sentences wherever it translates a number of them (``sentences``, each bias
-    benchmark's, ``speed``'s), and ``quick_look: n`` recorded with it (the run record keeps the config as run)."""
+    benchmark's, ``speed``'s); ``SweepConfig.quick_look`` and the run's ``config.yaml`` record it."""
     raw = dict(raw) | {"sentences": min(n, raw.get("sentences") or n)}
     if isinstance(raw.get("bias"), dict):
         raw["bias"] = {k: (dict(b) | {"sentences": min(n, b.get("sentences") or n)} if isinstance(b, dict) else b)

@@ -204,28 +204,31 @@ def deployment_pass(cfg: SweepConfig, run_dir: Path, store: Store, placement: Pl
                                              "disk_bytes": known[name].get("sizes", {}).get("int8_bytes")})
             continue
         tr, tok, form, size = _deployable(cfg, run_dir, name, placement, have_ct2, known)
-        first, first_b = one(tr, tok), batched(tr)
-        rec = {"form": form, "disk_bytes": size, **first, "batched": first_b}
+        runs: dict[str, list[dict]] = {"one": [], "batched": []}  # this variant's timings, whole records
+
+        def own(kind, t=tr, k=tok, runs=runs):
+            runs[kind].append(one(t, k) if kind == "one" else batched(t))
+            return runs[kind][-1]["seconds"]
+
+        extra, extra_b = {}, {}
         if name == cfg.base:
-            times = [first["seconds"]] + [one(tr, tok)["seconds"] for _ in range(rounds - 1)]
-            times_b = [first_b["seconds"]] + [batched(tr)["seconds"] for _ in range(rounds - 1)]
-            rec |= {"rounds": rounds, "round_seconds": times}
-            rec["batched"] |= {"round_seconds": times_b}
+            times = [own("one") for _ in range(rounds)]
+            times_b = [own("batched") for _ in range(rounds)]
+            extra, extra_b = {"rounds": rounds, "round_seconds": times}, {"round_seconds": times_b}
         elif not fake_quantised(cfg.variants.get(cfg.base)):
             if base is None:
                 base = _deployable(cfg, run_dir, cfg.base, placement, have_ct2, known)[:2]
             b_tr, b_tok = base
-            rec["vs_base"] = interleaved(lambda t=b_tr, k=b_tok: one(t, k)["seconds"],
-                                         lambda t=tr, k=tok: one(t, k)["seconds"], rounds)
-            rec["batched"]["vs_base"] = interleaved(lambda t=b_tr: batched(t)["seconds"],
-                                                    lambda t=tr: batched(t)["seconds"], rounds)
-            times, times_b = rec["vs_base"]["seconds"], rec["batched"]["vs_base"]["seconds"]
+            vs = interleaved(lambda t=b_tr, k=b_tok: one(t, k)["seconds"], lambda: own("one"), rounds)
+            vs_b = interleaved(lambda t=b_tr: batched(t)["seconds"], lambda: own("batched"), rounds)
+            times, times_b, extra, extra_b = vs["seconds"], vs_b["seconds"], {"vs_base": vs}, {"vs_base": vs_b}
         else:
-            times, times_b = [first["seconds"]], [first_b["seconds"]]
+            times, times_b = [own("one")], [own("batched")]
+        first, first_b = runs["one"][0], runs["batched"][0]
         med, med_b = statistics.median(times), statistics.median(times_b)
+        rec = {"form": form, "disk_bytes": size, **first, **extra, "batched": first_b | extra_b}
         if med:  # the variant's own speed: the median over its timings
-            rec["tokens_per_s"] = round(rec["tokens_per_s"] * first["seconds"] / med, 1)
-            rec["sentences_per_s"] = round(first["sentences"] / med, 3)
+            rec |= {"sentences_per_s": round(first["sentences"] / med, 3), "tokens_per_s": round(first["tokens"] / med, 1)}
         if med_b:
             rec["batched"]["sentences_per_s"] = round(first_b["sentences"] / med_b, 3)
         store.set_meta(f"speed:{name}", rec)
