@@ -50,7 +50,7 @@ def cmd_compress(args) -> int:
 def cmd_make_tiny(args) -> int:
     from forgetbench.errors import ForgetbenchError
     from forgetbench.io import atomic_directory, read_text
-    from forgetbench.models.tiny import build_tiny_m2m100
+    from forgetbench.models.tiny import build_tiny_m2m100, build_tiny_nllb
     from forgetbench.outputs import new_output
 
     new_output(args.out)
@@ -68,9 +68,10 @@ def cmd_make_tiny(args) -> int:
     sents = [c for ln in lines for c in (ln.split("\t")[2:] if ln.count("\t") == 3 else [ln])]
     set_threads(1)
     with atomic_directory(args.out) as tmp:
-        model, _ = build_tiny_m2m100(tmp, sents, spm_vocab=args.vocab, seed=args.seed, d_model=args.d_model,
-                                     layers=args.layers)
-    print(f"wrote {args.out}: random M2M100 with {sum(p.numel() for p in model.parameters()):,} parameters")
+        build = build_tiny_nllb if args.family == "nllb" else build_tiny_m2m100
+        model, _ = build(tmp, sents, spm_vocab=args.vocab, seed=args.seed, d_model=args.d_model, layers=args.layers)
+    kind = "NLLB-200-shaped M2M100" if args.family == "nllb" else "M2M100"
+    print(f"wrote {args.out}: random {kind} with {sum(p.numel() for p in model.parameters()):,} parameters")
     return 0
 
 
@@ -299,13 +300,16 @@ def add_commands(sub) -> None:
     gs.add_argument("--out", help="also write the scores to this JSON file (must not exist)")
     gs.set_defaults(func=cmd_gender_score)
 
-    t = sub.add_parser("make-tiny", help="build a tiny random M2M-100 with its own SPM vocabulary (tests, demos)")
+    t = sub.add_parser("make-tiny", help="build a tiny random M2M-100 (or NLLB-200-shaped) model with its own SPM "
+                       "vocabulary (tests, demos)")
     t.add_argument("text", help="training text for the SPM: one sentence per line, or a calibration TSV")
     t.add_argument("--out", required=True, help="output folder (must not exist)")
     t.add_argument("--vocab", type=int, default=2000, help="SentencePiece vocabulary size")
     t.add_argument("--d-model", type=int, default=64, help="model width")
     t.add_argument("--layers", type=int, default=2, help="encoder and decoder layers")
     t.add_argument("--seed", type=int, default=0, help="weight initialisation seed")
+    t.add_argument("--family", choices=("m2m100", "nllb"), default="m2m100",
+                   help="m2m100: M2M-100's vocabulary and __xx__ codes; nllb: NLLB-200's token layout and its 202 codes")
     t.set_defaults(func=cmd_make_tiny)
 
     tm = sub.add_parser("train-mt", help="train a multilingual M2M-100-architecture model from scratch (resumable)")
@@ -349,7 +353,8 @@ def add_commands(sub) -> None:
     rp.set_defaults(func=cmd_report)
 
     pd = sub.add_parser("plan-devices", help="layer -> device split on the meta device (no weights loaded)")
-    pd.add_argument("model", help="a model folder or a known config: m2m100_418M, m2m100_1.2B, m2m100_12B, small100")
+    pd.add_argument("model", help="a model folder or a known config: m2m100_418M, m2m100_1.2B, m2m100_12B, small100, "
+                    "nllb-200-distilled-600M, nllb-200-1.3B, nllb-200-3.3B")
     pd.add_argument("--gpus", type=positive, required=True, help="number of GPUs")
     pd.add_argument("--gpu-memory", required=True, help="per GPU, e.g. 40GiB")
     pd.add_argument("--cpu-memory", help="allow CPU offload up to this size")

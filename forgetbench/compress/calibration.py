@@ -18,7 +18,9 @@ from tqdm.auto import tqdm
 
 from forgetbench.errors import ForgetbenchError
 from forgetbench.io import read_text, sha256_file, training_counts
+from forgetbench.models.generation import encode_sources, target_ids
 from forgetbench.models.hardware import input_device
+from forgetbench.models.tokenizers import is_nllb
 
 Row = tuple[str, str, str, str]
 
@@ -74,9 +76,13 @@ def seq2seq_calibration(tokenizer, rows: list[Row], batch_size: int = 16, max_le
     def run(model: nn.Module) -> None:
         device = input_device(model)
         for s, t, rs in tqdm(batches, desc="calibrating", disable=None if progress else True, unit="batch"):
-            tokenizer.src_lang, tokenizer.tgt_lang = s, t
-            enc = tokenizer([r[2] for r in rs], text_target=[r[3] for r in rs], padding=True, truncation=True,
-                            max_length=max_length, return_tensors="pt")
+            if is_nllb(tokenizer):  # labels in NLLB's training layout whatever the tokenizer's legacy setting
+                enc = dict(encode_sources(tokenizer, [r[2] for r in rs], s, t, max_length))
+                enc["labels"] = target_ids(tokenizer, [r[3] for r in rs], t, max_length)
+            else:
+                tokenizer.src_lang, tokenizer.tgt_lang = s, t
+                enc = tokenizer([r[2] for r in rs], text_target=[r[3] for r in rs], padding=True, truncation=True,
+                                max_length=max_length, return_tensors="pt")
             with torch.no_grad():
                 model(**{k: v.to(device) for k, v in enc.items()})
 
@@ -162,8 +168,15 @@ class Seq2SeqCalibration:
                 rows = self.rows(spec)
             except ForgetbenchError as e:
                 return str(e)
+            langs = {x for r in rows for x in r[:2]}
+            if is_nllb(self.tokenizer):  # NLLB: which of the two ways a name fails (no mapping, a code not held)
+                for x in sorted(langs):
+                    try:
+                        self.tokenizer.code_of(x)
+                    except ForgetbenchError as e:
+                        return f"calibration data {spec.data}: {e}"
             codes = getattr(self.tokenizer, "lang_code_to_id", None)
-            lacking = sorted({x for r in rows for x in r[:2]} - set(codes)) if codes is not None else []
+            lacking = sorted(langs - set(codes)) if codes is not None else []
             if lacking:
                 return f"calibration language(s) {lacking} are not language codes of the model's tokenizer"
         return None

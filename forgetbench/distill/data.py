@@ -35,7 +35,10 @@ PAD, EOS = 1, 2
 
 
 def encoder_of(tok):
-    """text → ids with the M2M-100 vocabulary (unknown pieces → ``<unk>``)."""
+    """text → ids with the M2M-100 vocabulary (unknown pieces → ``<unk>``); other tokenizers (NLLB-200) by their
+    own call without special tokens."""
+    if not hasattr(tok, "sp_model"):
+        return lambda text: tok(text, add_special_tokens=False)["input_ids"]
     unk = tok.encoder.get("<unk>", 3)
     return lambda text: [tok.encoder.get(p, unk) for p in tok.sp_model.encode(text, out_type=str)]
 

@@ -31,7 +31,7 @@ from forgetbench.errors import ForgetbenchError
 from forgetbench.io import atomic_write_json, sha256_file
 from forgetbench.models.hardware import Placement, place
 from forgetbench.models.load import load, weights_sha256
-from forgetbench.models.tokenizers import SMALL100_MARKER, load_tokenizer
+from forgetbench.models.tokenizers import SMALL100_MARKER, language_tokens, load_tokenizer
 from forgetbench.train import loop as train_loop_mod
 from forgetbench.train.export import export_model
 
@@ -72,6 +72,14 @@ def _vocab_sha(folder: Path) -> tuple[str | None, str | None]:
     return (sha256_file(v) if v.is_file() else None), (sha256_file(s) if s.is_file() else None)
 
 
+def _code_token(tok, lang: str) -> str | None:
+    """The token naming ``lang`` in ``tok`` (``__de__``, ``deu_Latn``), None where the tokenizer has none."""
+    try:
+        return tok.get_lang_token(lang)
+    except (ForgetbenchError, KeyError):
+        return None
+
+
 def check(cfg: DistillConfig, device_map=None, placement: Placement | None = None) -> Checked:
     """Everything that can be refused, refused here: nothing is written before this returns. The teacher is loaded
     where ``placement`` says (``models.hardware``; default fp32 on the CPU); ``device_map`` or the config's
@@ -98,10 +106,11 @@ def check(cfg: DistillConfig, device_map=None, placement: Placement | None = Non
     if k.source != "none" and k.top_k + k.tail_samples > V - 1:
         raise ForgetbenchError(f"kd.top_k {k.top_k} (+ tail_samples {k.tail_samples}) must stay below the vocabulary "
                                f"size {V}: a top-k larger than the vocabulary has no tail to sample")
-    missing = [x for x in ["en", *cfg.data.languages] if f"__{x}__" not in tok.get_vocab()]
+    held = set(language_tokens(tok))
+    missing = [x for x in ["en", *cfg.data.languages] if _code_token(tok, x) not in held]
     if missing:
         raise ForgetbenchError(f"data.languages: unknown language code(s) {missing}: the teacher's tokenizer has no "
-                               "__xx__ token for them")
+                               "language token (__xx__, or NLLB's xxx_Xxxx) for them")
     teacher_sha = weights_sha256(tpath) or "unknown"
     keys = None
     if k.source == "cache":

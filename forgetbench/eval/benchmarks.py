@@ -1,6 +1,8 @@
 """Benchmark loaders from local folders (formats as in the shared data; the repo ships subsets).
 
 - ``flores101``: ``<dir>/<iso3>.devtest`` (or ``<dir>/devtest/<iso3>.devtest``), multi-way.
+- ``flores200``: ``<dir>/<code>.devtest`` (or ``<dir>/devtest/…``) named by NLLB/FLORES-200 code (``deu_Latn``),
+  multi-way; the project's language names map to the codes by ``models.nllb_codes``.
 - ``ntrex128``: ``<dir>/newstest2019-ref.<code>.txt`` + ``newstest2019-src.eng.txt``, multi-way.
 - ``tico19``: ``<dir>/en-<xx>/tico19-test.{en,<xx>}`` (English-centric pairs).
 - ``tatoeba``: ``<dir>/<a>-<b>/tatoeba-test-v2021-08-07.{a,b}`` (English-centric pairs).
@@ -19,8 +21,9 @@ from pathlib import Path
 from forgetbench.errors import ForgetbenchError
 from forgetbench.eval.languages import language
 from forgetbench.io import read_text, sha256_file
+from forgetbench.models.nllb_codes import nllb_code
 
-KINDS = ("flores101", "ntrex128", "tico19", "tatoeba")
+KINDS = ("flores101", "flores200", "ntrex128", "tico19", "tatoeba")
 
 
 @dataclass
@@ -37,6 +40,13 @@ class Benchmark:
                 if p.is_file():
                     return p
             raise ForgetbenchError(f"{self.name}: no FLORES-101 file {L.flores_file} under {self.root}")
+        if self.kind == "flores200":
+            name = f"{nllb_code(lang, f'benchmark {self.name}')}.devtest"
+            for p in (self.root / name, self.root / "devtest" / name):
+                if p.is_file():
+                    return p
+            raise ForgetbenchError(f"{self.name}: no FLORES-200 file {name} for {L.name} ({lang}) under {self.root}; "
+                                   "give the folder holding the FLORES-200 devtest files")
         if self.kind == "ntrex128":
             if lang == "en":
                 p = self.root / "newstest2019-src.eng.txt"

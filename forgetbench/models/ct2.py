@@ -1,15 +1,16 @@
-"""CTranslate2 for M2M-100 and SMaLL-100: a conversion that keeps every language code at its id, and a
+"""CTranslate2 for M2M-100, SMaLL-100 and NLLB-200: a conversion that keeps every language code at its id, and a
 translator with the torch loop's interface (``models.generation.translate``).
 
 Conversion rules:
 
-1. The architecture must be ``M2M100ForConditionalGeneration`` (M2M-100 and SMaLL-100 share it); anything
+1. The architecture must be ``M2M100ForConditionalGeneration`` (M2M-100, SMaLL-100, NLLB-200 share it); anything
    else is refused before any work (``check_architecture``).
 2. The vocabulary is read **by id** (``vocabulary``): token ``i`` of the converted model is
    ``tokenizer.convert_ids_to_tokens(i)`` for every id the tokenizer knows, then ``madeupwordK`` up to the
    model's ``vocab_size``. CTranslate2's own converter sorts ``get_vocab()``, which on transformers 5 omits the
    100 ``__xx__`` codes: its vocabulary comes out 100 short, and padding it names the codes ``madeupwordN``
-   so ``__de__`` silently becomes ``<unk>``. Here every code is asserted at its id and every token unique.
+   so ``__de__`` silently becomes ``<unk>``. Here every code (``__de__`` or NLLB's ``deu_Latn``) is asserted at its
+   id and every token unique.
 3. Weights go through CTranslate2's own M2M-100 layer mapping (``M2M100Loader``: pre-norm, sinusoidal
    positions without the offset, fused QKV) with ``quantization`` = the compute type (int8 weights are stored
    as int8 with one scale per row). The folder is written atomically with ``forgetbench-ct2.json`` (source
@@ -19,8 +20,8 @@ Conversion rules:
    every FFN weight, and the torch model's translations turned to garbage).
 
 Translation (``Ct2Translator.translate``): sources tokenised exactly as the torch path (``encode_sources``:
-``__src__ … </s>`` or, SMaLL-100, ``__tgt__ … </s>``); M2M-100 gets ``__tgt__`` as target prefix (the forced
-BOS), SMaLL-100 none; greedy (beam 1) unless asked; ``max_decoding_length`` = ``max_new_tokens`` (the prefix
+``__src__ … </s>`` or, SMaLL-100, ``__tgt__ … </s>``); M2M-100 gets ``__tgt__`` (NLLB ``deu_Latn``) as target
+prefix (the forced BOS), SMaLL-100 none; greedy (beam 1) unless asked; ``max_decoding_length`` = ``max_new_tokens`` (the prefix
 counts, as the forced BOS counts in the torch loop), ``min_decoding_length`` 0 (an empty hypothesis is allowed,
 as in the torch loop); hypotheses decoded with the same tokenizer call, special tokens skipped.
 """
@@ -37,6 +38,7 @@ import torch
 from forgetbench.errors import ForgetbenchError
 from forgetbench.io import atomic_directory
 from forgetbench.models.generation import by_pair, encode_sources, is_small100
+from forgetbench.models.tokenizers import language_tokens
 
 COMPUTE_TYPES = {"int8": "int8", "int8_float16": "int8_float16", "int8_float32": "int8_float32", "bf16": "bfloat16",
                  "bfloat16": "bfloat16", "fp16": "float16", "float16": "float16", "fp32": "float32",
@@ -83,16 +85,13 @@ def compute_type(name: str, device: str = "cpu", setting: str = "backend.compute
 def check_architecture(model, setting: str = "backend: ctranslate2") -> None:
     arch = type(model).__name__
     if arch != ARCHITECTURE:
-        raise ForgetbenchError(f"{setting}: converts {ARCHITECTURE} (M2M-100, SMaLL-100) only, not {arch}; "
+        raise ForgetbenchError(f"{setting}: converts {ARCHITECTURE} (M2M-100, SMaLL-100, NLLB-200) only, not {arch}; "
                                "set backend: torch for this model")
 
 
 def language_codes(tokenizer) -> dict[str, int]:
-    """``__xx__`` -> id for every language code the tokenizer knows."""
-    ids = getattr(tokenizer, "lang_code_to_id", None) or {}
-    if not ids and hasattr(tokenizer, "lang_token_to_id"):
-        ids = tokenizer.lang_token_to_id
-    return {(t if t.startswith("__") else f"__{t}__"): int(i) for t, i in dict(ids).items()}
+    """``__xx__`` (or NLLB's ``xxx_Xxxx``) -> id for every language code the tokenizer knows."""
+    return language_tokens(tokenizer)
 
 
 def vocabulary(tokenizer, vocab_size: int) -> list[str]:
@@ -104,7 +103,8 @@ def vocabulary(tokenizer, vocab_size: int) -> list[str]:
     tokens += [f"madeupword{k}" for k in range(vocab_size - n)]
     codes = language_codes(tokenizer)
     if not codes:
-        raise ForgetbenchError("the tokenizer has no __xx__ language codes; not an M2M-100 tokenizer")
+        raise ForgetbenchError("the tokenizer has no language codes (__xx__ or xxx_Xxxx); not an M2M-100 or NLLB "
+                               "tokenizer")
     wrong = [(c, i, tokens[i] if i < len(tokens) else None) for c, i in codes.items()
              if i >= len(tokens) or tokens[i] != c]
     if wrong:
@@ -198,7 +198,7 @@ class Ct2Translator:
         for (s, t), idx in by_pair(rows).items():
             for i, x in zip(idx, self.source_tokens([rows[i][0] for i in idx], s, t, max_length), strict=True):
                 source[i] = x
-        prefix = None if is_small100(tok) else [[f"__{t}__"] for _, _, t in rows]
+        prefix = None if is_small100(tok) else [[tok.get_lang_token(t)] for _, _, t in rows]
         res = self.translator.translate_batch(source, prefix, beam_size=num_beams, max_decoding_length=max_new_tokens,
                                               min_decoding_length=0, max_input_length=0)
         # decoded as the torch path decodes

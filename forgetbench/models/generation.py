@@ -1,7 +1,9 @@
-"""Translation helpers that hide the M2M-100 vs SMaLL-100 difference.
+"""Translation helpers that hide the M2M-100 vs SMaLL-100 vs NLLB-200 difference.
 
 M2M-100: source ``__src__ tokens </s>``; generation forces ``__tgt__`` as the first decoder token.
 SMaLL-100: source ``__tgt__ tokens </s>`` (target code on the encoder side); no forced BOS.
+NLLB-200: as M2M-100 with codes like ``deu_Latn`` (the tokenizer maps the project's ``de``); the source
+layout is the tokenizer's (``legacy_behaviour``: ``tokens </s> code``); labels are always ``code tokens </s>``.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import torch
 
 from forgetbench.models.decoder_step import DirectStep, HFStep, direct_supported
 from forgetbench.models.hardware import input_device
-from forgetbench.models.tokenizers import SMALL100_MARKER
+from forgetbench.models.tokenizers import SMALL100_MARKER, is_nllb
 
 
 def is_small100(tokenizer) -> bool:
@@ -293,7 +295,15 @@ def translate(model, tokenizer, texts: list[str], src_lang: str, tgt_lang: str, 
 
 
 def target_ids(tokenizer, hyps: list[str], tgt_lang: str, max_length: int = 256):
-    """Labels for teacher forcing on hypotheses: ``__tgt__ tokens </s>`` (M2M) or ``tokens </s>`` (SMaLL-100)."""
+    """Labels for teacher forcing on hypotheses: ``__tgt__ tokens </s>`` (M2M, NLLB whatever its source layout)
+    or ``tokens </s>`` (SMaLL-100 format)."""
+    if is_nllb(tokenizer):
+        head = [] if is_small100(tokenizer) else [tokenizer.get_lang_id(tgt_lang)]
+        body = tokenizer(hyps, add_special_tokens=False, truncation=True,
+                         max_length=max_length - len(head) - 1)["input_ids"]
+        rows = [head + b + [tokenizer.eos_token_id] for b in body]
+        width = max(map(len, rows))
+        return torch.tensor([r + [tokenizer.pad_token_id] * (width - len(r)) for r in rows])
     tokenizer.tgt_lang = tgt_lang
     enc = tokenizer(text_target=hyps, return_tensors="pt", padding=True, truncation=True, max_length=max_length)
     ids = enc["input_ids"]

@@ -3,7 +3,14 @@
 ``vocab.json`` = the fairseq dictionary (``<s> <pad> </s> <unk>``, then the SPM pieces) beside
 ``sentencepiece.bpe.model``; ``M2M100Tokenizer`` appends the 100 language tokens and 8 made-up
 words, so a folder written here loads like a real M2M-100 checkpoint's tokenizer.
+
+NLLB-200's format (``write_nllb_tokenizer``): the SPM model has ``<unk> <s> </s>`` at 0-2 (as NLLB's
+does); the fairseq ids are ``<s> <pad> </s> <unk>``, SPM piece i ≥ 3 at id i + 1, then the 202 language
+codes (``ace_Arab`` … ``zul_Latn``, transformers' order) from len(SPM) + 1, then ``<mask>`` — NLLB's own
+layout (``eng_Latn`` = len(SPM) + 47, as 256047 in the released checkpoints). It is written as
+``tokenizer.json`` + ``tokenizer_config.json`` (tokenizer_class ``NllbTokenizer``), as the hub's NLLB folders.
 """
+
 
 from __future__ import annotations
 
@@ -22,14 +29,16 @@ N_MADEUP = 8
 
 
 def train_spm(sentences: list[str], vocab_size: int, model_type: str = "bpe", character_coverage: float = 0.9995,
-              seed_sentencepiece_size: int = 1_000_000) -> bytes:
+              seed_sentencepiece_size: int = 1_000_000, nllb: bool = False) -> bytes:
     """Train a SentencePiece model in memory (deterministic: one thread) and return its bytes. A vocabulary smaller
-    than the characters the text needs at ``character_coverage`` is refused in one line."""
+    than the characters the text needs at ``character_coverage`` is refused in one line. ``nllb``: ``<s>``/``</s>``
+    at SPM ids 1 and 2, as NLLB's SPM has them."""
     buf = io.BytesIO()
     try:
         spm.SentencePieceTrainer.train(
             sentence_iterator=iter(sentences), model_writer=buf, vocab_size=vocab_size, model_type=model_type,
-            character_coverage=character_coverage, num_threads=1, unk_id=0, bos_id=-1, eos_id=-1, pad_id=-1,
+            character_coverage=character_coverage, num_threads=1, unk_id=0, bos_id=1 if nllb else -1,
+            eos_id=2 if nllb else -1, pad_id=-1,
             hard_vocab_limit=False, seed_sentencepiece_size=seed_sentencepiece_size, minloglevel=2,
         )
     except RuntimeError as e:
@@ -55,3 +64,35 @@ def write_m2m_vocab(spm_bytes: bytes, out_dir: str | Path) -> int:
         vocab.setdefault(sp.id_to_piece(i), len(vocab))
     (out / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False, indent=0), encoding="utf-8")
     return len(vocab) + N_LANG_TOKENS + N_MADEUP
+
+
+def write_nllb_tokenizer(spm_bytes: bytes, out_dir: str | Path) -> int:
+    """Write an NLLB-200-format tokenizer of ``spm_bytes`` (trained with ``nllb=True``) to ``out_dir``; returns its
+    size (SPM pieces + 1 + 202 codes + ``<mask>``)."""
+    import tempfile
+
+    from transformers import NllbTokenizer
+    from transformers.models.nllb.tokenization_nllb import FAIRSEQ_LANGUAGE_CODES
+
+    sp = spm.SentencePieceProcessor(model_proto=spm_bytes)
+    if [sp.id_to_piece(i) for i in range(3)] != ["<unk>", "<s>", "</s>"]:
+        raise ForgetbenchError("write_nllb_tokenizer: the SPM model must have <unk> <s> </s> at ids 0-2 "
+                               "(train_spm(..., nllb=True))")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:  # transformers converts the SPM model; ids are then placed
+        (Path(tmp) / "sentencepiece.bpe.model").write_bytes(spm_bytes)
+        NllbTokenizer.from_pretrained(tmp, extra_special_tokens=list(FAIRSEQ_LANGUAGE_CODES)).save_pretrained(out)
+    j = json.loads((out / "tokenizer.json").read_text(encoding="utf-8"))
+    n = sp.get_piece_size() + 1
+    place = {c: n + k for k, c in enumerate(FAIRSEQ_LANGUAGE_CODES)} | {"<mask>": n + len(FAIRSEQ_LANGUAGE_CODES)}
+    for a in j["added_tokens"]:
+        a["id"] = place.get(a["content"], a["id"])
+    j["added_tokens"].sort(key=lambda a: a["id"])
+    (out / "tokenizer.json").write_text(json.dumps(j, ensure_ascii=False), encoding="utf-8")
+    c = json.loads((out / "tokenizer_config.json").read_text(encoding="utf-8"))
+    for k in ("is_local", "local_files_only"):
+        c.pop(k, None)
+    (out / "tokenizer_config.json").write_text(json.dumps(c, indent=2, ensure_ascii=False), encoding="utf-8")
+    (out / "sentencepiece.bpe.model").write_bytes(spm_bytes)
+    return n + len(FAIRSEQ_LANGUAGE_CODES) + 1
