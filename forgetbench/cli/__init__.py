@@ -12,8 +12,12 @@ import argparse
 import os
 import sys
 
-from forgetbench.cli import mt, parse
-from forgetbench.cli.common import Parser
+# torch's C++ layer would print its own warnings (a lost TCPStore connection: a stack trace) beside our one line;
+# read once, when torch loads, which no command has done yet
+os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
+
+from forgetbench.cli import mt, parse  # noqa: E402
+from forgetbench.cli.common import Parser  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:

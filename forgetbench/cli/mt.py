@@ -179,6 +179,7 @@ def cmd_gender_score(args) -> int:
 def cmd_report(args) -> int:
     from forgetbench.errors import ForgetbenchError
     from forgetbench.eval.store import Store
+    from forgetbench.eval.store_shards import merge_shards, shard_files
     from forgetbench.report.build import write_report
     from forgetbench.sweep import load_sweep, summarise
 
@@ -188,6 +189,8 @@ def cmd_report(args) -> int:
     store = Store(run / "store.sqlite")
     try:
         source, quick = args.config or store.meta("config_source"), store.meta("quick_look")
+        if shard_files(run):  # a run on several machines whose rank 0 did not merge: its ranks' finished units
+            merge_shards(run, store)
     finally:
         store.close()
     if not source or not Path(source).is_file():

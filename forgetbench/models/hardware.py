@@ -19,8 +19,9 @@ Rules:
    machine's GPUs are divided between them: process r of N on G GPUs uses GPUs ``r·G/N … (r+1)·G/N − 1`` —
    its own GPU (data parallel), or its own share of them for a device map (model parallel inside data
    parallel: 2 processes × 2 GPUs for 12B on 4 GPUs). A plan's GPU numbers are then read relative to the
-   process's share. Processes on more than one machine are refused (``check_single_machine``): the run
-   store is SQLite, which is not safe on a network filesystem.
+   process's share. On several machines the same holds per machine (``LOCAL_RANK`` / ``LOCAL_WORLD_SIZE``, or
+   SLURM's ``SLURM_LOCALID`` / ``SLURM_NTASKS_PER_NODE``); the sweep's store is then sharded per rank
+   (``sweep.distributed``).
 4. ``describe`` is the run record's account of where a series ran: devices used, dtype, GPU model and
    driver, torch and CUDA versions. ``numerics`` is the part that decides the numbers (device kind and GPU
    model, dtype): a run resumed with other numerics is refused, as a changed backend is.
@@ -29,7 +30,6 @@ Rules:
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -262,15 +262,6 @@ def activate(placement: Placement) -> None:
 def _free(gpu: int) -> int:
     free, _ = torch.cuda.mem_get_info(gpu)
     return int(free * 0.9)
-
-
-def check_single_machine(env=os.environ) -> None:
-    """Rule 3: processes on more than one machine share a SQLite store only through a network filesystem."""
-    world, local = int(env.get("WORLD_SIZE", "1")), int(env.get("LOCAL_WORLD_SIZE", env.get("WORLD_SIZE", "1")))
-    if world > local:
-        raise ForgetbenchError(f"{world} processes over {world // max(local, 1)} machines: a sweep's run store is SQLite, "
-                               "which is not safe on a network filesystem; run one sweep per machine (each with its "
-                               "own --out and share of the variants) or all processes on one machine")
 
 
 def input_device(model) -> torch.device:

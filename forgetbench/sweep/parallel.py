@@ -12,9 +12,10 @@ Rules:
    with code N (its own error line printed above). The resource tracker is started quiet about what a killed
    worker leaves (``_start_resource_tracker``), so no library line follows ours.
    Everything stored so far stays: rerunning the command resumes.
-3. Under ``accelerate launch --num_processes N`` the launcher's processes are used instead (``run_in_processes``
-   decides: a launcher's ``WORLD_SIZE`` first, then ``processes``), on one machine only (``models.hardware``
-   rule 3). With ``device: cuda`` each process takes its share of the machine's GPUs, in either mode.
+3. Under a launcher (``accelerate launch``, ``torchrun``, ``srun``: ``RANK`` and ``WORLD_SIZE`` set) the
+   launcher's processes are used instead, on one machine or several (``sweep.distributed``: claims on a
+   key-value store, one store shard per rank; ``run_in_processes`` decides: a launcher first, then
+   ``processes``). With ``device: cuda`` each process takes its share of its machine's GPUs, in either mode.
 """
 
 from __future__ import annotations
@@ -87,16 +88,11 @@ def run_in_processes(cfg, run_dir: str | Path, processes: int, progress=True) ->
 
     if processes < 1:
         raise ForgetbenchError(f"--processes {processes}: must be a positive number of processes")
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
-        from accelerate import PartialState
+    from forgetbench.sweep import distributed
 
-        from forgetbench.models.hardware import check_single_machine
-
-        check_single_machine()
-
-        state = PartialState(cpu=True)
-        rank, world = state.process_index, state.num_processes
-        return run_sweep(cfg, run_dir, progress, rank=rank, world=world, barrier=state.wait_for_everyone), rank, world
+    if distributed.launched():
+        rank, world = distributed.rank_world()
+        return run_sweep(cfg, run_dir, progress, rank=rank, world=world, machines=True), rank, world
     if processes > 1:
         return run_parallel(cfg, run_dir, processes, progress), 0, processes
     return run_sweep(cfg, run_dir, progress), 0, 1

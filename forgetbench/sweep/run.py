@@ -20,6 +20,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import shutil
 import statistics
 import threading
@@ -526,33 +527,45 @@ def _watch(run_dir: Path, stage, every: float = 2.0):
 
 
 def run_sweep(cfg: SweepConfig, run_dir: str | Path, progress: bool | Console = True, rank: int = 0, world: int = 1,
-              barrier=None, prepared: bool = False, aborted=lambda: False) -> dict:
+              barrier=None, prepared: bool = False, aborted=lambda: False, machines: bool = False) -> dict:
     """Compress, translate, run every pass and summarise; returns the summary (rank 0; {} elsewhere). The run
     record holds rank 0's seconds per stage (the units it did) and its wait for the others. ``prepared``: the
-    caller ran ``prepare_run`` before starting the processes (``sweep.parallel``), so nobody waits for rank 0."""
+    caller ran ``prepare_run`` before starting the processes (``sweep.parallel``), so nobody waits for rank 0.
+    ``machines``: a launcher's ranks, possibly on several machines (``sweep.distributed``): claims on the
+    launcher's key-value store, each rank's rows in its own shard, merged by rank 0."""
     run_dir = Path(run_dir)
     torch.set_num_threads(cfg.threads)
-    local = int(os.environ.get("LOCAL_RANK", rank)) if world > 1 else 0
-    placement = place(cfg.hardware, f"{cfg.source}: hardware", local, int(os.environ.get("LOCAL_WORLD_SIZE", world)))
+    env = os.environ
+    local = int(env.get("LOCAL_RANK", env.get("SLURM_LOCALID", rank))) if world > 1 else 0
+    per_node = re.match(r"\d+", env.get("LOCAL_WORLD_SIZE", env.get("SLURM_NTASKS_PER_NODE", "")))  # SLURM: "4(x2)"
+    placement = place(cfg.hardware, f"{cfg.source}: hardware", local, int(per_node.group()) if per_node else world)
     activate(placement)
     con = as_console(progress if rank == 0 else False, "sweep")  # rank 0 speaks for every process
     t0 = time.perf_counter()
     stages = dict.fromkeys(("compress", "translate", "cross_attention", "bias", "waiting", "speed", "lid",
                             "second_aligner", "summarise"), 0.0)
     wait = barrier or (lambda: None)
-    if not prepared:
-        if rank == 0:
-            prepare_run(cfg, run_dir, placement)
-        wait()
-    store = Store(run_dir / "store.sqlite")
-    todo = units(cfg)
+    todo, cluster = units(cfg), None
+    if machines:
+        from forgetbench.sweep import distributed
+
+        cluster, store = distributed.start(cfg, run_dir, rank, world, lambda: prepare_run(cfg, run_dir, placement),
+                                           [u.key for u in todo])
+        aborted = lambda: distributed.aborted(cluster)  # noqa: E731
+    else:
+        if not prepared:
+            if rank == 0:
+                prepare_run(cfg, run_dir, placement)
+            wait()
+        store = Store(run_dir / "store.sqlite")
     launched = torch.distributed.is_available() and torch.distributed.is_initialized()
     worker, timings = _Worker(cfg, run_dir, store, rank, placement), {}
     stage = con.stage(f"{cfg.name}: units of work (compress, translate, λ, bias)", len(todo), "units", "sentences")
     stage.update(done_count(store), store.translated())  # a resumed run's finished work: not in its rate or ETA
-    watch = _watch(run_dir, stage) if not con.quiet else None
+    watch = _watch(run_dir, stage) if not con.quiet and not machines else None
     t_idle = time.perf_counter()
-    while (unit := next_unit(store, todo, rank, may_prepare=rank == 0 or not launched, aborted=aborted)) is not None:
+    while (unit := next_unit(store, todo, rank, may_prepare=rank == 0 or not launched or machines, aborted=aborted,
+                             until_done=machines)) is not None:
         stages["waiting"] += time.perf_counter() - t_idle
         spent, translated = worker.run(unit)
         store.finish(unit.key, spent[STAGE[unit.kind]])  # inline λ units were finished with their own seconds
@@ -566,22 +579,43 @@ def run_sweep(cfg: SweepConfig, run_dir: str | Path, progress: bool | Console = 
             for k, key in (("translate", "translate_s"), ("cross_attention", "xattn_s"), ("bias", "bias_s")):
                 rec[key] = round(rec[key] + spent.get(k, 0.0), 2)
         t_idle = time.perf_counter()
+        if machines:
+            stage.update(done_count(store), store.translated())
     worker = None
-    wait()
+    if not machines:
+        wait()
     stages["waiting"] += time.perf_counter() - t_idle
     if watch is not None:
         watch()
     stage.update(len(todo), store.translated())
     stage.close()
-    if rank != 0:
+    if machines:
+        distributed.leave(store)
+        if rank != 0:
+            distributed.release(cluster)
+            return {}
+        store = Store(run_dir / "store.sqlite")
+        with con.stage(f"{cfg.name}: merging {world} ranks' shards"):
+            merged = distributed.merge_shards(run_dir, store)
+    elif rank != 0:
         store.close()
         return {}
     stages |= _closing_passes(cfg, run_dir, store, con, placement)
-    work = {f"rank{r}": {k: round(v, 1) for k, v in sorted(kinds.items())} for r, kinds in sorted(store.claim_seconds().items())}
+    if machines:
+        work = merged["ranks"]
+    else:
+        work = {f"rank{r}": {k: round(v, 1) for k, v in sorted(kinds.items())}
+                for r, kinds in sorted(store.claim_seconds().items())}
     store.close()
     t7 = time.perf_counter()
+    info = {"processes": world, "timings_rank0": timings, "unit_seconds": work}
+    if machines:
+        info["machines"] = sorted({r["host"] for r in work.values() if r.get("host")})
+        info["shards"] = {k: merged[k] for k in ("records", "damaged")}
     with con.stage(f"{cfg.name}: analysis and intervals"):
-        summary = summarise(cfg, run_dir, {"processes": world, "timings_rank0": timings, "unit_seconds": work})
+        summary = summarise(cfg, run_dir, info)
     stages["summarise"] = time.perf_counter() - t7
     summary["run"] |= {"seconds": round(time.perf_counter() - t0, 1), "stages": {k: round(v, 1) for k, v in stages.items()}}
+    if machines:
+        distributed.release(cluster)
     return summary

@@ -103,14 +103,20 @@ def units(cfg: SweepConfig) -> list[Unit]:
 
 
 def next_unit(store: Store, todo: list[Unit], owner: int, may_prepare: bool = True,
-              aborted: Callable[[], bool] = lambda: False) -> Unit | None:
+              aborted: Callable[[], bool] = lambda: False, until_done: bool = False) -> Unit | None:
     """Claim and return the first ready unclaimed unit of ``todo``; wait while none is ready; None when every
-    unit is claimed (by anyone)."""
+    unit is claimed (by anyone) — with ``until_done`` (several machines, ``sweep.distributed``), when every unit
+    is done: a unit claimed by a rank that is lost reappears unclaimed meanwhile."""
     while True:
         claims = store.claims()
         ready = [u for u in todo if u.key not in claims]
         if not ready:
-            return None
+            if not until_done or all(done for _, done in claims.values()):
+                return None
+            if aborted():
+                raise SweepAborted("another sweep process failed")
+            time.sleep(POLL_S)
+            continue
         ready = [u for u in ready if (may_prepare or u.kind != "prepare")
                  and all(claims.get(n, (0, False))[1] for n in u.needs)]
         if ready:
