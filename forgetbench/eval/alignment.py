@@ -80,28 +80,22 @@ def align_words(model, tokenizer, srcs: list[str], hyps: list[str], src_lang: st
     return out
 
 
-def fastalign_align(srcs: list[str], hyps: list[str], src_word_index: list[int | None],
-                    context: list[tuple[str, str]] = (), iterations: int = 5, p_null: float = 0.08,
-                    tension: float = 4.0, best_target: bool = False) -> list[int | None]:
-    """The target word aligned to ``src_word_index`` in each (source, hypothesis), by fast_align's model
-    (Dyer et al. 2013; the aligner of the MT-Gender reference pipeline), reimplemented in numpy: IBM Model 2
-    with a diagonal prior, p(a_j = i) ∝ exp(−tension · |i/m − j/n|) for source words i = 1..m (NULL: p_null),
-    lexical probabilities t(f | e) by EM over lower-cased whitespace tokens. Deterministic (no sampling, no
-    seed): two runs give the same links. ``context`` (parallel sentences of the same pair, e.g. FLORES-101
-    devtest: raw text only) gives the co-occurrence statistics; only the sentences' links are returned.
-    A target word j is linked to its Viterbi source word; the first target word linked to the given source
-    word is returned (None: none is; with ``best_target``, the target word whose posterior of being aligned to
-    the given source word is highest instead: every sentence with words gets a link)."""
+def ibm2_scores(pairs: list[tuple[list, list]], iterations: int = 5, p_null: float = 0.08,
+                tension: float = 4.0) -> list:
+    """fast_align's model (Dyer et al. 2013), reimplemented in numpy: IBM Model 2 with a diagonal prior,
+    p(a_j = i) ∝ exp(−tension · |i/m − j/n|) for source tokens i = 1..m (NULL: p_null), lexical probabilities
+    t(f | e) by EM over the tokens (any hashable: words, subword ids) of every pair. Deterministic (no sampling,
+    no seed). Returns per pair its unnormalised posterior scores, an array [n, m + 1] (column 0: NULL), or None
+    for a pair with an empty side."""
     import numpy as np
 
-    pairs = [(s.lower().split(), h.lower().split()) for s, h in [*context, *zip(srcs, hyps, strict=True)]]
-    e_ids: dict[str, int] = {}
-    f_ids: dict[str, int] = {}
+    e_ids: dict = {}
+    f_ids: dict = {}
     rows_e, rows_f, rows_prior, blocks = [], [], [], []  # one row per (sentence, target j, source i incl. NULL)
     for src, tgt in pairs:
         m, n = len(src), len(tgt)
+        blocks.append((m, n))
         if not m or not n:
-            blocks.append((m, n))
             continue
         e = np.array([0] + [e_ids.setdefault(w, len(e_ids) + 1) for w in src])
         f = np.array([f_ids.setdefault(w, len(f_ids)) for w in tgt])
@@ -112,9 +106,8 @@ def fastalign_align(srcs: list[str], hyps: list[str], src_word_index: list[int |
         rows_e.append(np.broadcast_to(e, (n, m + 1)).reshape(-1))
         rows_f.append(np.repeat(f, m + 1))
         rows_prior.append(prior.reshape(-1))
-        blocks.append((m, n))
     if not rows_e:
-        return [None] * len(srcs)
+        return [None] * len(pairs)
     E, F, prior = np.concatenate(rows_e), np.concatenate(rows_f), np.concatenate(rows_prior)
     width = np.concatenate([np.full(n, m + 1) for m, n in blocks if m and n])  # rows per target word
     starts = np.concatenate([[0], np.cumsum(width)[:-1]])
@@ -128,25 +121,55 @@ def fastalign_align(srcs: list[str], hyps: list[str], src_word_index: list[int |
         counts = np.bincount(u, weights=post, minlength=len(uniq))
         t = counts / np.bincount(u_e, weights=counts)[u_e]
     score = prior * t[u]
-    out, row, word = [], 0, 0
-    offsets = []
+    out, row = [], 0
     for m, n in blocks:
-        offsets.append((row, word) if m and n else None)
-        if m and n:
-            row += n * (m + 1)
-            word += n
-    for k, wi in enumerate(src_word_index):
-        off = offsets[len(context) + k]
-        if off is None or wi is None:
+        if not m or not n:
             out.append(None)
             continue
-        m, n = blocks[len(context) + k]
-        r0, w0 = off
-        block = score[r0: r0 + n * (m + 1)].reshape(n, m + 1)
+        out.append(score[row: row + n * (m + 1)].reshape(n, m + 1))
+        row += n * (m + 1)
+    return out
+
+
+def ibm2_links(pairs: list[tuple[list, list]], iterations: int = 5, p_null: float = 0.08,
+               tension: float = 4.0) -> list[set[tuple[int, int]]]:
+    """Symmetrised links (i, j) (source position, target position, 0-based) of each pair: the Viterbi links of
+    ``ibm2_scores`` trained source→target and target→source, intersected (the links both directions choose)."""
+    fwd = ibm2_scores(pairs, iterations, p_null, tension)
+    rev = ibm2_scores([(t, s) for s, t in pairs], iterations, p_null, tension)
+    out = []
+    for f, r in zip(fwd, rev, strict=True):
+        if f is None or r is None:
+            out.append(set())
+            continue
+        a = {(int(i) - 1, j) for j, i in enumerate(f.argmax(1)) if i}  # target j → source i
+        b = {(i, int(j) - 1) for i, j in enumerate(r.argmax(1)) if j}  # source i → target j
+        out.append(a & b)
+    return out
+
+
+def fastalign_align(srcs: list[str], hyps: list[str], src_word_index: list[int | None],
+                    context: list[tuple[str, str]] = (), iterations: int = 5, p_null: float = 0.08,
+                    tension: float = 4.0, best_target: bool = False) -> list[int | None]:
+    """The target word aligned to ``src_word_index`` in each (source, hypothesis), by fast_align's model
+    (``ibm2_scores``; the aligner of the MT-Gender reference pipeline) over lower-cased whitespace tokens.
+    ``context`` (parallel sentences of the same pair, e.g. FLORES-101 devtest: raw text only) gives the
+    co-occurrence statistics; only the sentences' links are returned. A target word j is linked to its Viterbi
+    source word; the first target word linked to the given source word is returned (None: none is; with
+    ``best_target``, the target word whose posterior of being aligned to the given source word is highest
+    instead: every sentence with words gets a link)."""
+    pairs = [(s.lower().split(), h.lower().split()) for s, h in [*context, *zip(srcs, hyps, strict=True)]]
+    blocks = ibm2_scores(pairs, iterations, p_null, tension)[len(context):]
+    out = []
+    for block, wi in zip(blocks, src_word_index, strict=True):
+        if block is None or wi is None:
+            out.append(None)
+            continue
+        m = block.shape[1] - 1
         viterbi = block.argmax(1)  # 0 = NULL, else source word i (1-based)
-        hits = np.nonzero(viterbi == wi + 1)[0]
-        if len(hits) or not best_target or wi + 1 > m:
-            out.append(int(hits[0]) if len(hits) else None)
+        hits = [k for k, v in enumerate(viterbi) if v == wi + 1]
+        if hits or not best_target or wi + 1 > m:
+            out.append(hits[0] if hits else None)
         else:  # no word chose it: the word that gives it the highest posterior
             out.append(int((block[:, wi + 1] / block.sum(1)).argmax()))
     return out

@@ -3,7 +3,8 @@ checkpoint to the settings that shape its weights.
 
     data:  {shared: ../../shared/data, languages: [de, fr], dev_per_language: 100, max_chars: 300}
     spm:   {vocab_size: 8000, character_coverage: 0.9995, sample_per_language: 20000}
-    model: {d_model: 256, encoder_layers: 4, decoder_layers: 3, heads: 4, ffn: 1024, dropout: 0.1}
+    model: {d_model: 256, encoder_layers: 4, decoder_layers: 3, heads: 4, ffn: 1024, dropout: 0.1,
+            embeddings: {graphmerge: {hops: 2}}}   # embeddings optional (train.graphmerge)
     train: {seed: 1, max_tokens: 4096, lr: 0.001, warmup: 1000, steps: 3600, ...}
 """
 
@@ -45,6 +46,7 @@ class ModelCfg:
     ffn: int = 1024
     dropout: float = 0.1
     max_positions: int = 256
+    embeddings: dict = field(default_factory=dict)  # {graphmerge: {hops: 2, ...}} (train.graph.GraphSettings)
 
 
 @dataclass
@@ -101,6 +103,14 @@ def load_config(path: str | Path) -> TrainMTConfig:
         raise ForgetbenchError(f"{path}: model.d_model {parts['model'].d_model} must be a multiple of model.heads")
     if not parts["data"].languages:
         raise ForgetbenchError(f"{path}: data.languages is empty; list the languages to train with English")
+    emb = parts["model"].embeddings
+    if not isinstance(emb, dict) or set(emb) - {"graphmerge"}:
+        raise ForgetbenchError(f"{path}: model.embeddings: {emb!r}; the one kind is graphmerge: {{hops: 2, ...}}")
+    if "graphmerge" in emb:
+        from forgetbench.train.graph import GraphSettings
+
+        where = f"{path}: model.embeddings.graphmerge"
+        emb["graphmerge"] = dataclass_from(GraphSettings, emb["graphmerge"] or {}, where).check(where)
     cfg = TrainMTConfig(**parts, source=str(path))
     cfg.data_note = resolve_corpus(cfg.data, path)  # not a field: a warning for the command to print
     return cfg
@@ -158,5 +168,7 @@ def fingerprint(cfg: TrainMTConfig) -> str:
     run can only resume from a checkpoint made with the same data, vocabulary, model and optimiser."""
     d = asdict(cfg)
     d.pop("source", None)
+    if not d["model"]["embeddings"]:
+        d["model"].pop("embeddings")  # a plain table: the fingerprint of configs written before the key
     d["train"] = {k: v for k, v in d["train"].items() if k not in _RUN_ONLY}
     return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]

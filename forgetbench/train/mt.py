@@ -12,6 +12,7 @@ deterministic given the seed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -94,6 +95,14 @@ def setup(cfg: TrainMTConfig, out: Path, log=print) -> Setup:
     arith = choose(tc.device, tc.bf16, f"{cfg.source}: train")
     log(f"arithmetic: {arith.device}, {arith.record()['autocast']} ({arith.reason})")
     model = build_model(cfg, meta["vocab_size"]).to(arith.device)
+    gm = cfg.model.embeddings.get("graphmerge")
+    if gm is not None:  # GraphMerge (train.graphmerge): the hop layers join the model before the optimiser is made
+        from forgetbench.train import graphmerge
+
+        adjacency, meta["graph"] = graphmerge.ensure_graph(out, data, tok, gm, cfg.data.languages, meta["vocab_size"],
+                                                           tc.seed, log)
+        torch.manual_seed(tc.seed + 1)
+        graphmerge.attach(model, adjacency.to(arith.device), gm)
     model.train()
     decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]
@@ -104,8 +113,11 @@ def setup(cfg: TrainMTConfig, out: Path, log=print) -> Setup:
     def step_loss(b):
         b = {k: v.to(arith.device) for k, v in b.items()}
         with arith.autocast():
-            logits = model(input_ids=b["input_ids"], attention_mask=b["attention_mask"],
-                           decoder_input_ids=b["decoder_input_ids"]).logits
+            if gm is not None:
+                logits = graphmerge.logits(model, b["input_ids"], b["attention_mask"], b["decoder_input_ids"])
+            else:
+                logits = model(input_ids=b["input_ids"], attention_mask=b["attention_mask"],
+                               decoder_input_ids=b["decoder_input_ids"]).logits
         loss = loss_fn(logits.float().view(-1, logits.size(-1)), b["labels"].view(-1))
         return loss, int(b["attention_mask"].sum() + (b["labels"] != -100).sum())
 
@@ -155,18 +167,27 @@ def train(cfg: TrainMTConfig, out_dir: str | Path, progress: bool = True, log=pr
     elif warm_from is not None:
         log(f"--warm-start {warm_from} ignored: the run resumes from its own checkpoint at step {state['step']}")
 
+    graph = S.meta.get("graph")
+    if graph is not None:
+        from forgetbench.train import graphmerge
+    table_of = graphmerge.materialised if graph is not None else contextlib.nullcontext
+
     def on_log(step):
         if tc.dev_every and step % tc.dev_every == 0 and tc.dev_directions:
-            return {"dev_chrf": dev_chrf(model, tok, dev, tc.dev_directions, tc.dev_sentences)}
+            with table_of(model):  # GraphMerge: the final table, as the exported model will have it
+                return {"dev_chrf": dev_chrf(model, tok, dev, tc.dev_directions, tc.dev_sentences)}
         return {}
 
     stopped = loop.run(model, opt, data, step_loss, tc, state, ckpt, out / "train_log.jsonl", on_log, progress)
+    if graph is not None:
+        graphmerge.bake(model)
     final = export_model(model, tok, out, {
         "config": asdict(cfg), "stopped_by": stopped, "steps": state["step"], "epochs": state["epoch"],
         "warm_start": warm,
         "tokens": state["tokens"], "train_seconds": round(state["elapsed"], 1),
         "threads": tc.threads, "arithmetic": arith.record(), "corpus": S.meta["corpus"], "spm_sha256": S.meta["spm_sha256"],
         "environment": environment(),
-    })
+    } | ({"graphmerge": {"settings": asdict(cfg.model.embeddings["graphmerge"]), "graph": graph}}
+         if graph is not None else {}))
     log(f"stopped by {stopped} at step {state['step']}; model in {final}")
     return final

@@ -1,0 +1,150 @@
+"""GraphMerge embeddings (Wu & Monz, EMNLP 2023): the embedding table re-parameterised by hops over the
+word-equivalence graph (``train.graph``), trained end to end with the translation loss, baked into a plain
+M2M-100 table at export.
+
+Rules:
+
+1. **One hop** (``GraphMerge.forward``), ``gnn`` mode: H ← W_nb (A H) + b_nb + W_self H + b_self, with dropout on
+   H before each hop and ELU between hops, none after the last (**Decision**, as the authors' code: the issue's
+   σ(…) on every hop would bound the last table). H⁽⁰⁾ = E, the model's own table. ``weighted-sum`` mode (the
+   parameter-free baseline): H ← ½ (A H + H), i.e. the row-normalised A + I.
+2. **One table everywhere.** The final table T is the encoder's and the decoder's input embedding (times the
+   model's ``embed_scale``) and the output projection (logits = h Tᵀ): ``logits`` computes T once per step and
+   calls the model with ``inputs_embeds``. The hop layers are the model's submodule ``graphmerge`` (checkpointed
+   and optimised with it); the adjacency is a buffer rebuilt from ``graph.npz``, not stored in checkpoints.
+3. **Inference unchanged.** ``bake`` writes T (eval mode: no dropout) into the shared embedding (tied to the
+   output projection) and removes ``graphmerge``: the exported folder is a plain
+   ``M2M100ForConditionalGeneration``. ``materialised`` does the same for the duration of a block (dev chrF).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from forgetbench.train.graph import GraphSettings, build_graph, load_graph, save_graph
+
+
+class GraphMerge(nn.Module):
+    def __init__(self, adjacency: torch.Tensor, dim: int, settings: GraphSettings):
+        super().__init__()
+        self.hops, self.mode = settings.hops, settings.mode
+        self.register_buffer("adjacency", adjacency, persistent=False)
+        self.dropout = nn.Dropout(settings.dropout)
+        if self.mode == "gnn":
+            self.neighbour = nn.ModuleList(nn.Linear(dim, dim) for _ in range(self.hops))
+            self.own = nn.ModuleList(nn.Linear(dim, dim) for _ in range(self.hops))
+
+    def forward(self, E: torch.Tensor) -> torch.Tensor:
+        H = E
+        for h in range(self.hops):
+            H = self.dropout(H)
+            AH = torch.sparse.mm(self.adjacency, H.float()).to(H.dtype)
+            if self.mode == "weighted-sum":
+                H = 0.5 * (AH + H)
+                continue
+            H = self.neighbour[h](AH) + self.own[h](H)
+            if h < self.hops - 1:
+                H = F.elu(H)
+        return H
+
+
+def attach(model, adjacency: torch.Tensor, settings: GraphSettings) -> GraphMerge:
+    """The hop layers as ``model.graphmerge`` (seeded by the caller), on the model's device."""
+    gm = GraphMerge(adjacency, model.config.d_model, settings).to(model.model.shared.weight.device)
+    model.graphmerge = gm
+    return gm
+
+
+def table(model) -> torch.Tensor:
+    """T = the hops over the model's own table (rule 1)."""
+    return model.graphmerge(model.model.shared.weight)
+
+
+def logits(model, input_ids, attention_mask, decoder_input_ids) -> torch.Tensor:
+    """Rule 2: the translation logits with T as input embedding and output projection, T computed once."""
+    T = table(model)
+    shared = model.model.shared
+    pad = model.config.pad_token_id
+    enc = F.embedding(input_ids, T, padding_idx=pad) * shared.embed_scale
+    dec = F.embedding(decoder_input_ids, T, padding_idx=pad) * shared.embed_scale
+    out = model.model(inputs_embeds=enc, attention_mask=attention_mask, decoder_inputs_embeds=dec)
+    return F.linear(out.last_hidden_state, T)
+
+
+@torch.no_grad()
+def final_table(model) -> torch.Tensor:
+    was = model.graphmerge.training
+    model.graphmerge.eval()
+    try:
+        return table(model).detach().clone()
+    finally:
+        model.graphmerge.train(was)
+
+
+@contextlib.contextmanager
+def materialised(model):
+    """Rule 3 for a block: the shared table holds T (no dropout), then its own values again."""
+    w = model.model.shared.weight
+    own = w.detach().clone()
+    with torch.no_grad():
+        w.copy_(final_table(model))
+    try:
+        yield model
+    finally:
+        with torch.no_grad():
+            w.copy_(own)
+
+
+def bake(model) -> None:
+    """Rule 3: T into the shared table (tied to the output projection), ``graphmerge`` removed."""
+    T = final_table(model)
+    with torch.no_grad():
+        model.model.shared.weight.copy_(T)
+    del model.graphmerge
+
+
+def graph_pairs(data, tok, per_language: int, seed: int) -> dict[str, list[tuple[list[int], list[int]]]]:
+    """English–x pairs of the prepared training ids, per language, the first ``per_language`` of a seeded order."""
+    eid = tok.get_lang_id("en")
+    rng = np.random.default_rng(seed)
+    out: dict[str, list] = {}
+    en_side = np.nonzero(data.src_lang == eid)[0]
+    for i in en_side[rng.permutation(len(en_side))]:
+        lang = tok.convert_ids_to_tokens(int(data.tgt_lang[i])).strip("_")
+        rows = out.setdefault(lang, [])
+        if len(rows) < per_language:
+            rows.append((data.src[data.src_off[i]:data.src_off[i + 1]].tolist(),
+                         data.tgt[data.tgt_off[i]:data.tgt_off[i + 1]].tolist()))
+    return out
+
+
+def ensure_graph(out: Path, data, tok, settings: GraphSettings, languages: list[str], vocab_size: int, seed: int,
+                 log=print) -> tuple[torch.Tensor, dict]:
+    """The run's graph (rule 4 of ``train.graph``): ``out/graph.npz`` when it is there (built by this run with
+    these settings), else built from the training bitext; returns the adjacency and its record."""
+    import json
+
+    from forgetbench.io import atomic_write_json, sha256_file
+
+    path, rec_path = out / "graph.npz", out / "graph.json"
+    key = {"settings": {k: getattr(settings, k) for k in ("aligner", "symmetrisation", "min_count", "alpha",
+                                                          "pairs_per_language")}, "seed": seed}
+    if path.is_file() and rec_path.is_file():
+        rec = json.loads(rec_path.read_text())
+        if rec.get("key") == key and rec.get("sha256") == sha256_file(path):
+            return load_graph(path), rec
+    pairs = graph_pairs(data, tok, settings.pairs_per_language, seed)
+    by_language = {x: pairs.get(x, []) for x in languages}
+    fixed = set(range(4)) | set(tok.lang_code_to_id.values()) | set(range(len(tok), vocab_size))
+    g = build_graph(by_language, vocab_size, settings, fixed, log)
+    rec = g["record"] | {"key": key, "sha256": save_graph(g, path)}
+    atomic_write_json(rec_path, rec)
+    log(f"graphmerge: graph of {rec['vocabulary']:,} subwords, {rec['cross_edges']:,} cross-word edges, "
+        f"built in {rec['seconds']} s")
+    return load_graph(path), rec

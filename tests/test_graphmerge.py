@@ -1,0 +1,194 @@
+"""GraphMerge (train.graph, train.graphmerge): transfer ratios and the merged adjacency by hand on a toy bitext with
+fixed alignments, one hop by the formula on a 5-word vocabulary, the parameter-free variant, export that keeps the
+training-time translations, a seeded rerun, and bad settings."""
+
+from collections import Counter
+
+import pytest
+import torch
+import yaml
+from safetensors.torch import load_file
+
+from forgetbench.cli import main
+from forgetbench.train.graph import GraphSettings, link_counts, merged_adjacency, transfer_ratios
+from forgetbench.train.graphmerge import GraphMerge
+
+from .test_train_mt import _shared
+
+# a 6-sentence English–x toy bitext over subword ids; en ids 10-13, x ids 20-23; links fixed by hand
+PAIRS = [([10, 11], [20, 21]), ([10, 12], [20, 22]), ([10, 11], [23, 21]),
+         ([11, 13], [21, 22]), ([10], [20]), ([12, 13], [22, 23])]
+LINKS = [{(0, 0), (1, 1)}, {(0, 0), (1, 1)}, {(0, 0), (1, 1)},
+         {(0, 0), (1, 1)}, {(0, 0)}, {(0, 0), (1, 1)}]
+
+
+def dense(idx, val, shape):
+    return torch.sparse_coo_tensor(torch.from_numpy(idx), torch.from_numpy(val), shape, check_invariants=True).to_dense()
+
+
+def test_transfer_ratios_and_the_merged_adjacency_by_hand():
+    c = link_counts(PAIRS, LINKS)
+    assert c == Counter({(10, 20): 3, (10, 23): 1, (11, 21): 3, (12, 22): 2, (13, 22): 1, (13, 23): 1})
+    T = transfer_ratios(c, min_count=1)
+    assert T[10] == {20: 0.75, 23: 0.25} and T[11] == {21: 1.0} and T[13] == {22: 0.5, 23: 0.5}
+    assert transfer_ratios(c, min_count=2) == {10: {20: 1.0}, 11: {21: 1.0}, 12: {22: 1.0}}
+    rev = transfer_ratios(Counter({(j, i): n for (i, j), n in c.items()}), min_count=1)
+    assert rev[22] == {12: pytest.approx(2 / 3), 13: pytest.approx(1 / 3)} and rev[23] == {10: 0.5, 13: 0.5}
+    idx, val, shape = merged_adjacency([T, rev], 24, alpha=1.0, fixed={0, 1, 2, 3})
+    A = dense(idx, val, shape)
+    assert torch.allclose(A.sum(1), torch.ones(24))  # row-stochastic
+    assert A[10, 20] == pytest.approx(0.75) and A[10, 10] == 0  # alpha 1: no self weight on linked rows
+    assert A[22, 12] == pytest.approx(2 / 3) and A[5, 5] == 1 and A[0, 0] == 1  # unlinked rows and specials: identity
+    idx, val, _ = merged_adjacency([T, rev], 24, alpha=0.8, fixed={0, 1, 2, 3})
+    A = dense(idx, val, shape)
+    assert A[10, 20] == pytest.approx(0.6) and A[10, 10] == pytest.approx(0.2)
+    # two directions merged before the row normalisation: T_a + T_b, then / row sum
+    idx, val, _ = merged_adjacency([{1: {2: 1.0}}, {1: {3: 0.5, 2: 0.5}}], 4, fixed=set())
+    A = dense(idx, val, (4, 4))
+    assert A[1].tolist() == [0, 0, 0.75, 0.25]
+
+
+def _five_word_graph():
+    A = torch.tensor([[1, 0, 0, 0, 0], [0, 0, 0.5, 0.5, 0], [0, 1, 0, 0, 0], [0, 0.5, 0, 0, 0.5],
+                      [0, 0, 0, 1, 0]], dtype=torch.float32)
+    return A, A.to_sparse()
+
+
+def test_one_hop_is_the_formula_on_a_five_word_vocabulary():
+    A, sparse = _five_word_graph()
+    gm = GraphMerge(sparse, 2, GraphSettings(hops=1, dropout=0.0))
+    with torch.no_grad():
+        gm.neighbour[0].weight.copy_(torch.tensor([[1.0, 0.0], [0.0, 2.0]]))
+        gm.neighbour[0].bias.copy_(torch.tensor([0.5, 0.0]))
+        gm.own[0].weight.copy_(torch.tensor([[0.0, 1.0], [1.0, 0.0]]))
+        gm.own[0].bias.zero_()
+    E = torch.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0], [9.0, 10.0]])
+    out = gm(E)
+    # word 1: A E = 0.5 e2 + 0.5 e3 = (6, 7); W_nb → (6, 14) + (0.5, 0); W_self e1 = (4, 3) → (10.5, 17)
+    assert out[1].tolist() == [10.5, 17.0]
+    # word 0 (a self-loop): W_nb e0 + b = (1.5, 4); W_self e0 = (2, 1) → (3.5, 5)
+    assert out[0].tolist() == [3.5, 5.0]
+    two = GraphMerge(sparse, 2, GraphSettings(hops=2, dropout=0.0))
+    with torch.no_grad():
+        h1 = torch.nn.functional.elu(two.neighbour[0](A @ E) + two.own[0](E))
+        assert torch.allclose(two(E), two.neighbour[1](A @ h1) + two.own[1](h1))  # ELU between hops, none after
+
+
+def test_the_weighted_sum_variant_has_no_parameters():
+    A, sparse = _five_word_graph()
+    ws = GraphMerge(sparse, 2, GraphSettings(hops=2, mode="weighted-sum", dropout=0.0))
+    assert sum(p.numel() for p in ws.parameters()) == 0
+    E = torch.randn(5, 2)
+    M = 0.5 * (A + torch.eye(5))
+    assert torch.allclose(ws(E), M @ M @ E, atol=1e-6)
+
+
+def _gm_config(tmp_path, name, **gm):
+    cfg = {"data": {"shared": str(tmp_path / "shared"), "languages": ["de", "fr"], "dev_per_language": 2},
+           "spm": {"vocab_size": 300, "sample_per_language": 1000},
+           "model": {"d_model": 32, "encoder_layers": 1, "decoder_layers": 1, "heads": 2, "ffn": 64,
+                     "embeddings": {"graphmerge": {"hops": 2, "min_count": 1, "dropout": 0.0} | gm}},
+           "train": {"seed": 3, "max_tokens": 600, "warmup": 4, "steps": 6, "checkpoint_minutes": 0,
+                     "dev_every": 0, "threads": 1}}
+    p = tmp_path / f"{name}.yaml"
+    p.write_text(yaml.safe_dump(cfg))
+    return p
+
+
+def test_export_is_the_final_table_and_translates_as_the_training_time_model(tmp_path):
+    import json
+
+    from forgetbench.models.generation import translate
+    from forgetbench.models.load import load
+    from forgetbench.train import graphmerge
+    from forgetbench.train.mt import load_config, setup, train
+
+    _shared(tmp_path / "shared")
+    cfg = load_config(_gm_config(tmp_path, "g"))
+    out = train(cfg, tmp_path / "run", progress=False, log=lambda *_: None)
+    rec = json.loads((out / "training.json").read_text())["graphmerge"]
+    assert rec["settings"]["hops"] == 2 and rec["graph"]["cross_edges"] > 0 and rec["graph"]["sha256"]
+    exported, tok, _ = load(out, with_signature=False)
+    assert not any("graphmerge" in k for k in load_file(str(out / "model.safetensors")))
+    # the training-time model: the same run resumed from its checkpoint (the hop layers attached again)
+    S = setup(cfg, tmp_path / "run", log=lambda *_: None)
+    from forgetbench.train import loop
+    from forgetbench.train.config import fingerprint
+
+    loop.resume(S.model, S.opt, tmp_path / "run" / "checkpoint", fingerprint(cfg), lambda *_: None)
+    S.model.eval()
+    T = graphmerge.final_table(S.model)
+    assert torch.equal(exported.model.shared.weight, T) and torch.equal(exported.lm_head.weight, T)
+    tok.src_lang, tok.tgt_lang = "en", "de"
+    b = tok(["Hello world", "A house"], text_target=["Hallo Welt", "Ein Haus"], return_tensors="pt", padding=True)
+    from transformers.models.m2m_100.modeling_m2m_100 import shift_tokens_right
+
+    dec = shift_tokens_right(b["labels"], 1, 2)
+    with torch.no_grad():
+        a = graphmerge.logits(S.model, b["input_ids"], b["attention_mask"], dec)
+        e = exported(input_ids=b["input_ids"], attention_mask=b["attention_mask"], decoder_input_ids=dec).logits
+    assert torch.allclose(a, e, atol=1e-5)
+    with graphmerge.materialised(S.model):
+        during = translate(S.model, tok, ["Hello world"], "en", "de", max_new_tokens=8)
+    assert during == translate(exported, tok, ["Hello world"], "en", "de", max_new_tokens=8)
+
+
+def test_a_rerun_with_the_same_seed_gives_the_same_weights(tmp_path):
+    from forgetbench.train.mt import load_config, train
+
+    _shared(tmp_path / "shared")
+    a = train(load_config(_gm_config(tmp_path, "a")), tmp_path / "a", progress=False, log=lambda *_: None)
+    b = train(load_config(_gm_config(tmp_path, "b")), tmp_path / "b", progress=False, log=lambda *_: None)
+    wa, wb = load_file(str(a / "model.safetensors")), load_file(str(b / "model.safetensors"))
+    assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
+
+
+@pytest.mark.parametrize("gm,msg", [({"hops": 0}, "hops: 0; GraphMerge takes 1 to 3 hops"),
+                                    ({"aligner": "giza"}, "aligner: 'giza'; choose fast_align or eflomal"),
+                                    ({"mode": "sum"}, "mode: 'sum'"),
+                                    ({"min_count": 0}, "min_count: 0")])
+def test_bad_graph_settings_are_one_line_exit_2(tmp_path, capsys, gm, msg):
+    _shared(tmp_path / "shared")
+    p = _gm_config(tmp_path, "bad", **gm)
+    assert main(["train-mt", str(p), "--out", str(tmp_path / "run"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and msg in err[0], err
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_language_without_bitext_is_one_line(tmp_path):
+    from forgetbench.errors import ForgetbenchError
+    from forgetbench.train.graph import build_graph
+
+    with pytest.raises(ForgetbenchError, match=r"no bitext for \['sw'\]"):
+        build_graph({"de": PAIRS, "sw": []}, 24, GraphSettings(), set())
+
+
+def test_embedding_alignment_is_the_mean_cosine_of_linked_subwords(tiny_dir):
+    from forgetbench.eval.embedding_alignment import aligned_pairs, alignment_scores, script_of
+    from forgetbench.models.load import load
+
+    from .conftest import FLORES
+
+    def bitext(iso3):
+        en = (FLORES / "eng.devtest").read_text(encoding="utf-8").splitlines()[:40]
+        return list(zip(en, (FLORES / f"{iso3}.devtest").read_text(encoding="utf-8").splitlines()[:40], strict=True))
+
+    assert [script_of([x for _, x in bitext(f)]) for f in ("deu", "rus", "ara", "heb")] == [
+        "Latin", "Cyrillic", "Arabic", "Hebrew"]
+    model, tok, _ = load(tiny_dir, with_signature=False)
+    links = aligned_pairs(tok, bitext("rus"), "ru")
+    special = set(tok.all_special_ids) | set(tok.lang_code_to_id.values())
+    assert links and all(a != b and a not in special and b not in special for a, b in links)
+    with torch.no_grad():  # every row the same direction: cosine 1 for every linked pair
+        model.get_input_embeddings().weight.copy_(torch.ones_like(model.get_input_embeddings().weight))
+    S = alignment_scores(model, tok, {"ru": bitext("rus"), "de": bitext("deu")}, resamples=100)
+    assert S["languages"]["ru"]["mean_cosine"] == pytest.approx(1.0) and S["languages"]["ru"]["pairs"] == len(links)
+    assert S["languages"]["ru"]["script_pair"] == "Latin–Cyrillic" and set(S["script_pairs"]) == {
+        "Latin–Cyrillic", "Latin–Latin"}
+    with torch.no_grad():  # rows ±1 by the parity of the id: cosine +1 for same-parity pairs, −1 otherwise
+        w = model.get_input_embeddings().weight
+        w.copy_(torch.where((torch.arange(len(w)) % 2 == 0)[:, None], 1.0, -1.0).expand_as(w))
+    want = sum(1 if a % 2 == b % 2 else -1 for a, b in links) / len(links)
+    assert alignment_scores(model, tok, {"ru": bitext("rus")})["languages"]["ru"]["mean_cosine"] == pytest.approx(
+        want, abs=1e-4)
