@@ -43,6 +43,7 @@ def test_shipped_config_loads(path: Path):
                 c.pop("source")
                 c["data"].pop("shared")
             assert cfg["train"].pop("device") == "auto"  # keys added after it was trained, at their defaults
+            assert cfg["model"].pop("embeddings") == {}
             assert cfg["data"].pop("corpora") == {} and cfg["data"].pop("sample")
             assert (cfg["train"].pop("bf16"), shipped["train"].pop("bf16")) == ("auto", True)  # arithmetic: auto now
             assert cfg == shipped

@@ -43,7 +43,7 @@ class GraphSettings:
     symmetrisation: str = "intersect"
     min_count: int = 10
     alpha: float = 1.0
-    pairs_per_language: int = 10000
+    pairs_per_language: int = 5000
     dropout: float = 0.1
 
     def check(self, where: str) -> GraphSettings:
