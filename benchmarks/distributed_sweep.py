@@ -60,6 +60,15 @@ def launch(cfg: Path, out: Path, world: int, scratch: Path) -> float:
     return time.perf_counter() - t0
 
 
+def time_claims(store, keys: list[str]) -> float:
+    """Seconds per unit of ``claim`` + ``finish`` over ``keys``."""
+    t0 = time.perf_counter()
+    for k in keys:
+        store.claim(k, 0)
+        store.finish(k, 0.0)
+    return (time.perf_counter() - t0) / len(keys)
+
+
 def claim_overhead(n: int, tmp: Path) -> dict:
     from forgetbench.eval.store import Store
     from forgetbench.sweep.distributed import Cluster, DistributedStore
@@ -71,19 +80,11 @@ def claim_overhead(n: int, tmp: Path) -> dict:
         cluster.set(f"u:{k}", "free")
     Store(tmp / "s.sqlite").close()
     store = DistributedStore(tmp / "s.sqlite", cluster, tmp / "run", "bench", keys)
-    t0 = time.perf_counter()
-    for k in keys:
-        store.claim(k, 0)
-        store.finish(k, 0.0)
-    kv = (time.perf_counter() - t0) / n
+    kv = time_claims(store, keys)
     store.close()
     cluster.close()
     local = Store(tmp / "local.sqlite")
-    t0 = time.perf_counter()
-    for k in keys:
-        local.claim(k, 0)
-        local.finish(k, 0.0)
-    sq = (time.perf_counter() - t0) / n
+    sq = time_claims(local, keys)
     local.close()
     return {"units": n, "tcpstore_and_shard_ms_per_unit": round(kv * 1000, 2),
             "sqlite_ms_per_unit": round(sq * 1000, 2)}

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from benchmarks.common import environment
-from benchmarks.train_step import batch, build
+from benchmarks.train_step import batch, build, plain_logits, step
 from forgetbench.train.graph import GraphSettings
 from forgetbench.train.graphmerge import attach, logits
 
@@ -34,21 +34,8 @@ def random_graph(vocab: int, degree: int, seed: int = 0) -> torch.Tensor:
     return torch.sparse_coo_tensor(torch.stack([rows, cols]), vals, (vocab, vocab), check_invariants=True).coalesce()
 
 
-def step(model, opt, b, loss_fn, graph: bool) -> float:
-    import time
-
-    t0 = time.perf_counter()
-    if graph:
-        out = logits(model, b["input_ids"], b["attention_mask"], b["decoder_input_ids"])
-    else:
-        out = model(input_ids=b["input_ids"], attention_mask=b["attention_mask"],
-                    decoder_input_ids=b["decoder_input_ids"]).logits
-    loss = loss_fn(out.float().view(-1, out.size(-1)), b["labels"].view(-1))
-    opt.zero_grad(set_to_none=True)
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-    opt.step()
-    return time.perf_counter() - t0
+def graph_logits(model, b):
+    return logits(model, b["input_ids"], b["attention_mask"], b["decoder_input_ids"])
 
 
 def main():
@@ -76,7 +63,7 @@ def main():
     times = {k: [] for k in models}
     for r in range(args.rounds + 1):
         for name in models if r % 2 == 0 else reversed(models):
-            t = step(models[name], opts[name], b, loss_fn, name == "graphmerge")
+            t = step(models[name], opts[name], b, False, loss_fn, graph_logits if name == "graphmerge" else plain_logits)
             if r:
                 times[name].append(t)
     ratios = np.array(times["graphmerge"]) / np.array(times["baseline"])

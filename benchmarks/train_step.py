@@ -49,11 +49,16 @@ def batch(vocab: int, tokens: int, rows: int = 32):
     return {"input_ids": ids, "attention_mask": torch.ones_like(ids), "decoder_input_ids": dec, "labels": labels}
 
 
-def step(model, opt, b, bf16: bool, loss_fn) -> float:
+def plain_logits(model, b):
+    return model(input_ids=b["input_ids"], attention_mask=b["attention_mask"],
+                 decoder_input_ids=b["decoder_input_ids"]).logits
+
+
+def step(model, opt, b, bf16: bool, loss_fn, forward=plain_logits) -> float:
+    """One timed train-mt step: ``forward(model, batch)`` → logits under the autocast, loss, backward, AdamW."""
     t0 = time.perf_counter()
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-        logits = model(input_ids=b["input_ids"], attention_mask=b["attention_mask"],
-                       decoder_input_ids=b["decoder_input_ids"]).logits
+        logits = forward(model, b)
     loss = loss_fn(logits.float().view(-1, logits.size(-1)), b["labels"].view(-1))
     opt.zero_grad(set_to_none=True)
     loss.backward()
