@@ -12,7 +12,6 @@ warms both and is not counted. Printed as JSON: median seconds per step, the rat
 95 % bootstrap interval over the rounds, the extra parameters, and the environment.
 """
 
-import argparse
 import copy
 import json
 import statistics
@@ -21,7 +20,7 @@ import numpy as np
 import torch
 
 from benchmarks.common import environment
-from benchmarks.train_step import batch, build, plain_logits, step
+from benchmarks.train_step import batch, build, model_arguments, plain_logits, step
 from forgetbench.train.graph import GraphSettings
 from forgetbench.train.graphmerge import attach, logits
 
@@ -39,17 +38,9 @@ def graph_logits(model, b):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--config", default="artifacts/teacher/config.json")
-    ap.add_argument("--d-model", type=int)
-    ap.add_argument("--layers", type=int, nargs=2, default=[4, 3])
-    ap.add_argument("--heads", type=int, default=4)
-    ap.add_argument("--ffn", type=int, default=1024)
+    ap = model_arguments(__doc__.splitlines()[0])
     ap.add_argument("--hops", type=int, default=2)
     ap.add_argument("--degree", type=int, default=6)
-    ap.add_argument("--tokens", type=int, default=4096)
-    ap.add_argument("--rounds", type=int, default=6)
-    ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     base = build(args)

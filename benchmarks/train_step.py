@@ -67,8 +67,9 @@ def step(model, opt, b, bf16: bool, loss_fn, forward=plain_logits) -> float:
     return time.perf_counter() - t0
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def model_arguments(description: str) -> argparse.ArgumentParser:
+    """The options every train-step benchmark shares: the model's shape, the batch, rounds and threads."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--config", default="artifacts/teacher/config.json")
     ap.add_argument("--d-model", type=int)
     ap.add_argument("--layers", type=int, nargs=2, default=[4, 3])
@@ -77,6 +78,11 @@ def main():
     ap.add_argument("--tokens", type=int, default=4096)
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--threads", type=int, default=1)
+    return ap
+
+
+def main():
+    ap = model_arguments(__doc__.splitlines()[0])
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     model = build(args)
