@@ -82,7 +82,12 @@ def write_nllb_tokenizer(spm_bytes: bytes, out_dir: str | Path) -> int:
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:  # transformers converts the SPM model; ids are then placed
         (Path(tmp) / "sentencepiece.bpe.model").write_bytes(spm_bytes)
-        NllbTokenizer.from_pretrained(tmp, extra_special_tokens=list(FAIRSEQ_LANGUAGE_CODES)).save_pretrained(out)
+        try:
+            tok = NllbTokenizer.from_pretrained(tmp, extra_special_tokens=list(FAIRSEQ_LANGUAGE_CODES))
+        except (ValueError, ImportError) as e:  # no protobuf: transformers tries tiktoken and says so
+            raise ForgetbenchError(f"cannot convert the SentencePiece model into an NLLB-200 tokenizer "
+                                   f"({str(e).splitlines()[0][:120]}); install protobuf (pip install protobuf)") from None
+        tok.save_pretrained(out)
     j = json.loads((out / "tokenizer.json").read_text(encoding="utf-8"))
     n = sp.get_piece_size() + 1
     place = {c: n + k for k, c in enumerate(FAIRSEQ_LANGUAGE_CODES)} | {"<mask>": n + len(FAIRSEQ_LANGUAGE_CODES)}
