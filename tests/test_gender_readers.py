@@ -171,6 +171,12 @@ MT_CASES = [
      "unknown"),
     ("fr", "Le déménageur a remercié la gouvernante pour sa gratitude.", "la", "female"),
     ("fr", "Le médecin a dit au boulanger qu'il avait un cancer.", "au", "male"),
+    # Italian: an epicene noun after l', read from a predicate of essere in its own clause, nothing else
+    ("it", "L'analista ha notato che l'insegnante era pessimo in matematica e si è preso gioco di lui.", "l'insegnante",
+     "male"),
+    ("it", "L'analista notò che l'insegnante era cattiva in matematica e la prendeva in giro.", "l'insegnante", "female"),
+    ("it", "L'operaio ha detto all'insegnante che era anche un'insegnante.", "all'insegnante", "unknown"),
+    ("it", "Il contadino ha chiamato l'insegnante ed è andato a casa.", "l'insegnante", "unknown"),
     # Hebrew: one spelling for both genders, the construct form of "accountant"
     ("he", "הפקיד הטעה את הממונה כדי שיפטרו אותו.", "הממונה", "unknown"),
     ("he", "המנהל דיבר עם רואה חשבון.", "רואה", "male"),

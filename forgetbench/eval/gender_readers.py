@@ -190,7 +190,34 @@ def _it(words, i):
     if m:
         if m.group(1) == "un":
             return "female"  # un' only before feminine nouns
-        return _it_suffix(_clean(m.group(2)))
+        g = _it_suffix(_clean(m.group(2)))
+        return g if g != "unknown" else _it_predicate(words, i)  # l'insegnante: the noun's own clause
+    return _it_determined(words, i, raw)
+
+
+_IT_ESSERE = {"è", "era", "fu", "sarà", "sia", "fosse", "sarebbe"}
+_IT_ADVERBS = {"molto", "anche", "così", "troppo", "davvero", "sempre", "già", "ancora", "più", "poco", "tanto"}
+
+
+def _it_predicate(words, i):
+    """An epicene noun's gender from its own clause: ``N essere [adverb] X`` where X is a participle or adjective in
+    -o/-a (``l'insegnante è arrivata``, ``l'insegnante era pessimo``): a predicate of *essere* agrees with its
+    subject. Anything else — a verb with *avere*, a determiner (a predicate noun), a conjunction, punctuation, a
+    relative or complement ``che`` (``all'insegnante che era …``: whose clause?) — says nothing: unknown."""
+    k = i + 1
+    if k >= len(words) or words[k].lower() not in _IT_ESSERE:
+        return "unknown"
+    for w in words[k + 1: k + 4]:
+        w = w.lower()
+        if w in _IT_ADVERBS:
+            continue
+        if w in _IT_M or w in _IT_F or not re.fullmatch(r"\w{3,}", w):
+            return "unknown"
+        return {"o": "male", "a": "female"}.get(w[-1], "unknown")
+    return "unknown"
+
+
+def _it_determined(words, i, raw):
     for d in _left(words, i, 2):
         if d in _IT_M:
             return "male"
