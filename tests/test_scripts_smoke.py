@@ -153,6 +153,7 @@ tiers: {{training: {{counts: {teacher / "training.json"}, thresholds: [1000, 100
     sc = {(p["src"], p["tgt"]): p["scores"]["base"] for p in S["pairs"]}
     row = " | ".join(f"{sc[k][m]:.1f}" for k in (("en", "de"), ("de", "en")) for m in ("chrF", "spBLEU"))
     assert f"| German | de | 49,147 | High | High | {row} |" in card and "| Russian | ru |" in card
+    assert "## Cross-lingual embedding alignment" in card and "| Russian | Latin–Cyrillic |" in card
     speed = tmp_path / "speed.json"
     speed.write_text(_run("-m", "benchmarks.batch1_speed", teacher, student, art / "student-nokd", "--sentences", "4",
                           "--max-new-tokens", "8"))
