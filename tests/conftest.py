@@ -55,15 +55,27 @@ def calib_rows(n=None):
     return rows if n is None else rows[:n]
 
 
+def _tiny_model(tmp_path_factory, family: str, spm_vocab: int) -> Path:
+    """A tiny random model of ``family`` (d=64, 2+2 layers) with a real SPM vocabulary on the calibration text."""
+    from forgetbench.models.tiny import build_tiny_m2m100, build_tiny_nllb
+
+    d = tmp_path_factory.mktemp("tiny") / family
+    build = build_tiny_nllb if family == "nllb" else build_tiny_m2m100
+    build(d, [c for r in calib_rows() for c in r[2:]], spm_vocab=spm_vocab, d_model=64, layers=2, heads=4, ffn=128,
+          seed=0)
+    return d
+
+
 @pytest.fixture(scope="session")
 def tiny_dir(tmp_path_factory):
     """A tiny random M2M-100 (d=64, 2+2 layers) with a real SPM vocabulary, saved once per session."""
-    from forgetbench.models.tiny import build_tiny_m2m100
+    return _tiny_model(tmp_path_factory, "m2m", 1000)
 
-    d = tmp_path_factory.mktemp("tiny") / "m2m"
-    sents = [c for r in calib_rows() for c in r[2:]]
-    build_tiny_m2m100(d, sents, spm_vocab=1000, d_model=64, layers=2, heads=4, ffn=128, seed=0)
-    return d
+
+@pytest.fixture(scope="session")
+def nllb_dir(tmp_path_factory):
+    """A tiny random NLLB-200-shaped model (NLLB's token layout and 202 codes), saved once per session."""
+    return _tiny_model(tmp_path_factory, "nllb", 1200)
 
 
 @pytest.fixture

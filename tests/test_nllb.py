@@ -17,16 +17,6 @@ from .conftest import CALIB, FLORES, calib_rows
 ENG = [ln for ln in (FLORES / "eng.devtest").read_text(encoding="utf-8").splitlines()][:6]
 
 
-@pytest.fixture(scope="session")
-def nllb_dir(tmp_path_factory):
-    from forgetbench.models.tiny import build_tiny_nllb
-
-    d = tmp_path_factory.mktemp("nllb") / "nllb"
-    sents = [c for r in calib_rows() for c in r[2:]]
-    build_tiny_nllb(d, sents, spm_vocab=1200, d_model=64, layers=2, heads=4, ffn=128, seed=0)
-    return d
-
-
 def test_the_tiny_model_has_nllbs_token_layout(nllb_dir):
     import sentencepiece as spm
     from transformers.models.nllb.tokenization_nllb import FAIRSEQ_LANGUAGE_CODES

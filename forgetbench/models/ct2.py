@@ -38,7 +38,7 @@ import torch
 from forgetbench.errors import ForgetbenchError
 from forgetbench.io import atomic_directory
 from forgetbench.models.generation import by_pair, encode_sources, is_small100
-from forgetbench.models.tokenizers import language_tokens
+from forgetbench.models.tokenizers import language_tokens as language_codes  # ``__xx__`` / ``xxx_Xxxx`` -> id
 
 COMPUTE_TYPES = {"int8": "int8", "int8_float16": "int8_float16", "int8_float32": "int8_float32", "bf16": "bfloat16",
                  "bfloat16": "bfloat16", "fp16": "float16", "float16": "float16", "fp32": "float32",
@@ -87,11 +87,6 @@ def check_architecture(model, setting: str = "backend: ctranslate2") -> None:
     if arch != ARCHITECTURE:
         raise ForgetbenchError(f"{setting}: converts {ARCHITECTURE} (M2M-100, SMaLL-100, NLLB-200) only, not {arch}; "
                                "set backend: torch for this model")
-
-
-def language_codes(tokenizer) -> dict[str, int]:
-    """``__xx__`` (or NLLB's ``xxx_Xxxx``) -> id for every language code the tokenizer knows."""
-    return language_tokens(tokenizer)
 
 
 def vocabulary(tokenizer, vocab_size: int) -> list[str]:

@@ -292,10 +292,7 @@ def start(cfg, run_dir: Path, rank: int, world: int, prepare, unit_keys: list[st
                 cluster.set("abort", str(e))
             cluster.set(f"x:{rank}", "1")
             if rank == 0:  # the store stays until every rank has read the line (or a while)
-                end = time.monotonic() + 10
-                while time.monotonic() < end and not cluster._call(cluster.kv.check,
-                                                                   [f"x:{r}" for r in range(1, world)]):
-                    time.sleep(POLL_S)
+                _wait_for_ends(cluster, range(1, world), 10)
         except ForgetbenchError:
             pass  # rank 0 gone already: this rank's own line stands
         cluster.close()
@@ -322,9 +319,13 @@ def leave(store: DistributedStore) -> None:
 def release(cluster: Cluster) -> None:
     """Rank 0, last: waits a while for the other live ranks to have ended before its claim store goes."""
     if cluster.rank == 0:
-        end = time.monotonic() + 30
         lost = cluster.lost()
-        while time.monotonic() < end and not cluster._call(
-                cluster.kv.check, [f"x:{r}" for r in range(1, cluster.world) if r not in lost]):
-            time.sleep(POLL_S)
+        _wait_for_ends(cluster, [r for r in range(1, cluster.world) if r not in lost], 30)
     cluster.close()
+
+
+def _wait_for_ends(cluster: Cluster, ranks, seconds: float) -> None:
+    """Wait up to ``seconds`` for ``ranks`` to have said their end (``x:<rank>``)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and not cluster._call(cluster.kv.check, [f"x:{r}" for r in ranks]):
+        time.sleep(POLL_S)
