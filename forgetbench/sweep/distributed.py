@@ -82,13 +82,13 @@ def _lost_error(what: str) -> ForgetbenchError:
 class Cluster:
     """This rank's view of the claim store (rules 3-4)."""
 
-    def __init__(self, rank: int, world: int, env=os.environ, lost_after: float | None = None):
+    def __init__(self, rank: int, world: int, env=os.environ):
         from torch.distributed import TCPStore
 
         self.rank, self.world, self.host = rank, world, socket.gethostname()
         addr = env.get("MASTER_ADDR", "127.0.0.1")
         port = int(env.get("FORGETBENCH_STORE_PORT") or int(env.get("MASTER_PORT", "29500")) + 1)
-        self.lost_after = float(lost_after or env.get("FORGETBENCH_LOST_AFTER_S") or LOST_AFTER_S)
+        self.lost_after = float(env.get("FORGETBENCH_LOST_AFTER_S") or LOST_AFTER_S)
         timeout = datetime.timedelta(seconds=START_TIMEOUT_S)
         try:
             self.kv = TCPStore(addr, port, world, rank == 0, timeout=timeout, wait_for_workers=False)
@@ -207,7 +207,7 @@ class DistributedStore(RecordingStore):
             n += import_records(self, records)
         return n
 
-    def reset_claims(self) -> None:  # a new attempt's keys are made by rank 0 (start_cluster)
+    def reset_claims(self) -> None:  # a new attempt's keys are made by rank 0 (``start``)
         pass
 
     def claims(self) -> dict[str, tuple[int, bool]]:
@@ -235,10 +235,6 @@ class DistributedStore(RecordingStore):
         self.shard.append({"unit": unit, "rank": self.cluster.rank, "host": self.host, "seconds": seconds,
                            "rows": self.take()})
         self.cluster.set(f"u:{unit}", f"d:{self.cluster.rank}")
-
-    def all_done(self) -> bool:
-        values = self.cluster._get_many([f"u:{u}" for u in self.unit_keys], "free", all_set=True)
-        return all(v.startswith("d:") for v in values)
 
     def claim_seconds(self) -> dict[int, dict[str, float]]:
         return {}

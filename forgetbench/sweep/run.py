@@ -558,14 +558,12 @@ def run_sweep(cfg: SweepConfig, run_dir: str | Path, progress: bool | Console = 
                 prepare_run(cfg, run_dir, placement)
             wait()
         store = Store(run_dir / "store.sqlite")
-    launched = torch.distributed.is_available() and torch.distributed.is_initialized()
     worker, timings = _Worker(cfg, run_dir, store, rank, placement), {}
     stage = con.stage(f"{cfg.name}: units of work (compress, translate, λ, bias)", len(todo), "units", "sentences")
     stage.update(done_count(store), store.translated())  # a resumed run's finished work: not in its rate or ETA
     watch = _watch(run_dir, stage) if not con.quiet and not machines else None
     t_idle = time.perf_counter()
-    while (unit := next_unit(store, todo, rank, may_prepare=rank == 0 or not launched or machines, aborted=aborted,
-                             until_done=machines)) is not None:
+    while (unit := next_unit(store, todo, rank, aborted=aborted, until_done=machines)) is not None:
         stages["waiting"] += time.perf_counter() - t_idle
         spent, translated = worker.run(unit)
         store.finish(unit.key, spent[STAGE[unit.kind]])  # inline λ units were finished with their own seconds

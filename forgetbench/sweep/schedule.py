@@ -22,8 +22,8 @@ Rules:
   (a static split of the pairs left one idle while the other compressed, then waited on the slower share).
 - When no unit is ready but some are unclaimed, the process polls every ``POLL_S``; it stops with
   ``SweepAborted`` when ``aborted()`` says another process failed (``sweep.parallel``'s barrier).
-- Under a launcher (``accelerate launch``) ``prepare`` units are rank 0's alone: transformers' ``save_pretrained``
-  writes on rank 0 only.
+- Any process may take a ``prepare`` unit (``may_prepare=False`` keeps one from them): the variant's folder is
+  written atomically and its translation units wait until the unit is done, on one machine or several.
 - The split does not change what is computed, only the batches: a unit's batches hold its group's pending
   sentences (a row's tokens do not depend on the rows beside it beyond float rounding; on the demo every
   hypothesis came out the same), and stored rows are skipped, so a rerun resumes unit by unit.
