@@ -12,7 +12,7 @@ import pytest
 
 from forgetbench.cli import main
 
-from .conftest import CALIB, FLORES, calib_rows
+from .conftest import CALIB, FLORES, REPO, calib_rows
 
 ENG = [ln for ln in (FLORES / "eng.devtest").read_text(encoding="utf-8").splitlines()][:6]
 
@@ -124,6 +124,9 @@ def test_a_sweep_with_both_backends_and_flores200_files(nllb_dir, tmp_path):
     # the same sentences under both names give the same scores
     by = {(p["benchmark"], f"{p['src']}-{p['tgt']}"): p["scores"]["base@torch"]["chrF"] for p in S["pairs"]}
     assert by[("flores101", "en-sw")] == by[("flores200", "en-sw")]
+    # an NLLB model's sweep groups pairs by NLLB-200's own resource labels too (swh_Latn: 2.18 M public pairs)
+    assert {p["tier"]["nllb-200"] for p in S["pairs"]} == {"High"}
+    assert {p["tier"]["thesis"] for p in S["pairs"] if p["tgt"] == "sw"} == {"Low"}
     # CTranslate2 translates with the forced NLLB code: its hypotheses are the torch loop's
     from forgetbench.models import ct2
 
@@ -158,6 +161,37 @@ def test_a_short_distillation_from_an_nllb_teacher(nllb_dir, tmp_path):
     ids = encode_sources(tok, ENG[:1], "en", "de", return_tensors=None, padding=False)["input_ids"][0]
     assert ids[0] == tok.convert_tokens_to_ids("deu_Latn")  # SMaLL-100 format: the target code on the encoder side
     assert len(translate_rows(model, tok, [(ENG[0], "en", "de")], max_new_tokens=4)) == 1
+
+
+def test_nllb_resource_labels_follow_the_papers_one_million_rule():
+    from forgetbench.eval.languages import pair_tier
+    from forgetbench.eval.nllb_tiers import LOW_BELOW, PUBLIC_BITEXT, nllb_tiers, resource
+
+    assert len(PUBLIC_BITEXT) == 202 and LOW_BELOW == 1_000_000
+    # either side of the bound: Basque 1,003,513 and Twi 996,277 public pairs; Amharic 336,621; Cebuano 915,739
+    assert resource("eus_Latn") == "High" and resource("twi_Latn") == "Low"
+    t = nllb_tiers()
+    assert (t["am"], t["amh_Ethi"], t["ceb"], t["sw"], t["bn"], t["en"]) == ("Low", "Low", "Low", "High", "High", "High")
+    assert sum(v == "High" for k, v in t.items() if "_" in k) == 54  # of 202 codes
+    assert pair_tier("en", "am", t) == "Low" and pair_tier("de", "sw", t) == "High"
+
+
+@pytest.mark.parametrize("spec,want", [("{nllb: {table: nllb-200}}", None),
+                                       ("{nllb: {table: nllb-100}}", "a shipped table is named alone"),
+                                       ("{nllb: {table: nllb-200, thresholds: [1, 2, 3]}}", "a shipped table")])
+def test_a_sweep_names_the_nllb_table_as_a_tier_view(spec, want, tmp_path):
+    from forgetbench.errors import ForgetbenchError
+    from forgetbench.sweep import load_sweep
+
+    cfg = tmp_path / "s.yaml"
+    cfg.write_text(f"model: {REPO / 'artifacts' / 'teacher'}\nbenchmarks: [{{name: f, kind: flores101, path: {FLORES}}}]\n"
+                   f"pairs: [en-sw]\ntiers: {spec}\n")
+    if want:
+        with pytest.raises(ForgetbenchError, match=want):
+            load_sweep(cfg)
+        return
+    views = {v.name: v.tiers for v in load_sweep(cfg).tier_views}
+    assert list(views) == ["thesis", "nllb"] and (views["nllb"]["sw"], views["nllb"]["am"]) == ("High", "Low")  # an M2M-100 model: no view by itself
 
 
 def _snapshot(root):

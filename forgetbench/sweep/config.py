@@ -21,6 +21,7 @@
     metrics: {spm: null, spm_official: false}   # null: the model's own sentencepiece.bpe.model
     analysis: {bleu_filter: 12, delta: 0.5, exclude_two_script: true}
     tiers: {training: {counts: ../artifacts/teacher/training.json, thresholds: [1000, 10000, 30000]}}
+    #   {nllb: {table: nllb-200}}: NLLB-200's high/low labels (an NLLB model's sweep has it as nllb-200 by itself)
     bias:
       mt_gender: {path: ../data/mt_gender, languages: [de, fr], sentences: 40, aligner_context: ../data/flores101}
       mucow: {path: ../data/mucow, pairs: [en-de], sentences: 80}
@@ -49,10 +50,12 @@ from forgetbench.eval.bias import BiasConfig, dibimt_jobs, gender_jobs, mucow_jo
 from forgetbench.eval.bias import jobs as bias_jobs
 from forgetbench.eval.gender_readers import COVERED
 from forgetbench.eval.languages import language, tiers_from_counts
+from forgetbench.eval.nllb_tiers import nllb_tiers
 from forgetbench.eval.translate import Job
 from forgetbench.io import training_counts
 from forgetbench.models.hardware import Hardware, parse_hardware, place, with_overrides
 from forgetbench.models.hub import resolve_model
+from forgetbench.models.tokenizers import is_nllb_folder
 from forgetbench.outputs import confined_name
 
 TOP_KEYS = {"name", "model", "variants", "benchmarks", "languages", "pairs", "sentences", "generation", "metrics",
@@ -212,7 +215,7 @@ def load_sweep(path: str | Path, hardware: dict | None = None, sentences: int | 
     jobs = _jobs(raw, base_dir, src)
     spm, spm_official = _metrics(raw, base_dir, src, model)
     th = _thresholds(raw, src)
-    views = _tier_views(raw, base_dir, src)
+    views = _tier_views(raw, base_dir, src, model)
     threads, processes = _positive(raw, "threads", src), _positive(raw, "processes", src)
     name = str(raw.get("name") or src.stem)
     confined_name(name, "name", str(src))  # it names the default run folder
@@ -461,14 +464,23 @@ def _thresholds(raw: dict, src) -> Thresholds:
     return th
 
 
-def _tier_views(raw: dict, base_dir: Path, src) -> list[TierView]:
-    """The thesis tiers, then every ``tiers:`` view (tiers from a training.json's pair counts)."""
+def _tier_views(raw: dict, base_dir: Path, src, model: Path | None = None) -> list[TierView]:
+    """The thesis tiers, then every ``tiers:`` view: ``{counts: training.json, thresholds: [...]}`` (tiers from a
+    training run's pair counts) or ``{table: nllb-200}`` (NLLB-200's high/low labels, ``eval.nllb_tiers``), which
+    an NLLB model's sweep gets by itself as the view ``nllb-200``."""
     views = [TierView("thesis")]
+    tables = {"nllb-200": nllb_tiers}
     for vname, spec in mapping(raw.get("tiers"), f"{src}: tiers").items():
         confined_name(str(vname), "tier view name", f"{src}: tiers")  # it names report files
         spec = mapping(spec, f"{src}: tiers.{vname}")
+        if "table" in spec:
+            if set(spec) != {"table"} or spec["table"] not in tables:
+                _err(src, f"tiers.{vname}: a shipped table is named alone, one of {sorted(tables)}; got {spec!r}")
+            views.append(TierView(str(vname), tables[spec["table"]]()))
+            continue
         if "counts" not in spec:
-            _err(src, f"tiers.{vname} needs 'counts' (a training.json with corpus.train pair counts)")
+            _err(src, f"tiers.{vname} needs 'counts' (a training.json with corpus.train pair counts) or 'table' "
+                      f"(one of {sorted(tables)})")
         counts = resolve_path(base_dir, expect(spec["counts"], str, f"{src}: tiers.{vname}.counts"))
         if not counts.is_file():
             _err(src, f"tiers.{vname}.counts: {counts} not found")
@@ -477,6 +489,8 @@ def _tier_views(raw: dict, base_dir: Path, src) -> list[TierView]:
             _err(src, f"tiers.{vname}.thresholds must be 3 increasing integers (Very-Low/Low/Medium/High bounds), "
                       f"got {thresholds!r}")
         views.append(TierView(str(vname), training_tiers(counts, thresholds)))
+    if model is not None and is_nllb_folder(model) and not any(v.name == "nllb-200" for v in views):
+        views.append(TierView("nllb-200", nllb_tiers()))
     return views
 
 
