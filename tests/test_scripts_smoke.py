@@ -164,3 +164,45 @@ tiers: {{training: {{counts: {teacher / "training.json"}, thresholds: [1000, 100
     assert f"- speed, batched (batch 64, the sweep's translation pass): {rate['student-kd']} vs {rate['base']}" in scard
     h2h = S["pair_groups"]["training"]["H2H"]
     assert f"| H2H | 2 | 6 | {h2h['scores']['base']['chrF']:.2f} | {h2h['scores']['student-kd']['chrF']:.2f} |" in scard
+
+
+def test_graphmerge_study_of_identical_arms_finds_no_difference_and_the_losses_sacrebleu_gives(tmp_path):
+    """The study's sweep and table stages on four copies of the shipped teacher: every GraphMerge − baseline figure and its
+    interval are 0, and an arm's relative loss is the mean over directions of sacrebleu's corpus chrF loss."""
+    import yaml
+    from sacrebleu.metrics import CHRF
+
+    from forgetbench.eval.store import Store
+
+    out = tmp_path / "out"
+    for run in ("baseline-s1", "baseline-s2", "graphmerge-s1", "graphmerge-s2"):
+        (out / run).mkdir(parents=True)
+        (out / run / "model").symlink_to(REPO / "artifacts" / "teacher")
+    study = yaml.safe_load((REPO / "configs" / "graphmerge-study" / "study.yaml").read_text())
+    arms = REPO / "configs" / "graphmerge-study"
+    study |= {"arms": {a: str(arms / p) for a, p in study["arms"].items()}, "compressions": {"prune-45": "prune-45"},
+              "tiers": study["tiers"] | {"counts": str(REPO / "artifacts" / "teacher" / "training.json")}}
+    study["sweep"] |= {"languages": ["de", "sw"], "sentences": 3, "processes": 1,
+                       "benchmarks": [{"name": "flores101", "kind": "flores101", "path": str(REPO / "data" / "flores101")}],
+                       "generation": {"num_beams": 1, "max_new_tokens": 8, "batch_size": 4}}
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump(study))
+    for stage in ("sweep", "table"):
+        _run(REPO / "scripts" / "graphmerge_study.py", tmp_path / "study.yaml", "--out", out, "--stage", stage)
+    res = json.loads((out / "study.json").read_text())
+    figures = [row["delta"] for m in ("chrF", "spBLEU-local") for row in res["before"][m].values()]
+    figures += [x for m in ("chrF", "spBLEU-local") for x in res["who_pays"][m]["prune-45"].values()]
+    for x in figures:
+        assert x["value"] == 0 and x["ci"] == [0, 0] and x["seeds"] == [0, 0], x
+    assert set(res["before"]["chrF"]) == {"all", "tier High", "tier Very-Low", "script Latin", "into English",
+                                          "out of English"}  # de High, sw Very-Low by the teacher's pair counts
+    store, losses = Store(out / "sweep" / "store.sqlite"), []
+    for src, tgt in (("en", "de"), ("de", "en"), ("en", "sw"), ("sw", "en")):
+        refs = (REPO / "data" / "flores101" / ("deu" if "de" in (src, tgt) else "swh")).with_suffix(".devtest")
+        if tgt == "en":
+            refs = REPO / "data" / "flores101" / "eng.devtest"
+        refs = refs.read_text().splitlines()[:3]
+        base, comp = ([r["hyp"] for r in store.translations(v, "flores101", src, tgt)]
+                      for v in ("baseline-s1", "baseline-s1-prune-45"))
+        b, c = (CHRF(beta=3).corpus_score(h, [refs]).score for h in (base, comp))  # the project's chrF (β = 3)
+        losses.append((c - b) / b * 100)
+    assert res["loss"]["chrF"]["prune-45"]["baseline"]["all"]["value"] == pytest.approx(sum(losses) / 4, abs=1e-3)

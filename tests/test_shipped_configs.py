@@ -125,3 +125,17 @@ def test_the_shipped_training_configs_run_from_a_clone_without_shared_data(comma
     assert "data.shared" in err and "is not here" in err and "corpus-sample" in err
     info = json.loads((clone / "runs" / "x" / "model" / "training.json").read_text())
     assert info["steps"] == 2
+
+
+def test_the_graphmerge_study_arms_differ_only_in_the_embeddings():
+    """Baseline and GraphMerge arms: the same data, vocabulary, model size, seed, steps and schedule."""
+    study = yaml.safe_load((REPO / "configs" / "graphmerge-study" / "study.yaml").read_text())
+    arms = {a: yaml.safe_load((REPO / "configs" / "graphmerge-study" / p).read_text()) for a, p in study["arms"].items()}
+    emb = arms["graphmerge"]["model"].pop("embeddings")["graphmerge"]
+    assert emb["hops"] == 2 and emb["mode"] == "gnn" and "embeddings" not in arms["baseline"]["model"]
+    assert arms["baseline"] == arms["graphmerge"]
+    if SHARED:
+        from forgetbench.train.config import load_config
+
+        for p in study["arms"].values():
+            assert load_config(REPO / "configs" / "graphmerge-study" / p).train.threads == 1

@@ -1,0 +1,317 @@
+"""The GraphMerge study (docs/METHOD.md §5b): does better cross-lingual alignment protect low-resource and
+other-script languages from pruning and quantisation?
+
+    python scripts/graphmerge_study.py configs/graphmerge-study/study.yaml --out RUN [--stage train|sweep|table|all]
+
+Stages (each resumes where it stopped when run again):
+
+1. **train**: every arm × seed with ``forgetbench train-mt`` (the arm's config with ``train.seed`` and
+   ``train.steps`` set; data paths made absolute), ``jobs`` at once, one thread each, in ``RUN/<arm>-s<seed>``.
+2. **sweep**: one ``forgetbench sweep`` over every trained model and each of its compressions, in ``RUN/sweep``
+   (the same sentences for all).
+3. **table**: ``RUN/study.json`` and ``RUN/study.md``. chrF (sacrebleu's, corpus level per direction) and
+   spBLEU-local (the models' shared SentencePiece model). Per seed s, with B_s / G_s the baseline and GraphMerge
+   models of seed s and c a compression:
+
+   - before compression: Δ_s(d) = score(G_s, d) − score(B_s, d) for direction d;
+   - who pays: the relative loss L_s^X(d, c) = (score(X_s^c, d) − score(X_s, d)) / score(X_s, d) · 100 of each
+     arm X, and its difference D_s(d, c) = L_s^G(d, c) − L_s^B(d, c) (> 0: GraphMerge loses less);
+   - a group (tier, script class, all) takes the mean over its directions; the seeds' mean is the study's figure.
+
+   Intervals: a paired bootstrap (1,000 resamples, seed 12345) draws each direction's sentence indices once per
+   resample and applies the same draw to all systems of both seeds, so every figure (per seed and the seeds'
+   mean) has its 95 % percentile interval over sentences; the seed spread (min, max over seeds) is given beside
+   it, since the interval does not cover training randomness.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from forgetbench.configs import load_yaml_mapping
+from forgetbench.eval.bootstrap import (
+    RESAMPLES,
+    SEED,
+    counts,
+    percentile_interval,
+    scores_from,
+    sentence_stats,
+)
+from forgetbench.eval.embedding_alignment import script_of
+from forgetbench.eval.metrics import CHRF3, SpBLEU
+from forgetbench.eval.store import Store
+from forgetbench.sweep.config import training_tiers
+
+TIER_ORDER = ("High", "Medium", "Low", "Very-Low")
+
+
+def _path(base: Path, p: str) -> Path:
+    p = Path(os.path.expanduser(str(p)))
+    return p if p.is_absolute() else (base / p).resolve()
+
+
+def load(path: Path) -> dict:
+    cfg = load_yaml_mapping(path)
+    base = path.parent
+    cfg["arms"] = {a: _path(base, p) for a, p in cfg["arms"].items()}
+    cfg["sweep"]["benchmarks"] = [b | {"path": str(_path(base, b["path"]))} for b in cfg["sweep"]["benchmarks"]]
+    cfg["tiers"]["counts"] = _path(base, cfg["tiers"]["counts"])
+    return cfg
+
+
+def runs(cfg: dict, out: Path) -> dict[tuple[str, int], Path]:
+    return {(arm, s): out / f"{arm}-s{s}" for arm in cfg["arms"] for s in cfg["seeds"]}
+
+
+def derived_config(arm_config: Path, seed: int, steps: int, dest: Path) -> Path:
+    """The arm's config with this seed and step count, its data paths made absolute (it is written elsewhere)."""
+    c = yaml.safe_load(arm_config.read_text())
+    for key in ("shared", "sample"):
+        if c["data"].get(key):
+            c["data"][key] = str(_path(arm_config.parent, c["data"][key]))
+    c["train"] |= {"seed": seed, "steps": steps}
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_suffix(".tmp")
+    tmp.write_text(yaml.safe_dump(c, sort_keys=False))
+    tmp.replace(dest)
+    return dest
+
+
+def trained(run: Path) -> bool:
+    return (run / "model" / "config.json").is_file()
+
+
+def stage_train(cfg: dict, out: Path) -> None:
+    todo = [(k, r) for k, r in runs(cfg, out).items() if not trained(r)]
+    env = os.environ | {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    active: list[tuple[subprocess.Popen, str]] = []
+    while todo or active:
+        while todo and len(active) < int(cfg.get("jobs", 1)):
+            (arm, seed), run = todo.pop(0)
+            conf = derived_config(cfg["arms"][arm], seed, int(cfg["steps"]), out / "configs" / f"{arm}-s{seed}.yaml")
+            log = open(out / f"{arm}-s{seed}.log", "a")
+            print(f"train {arm} seed {seed} → {run}", flush=True)
+            active.append((subprocess.Popen([sys.executable, "-m", "forgetbench.cli", "train-mt", str(conf), "--out",
+                                             str(run), "--quiet"], stdout=log, stderr=subprocess.STDOUT, env=env),
+                           f"{arm}-s{seed}"))
+        time.sleep(5)
+        for p, name in list(active):
+            if p.poll() is not None:
+                active.remove((p, name))
+                if p.returncode != 0:
+                    sys.exit(f"training {name} failed (exit {p.returncode}); see {out / (name + '.log')}")
+
+
+def model_dir(run: Path) -> Path:
+    return run / "model"
+
+
+def sweep_config(cfg: dict, out: Path) -> Path:
+    rs = runs(cfg, out)
+    first = next(iter(rs))
+    variants = {}
+    for (arm, seed), run in rs.items():
+        name = f"{arm}-s{seed}"
+        variants[name] = {"model": str(model_dir(run))}
+        for cname, recipe in cfg["compressions"].items():
+            variants[f"{name}-{cname}"] = {"model": str(model_dir(run)), "recipe": recipe}
+    sweep = {"name": "graphmerge-study", "model": str(model_dir(rs[first])), "base": f"{first[0]}-s{first[1]}",
+             "variants": variants} | cfg["sweep"]
+    dest = out / "sweep.yaml"
+    dest.write_text(yaml.safe_dump(sweep, sort_keys=False))
+    return dest
+
+
+def stage_sweep(cfg: dict, out: Path) -> None:
+    conf = sweep_config(cfg, out)
+    subprocess.run([sys.executable, "-m", "forgetbench.cli", "sweep", str(conf), "--out", str(out / "sweep")], check=True)
+
+
+# ---- table ----
+
+def _scores(metric, stats: np.ndarray, weights: np.ndarray) -> tuple[float, np.ndarray]:
+    return float(scores_from(metric, stats.sum(0, keepdims=True))[0]), scores_from(metric, weights @ stats)
+
+
+def _r(v) -> float | None:
+    return None if v is None or not np.isfinite(v) else round(float(v), 3)
+
+
+def _summary(point: float, samples: np.ndarray, per_seed: list[float]) -> dict:
+    """A figure: its value, 95 % interval, whether that excludes 0, each seed's value and their range (None where a
+    score of 0 leaves a relative loss undefined)."""
+    iv = percentile_interval(samples)
+    finite = [v for v in per_seed if np.isfinite(v)]
+    return {"value": _r(point), "ci": [_r(v) for v in iv.to_dict()], "excludes_zero": iv.excludes_zero(),
+            "seeds": [_r(v) for v in per_seed],
+            "seed_spread": [_r(min(finite)), _r(max(finite))] if finite else [None, None]}
+
+
+def stage_table(cfg: dict, out: Path) -> dict:
+    store = Store(out / "sweep" / "store.sqlite")
+    sweep = yaml.safe_load((out / "sweep.yaml").read_text())
+    bench = sweep["benchmarks"][0]
+    from forgetbench.eval.benchmarks import open_benchmark
+
+    b = open_benchmark(bench["name"], bench["kind"], bench["path"])
+    seeds, comps = list(cfg["seeds"]), list(cfg["compressions"])
+    arms = list(cfg["arms"])
+    base_arm, gm_arm = arms
+    rs = runs(cfg, out)
+    spm_path = model_dir(rs[(base_arm, seeds[0])]) / "sentencepiece.bpe.model"
+    spbleu = SpBLEU(spm_path)
+    metrics = {"chrF": CHRF3, "spBLEU-local": spbleu.bleu}
+    tiers = training_tiers(Path(cfg["tiers"]["counts"]), cfg["tiers"]["thresholds"])
+    langs = [x for x in sweep["languages"] if x != "en"]
+    directions = [(s, t) for x in langs for s, t in (("en", x), (x, "en"))]
+    n = int(sweep["sentences"])
+
+    # scores[metric][system][direction] = (point, resampled [R])
+    scores: dict = {m: {} for m in metrics}
+    systems = [f"{a}-s{s}" + (f"-{c}" if c else "") for a in arms for s in seeds for c in [None, *comps]]
+    weights = {}
+    for d in directions:
+        _, refs = b.pair(*d)
+        refs = refs[:n]
+        weights[d] = counts(len(refs), RESAMPLES, SEED + directions.index(d))
+        for sysname in systems:
+            rows = store.translations(sysname, bench["name"], *d)
+            hyps = [r["hyp"] for r in rows]
+            if len(hyps) != len(refs):
+                sys.exit(f"{sysname} {d}: {len(hyps)} translations for {len(refs)} references; run the sweep stage")
+            for mname, metric in metrics.items():
+                if mname == "chrF":
+                    st = sentence_stats(metric, hyps, refs)
+                else:
+                    st = sentence_stats(metric, spbleu.segment(hyps), spbleu.segment(refs))
+                scores[mname].setdefault(sysname, {})[d] = _scores(metric, st, weights[d])
+
+    def script_class(d) -> str:
+        text = b.pair(*d)[1 if d[1] != "en" else 0][:20]  # the non-English side
+        return "Latin" if script_of(text) == "Latin" else "other scripts"
+
+    def groups() -> dict[str, list]:
+        g = {"all": directions}
+        g |= {f"tier {t}": [d for d in directions if tiers[d[0] if d[1] == "en" else d[1]] == t] for t in TIER_ORDER}
+        g |= {f"script {k}": [d for d in directions if script_class(d) == k] for k in ("Latin", "other scripts")}
+        g |= {k: [d for d in directions if (d[1] == "en") == (k == "into English")]
+              for k in ("into English", "out of English")}
+        return {k: v for k, v in g.items() if v}
+
+    def mean_over(ds, f):
+        pts, samp = zip(*(f(d) for d in ds), strict=True)
+        return float(np.mean(pts)), np.mean(np.vstack(samp), axis=0)
+
+    def absolute(m, arm, seed, d):
+        return scores[m][f"{arm}-s{seed}"][d]
+
+    def delta(m, seed, d):  # GraphMerge − baseline, before compression
+        (pg, rg), (pb, rb) = absolute(m, gm_arm, seed, d), absolute(m, base_arm, seed, d)
+        return pg - pb, rg - rb
+
+    def rel_loss(m, c, arm, seed, d):
+        p0, r0 = scores[m][f"{arm}-s{seed}"][d]
+        p1, r1 = scores[m][f"{arm}-s{seed}-{c}"][d]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return ((p1 - p0) / p0 * 100 if p0 else np.nan), np.where(r0 != 0, (r1 - r0) / r0 * 100, np.nan)
+
+    def protection(m, c, seed, d):  # L^G − L^B (> 0: GraphMerge loses less)
+        (pg, rg), (pb, rb) = rel_loss(m, c, gm_arm, seed, d), rel_loss(m, c, base_arm, seed, d)
+        return pg - pb, rg - rb
+
+    def over_seeds(ds, f):
+        """f(seed, direction) → (point, resamples); the group mean per seed, then the seeds' mean."""
+        per = [mean_over(ds, functools.partial(f, s)) for s in seeds]
+        point = float(np.mean([p for p, _ in per]))  # NaN where a seed's is (a base score of 0)
+        samples = np.nanmean(np.vstack([s for _, s in per]), axis=0)
+        return _summary(point, samples, [p for p, _ in per])
+
+    result = {"settings": {"arms": {a: str(p) for a, p in cfg["arms"].items()}, "seeds": seeds,
+                           "steps": cfg["steps"], "compressions": cfg["compressions"], "sentences": n,
+                           "directions": len(directions), "benchmark": bench["name"],
+                           "benchmark_sha256": {f"{s}-{t}": b.sha256(s, t)[:16] for s, t in directions[:2]},
+                           "metrics": {"chrF": CHRF3.get_signature().format(), "spBLEU-local": spbleu.signature()},
+                           "bootstrap": {"resamples": RESAMPLES, "seed": SEED, "level": 0.95},
+                           "tiers": {k: v for k, v in tiers.items() if k in langs}},
+              "models": {}, "before": {}, "who_pays": {}, "loss": {}}
+    for (arm, seed), run in rs.items():
+        info = json.loads((model_dir(run) / "training.json").read_text()) if (model_dir(run) / "training.json").is_file() else {}
+        result["models"][f"{arm}-s{seed}"] = {k: info.get(k) for k in ("steps", "stopped_by", "train_seconds", "arithmetic")
+                                             if k in info}
+    G = groups()
+    for m in metrics:
+        P = functools.partial
+        result["before"][m] = {g: {"baseline": over_seeds(ds, P(absolute, m, base_arm)),
+                                   "graphmerge": over_seeds(ds, P(absolute, m, gm_arm)),
+                                   "delta": over_seeds(ds, P(delta, m))} for g, ds in G.items()}
+        result["who_pays"][m] = {c: {g: over_seeds(ds, P(protection, m, c)) for g, ds in G.items()} for c in comps}
+        result["loss"][m] = {c: {arm: {g: over_seeds(ds, P(rel_loss, m, c, arm)) for g, ds in G.items()}
+                                 for arm in arms} for c in comps}
+    return result
+
+
+def _f(v, fmt: str = "+.2f") -> str:
+    return "n/a" if v is None else format(v, fmt)
+
+
+def _cell(x: dict) -> str:
+    lo, hi = x["ci"]
+    star = " *" if x["excludes_zero"] else ""
+    return f"{_f(x['value'])} [{_f(lo)}, {_f(hi)}]{star} ({_f(x['seed_spread'][0])}…{_f(x['seed_spread'][1])})"
+
+
+def markdown(res: dict) -> str:
+    s = res["settings"]
+    lines = [f"Seeds {s['seeds']}, {s['steps']} steps, {s['directions']} directions × {s['sentences']} sentences "
+             f"({s['benchmark']}); bootstrap {s['bootstrap']['resamples']} resamples, seed {s['bootstrap']['seed']}. "
+             "Cells: seeds' mean [95 % paired bootstrap interval over sentences] (* excludes 0) "
+             "(seed spread: min…max over seeds).", ""]
+    for m in res["before"]:
+        lines += [f"**Before compression, {m}**", "", "| group | baseline | GraphMerge | GraphMerge − baseline |",
+                  "|---|---|---|---|"]
+        for g, row in res["before"][m].items():
+            lines.append(f"| {g} | {_f(row['baseline']['value'], '.2f')} | {_f(row['graphmerge']['value'], '.2f')} | "
+                         f"{_cell(row['delta'])} |")
+        lines += ["", f"**Who pays, {m}: relative loss (%) under each compression, and GraphMerge's loss minus "
+                      "the baseline's (> 0: GraphMerge loses less)**", "",
+                  "| compression | group | baseline loss % | GraphMerge loss % | difference |", "|---|---|---|---|---|"]
+        for c, rows in res["who_pays"][m].items():
+            for g, x in rows.items():
+                lb, lg = res["loss"][m][c]["baseline"][g], res["loss"][m][c]["graphmerge"][g]
+                lines.append(f"| {c} | {g} | {_f(lb['value'], '+.1f')} | {_f(lg['value'], '+.1f')} | {_cell(x)} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("config", type=Path)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--stage", choices=["train", "sweep", "table", "all"], default="all")
+    a = ap.parse_args(argv)
+    cfg = load(a.config.resolve())
+    out = a.out.expanduser().resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    if a.stage in ("train", "all"):
+        stage_train(cfg, out)
+    if a.stage in ("sweep", "all"):
+        stage_sweep(cfg, out)
+    if a.stage in ("table", "all"):
+        res = stage_table(cfg, out)
+        (out / "study.json").write_text(json.dumps(res, indent=1))
+        (out / "study.md").write_text(markdown(res))
+        print(markdown(res))
+
+
+if __name__ == "__main__":
+    main()
