@@ -194,6 +194,19 @@ def test_a_sweep_names_the_nllb_table_as_a_tier_view(spec, want, tmp_path):
     assert list(views) == ["thesis", "nllb"] and (views["nllb"]["sw"], views["nllb"]["am"]) == ("High", "Low")  # an M2M-100 model: no view by itself
 
 
+def test_a_sweep_takes_nllb_codes_of_the_101_languages_and_refuses_the_others(tmp_path):
+    from forgetbench.errors import ForgetbenchError
+    from forgetbench.sweep import load_sweep
+
+    cfg = tmp_path / "s.yaml"
+    head = f"model: {REPO / 'artifacts' / 'teacher'}\nbenchmarks: [{{name: f, kind: flores101, path: {FLORES}}}]\n"
+    cfg.write_text(head + "pairs: [eng_Latn-swh_Latn, deu_Latn-en]\n")
+    assert [(j.src, j.tgt) for j in load_sweep(cfg).jobs] == [("en", "sw"), ("de", "en")]
+    cfg.write_text(head + "languages: [ace_Arab]\n")
+    with pytest.raises(ForgetbenchError, match="ace_Arab is an NLLB-200 language outside the 101 FLORES-101"):
+        load_sweep(cfg)
+
+
 def _snapshot(root):
     return sorted(str(p) for p in root.rglob("*"))
 

@@ -14,7 +14,9 @@ Rules:
    ``et`` → ``est_Latn``, ``ff`` → ``fuv_Latn`` (Nigerian Fulfulde), ``no`` → ``nob_Latn``,
    ``zh`` → ``zho_Hans`` (FLORES-101's ``zho_simpl``).
 2. A name that already has NLLB's shape (``xxx_Xxxx``) is taken as it is (``nllb_code``): any of
-   the 202 languages can be named that way, in configs as on the command line.
+   the 202 languages can be named that way wherever a model is given a language (calibration data,
+   distillation pairs). Sweeps and reports cover the 101 FLORES-101 languages: there an NLLB code of one
+   of them stands for its project name (``NAME_OF``), and any other is refused in one line.
 3. Anything else has no NLLB code: one line naming the language and the two ways to fix it.
 """
 

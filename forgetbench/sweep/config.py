@@ -55,6 +55,7 @@ from forgetbench.eval.translate import Job
 from forgetbench.io import training_counts
 from forgetbench.models.hardware import Hardware, parse_hardware, place, with_overrides
 from forgetbench.models.hub import resolve_model
+from forgetbench.models.nllb_codes import NAME_OF, is_nllb_code
 from forgetbench.models.tokenizers import is_nllb_folder
 from forgetbench.outputs import confined_name
 
@@ -399,16 +400,28 @@ def _speed(raw: dict, src) -> tuple[int, int]:
     return speed_n, rounds
 
 
+def _project_name(code: str, where: str) -> str:
+    """A language as sweeps and reports name it: a project name (``de``), or the NLLB-200 code of one of the 101
+    FLORES-101 languages (``deu_Latn`` → ``de``); an NLLB code beyond them is refused in one line."""
+    if is_nllb_code(code):
+        if code not in NAME_OF:
+            raise ForgetbenchError(f"{where}: {code} is an NLLB-200 language outside the 101 FLORES-101 languages that "
+                                   f"sweeps and reports cover (tiers, scripts, language identification); name one of "
+                                   f"those (de or deu_Latn …)")
+        return NAME_OF[code]
+    language(code, where)
+    return code
+
+
 def _jobs(raw: dict, base_dir: Path, src) -> list[Job]:
     """``languages``, ``pairs``, ``sentences`` and ``benchmarks``: one job per benchmark and pair, files checked."""
-    langs = [str(x) for x in expect(raw.get("languages") or [], list, f"{src}: languages")]
-    for c in langs:
-        language(c, f"{src}: languages")
+    langs = [_project_name(str(x), f"{src}: languages") for x in expect(raw.get("languages") or [], list,
+                                                                      f"{src}: languages")]
     pairs = _pairs(raw.get("pairs"), langs, src)
     if not pairs:
         _err(src, "no language pairs: give 'languages' and/or 'pairs'")
-    for s, t in pairs:
-        language(s, f"{src}: pairs ({s}-{t})"), language(t, f"{src}: pairs ({s}-{t})")
+    pairs = [(_project_name(s, f"{src}: pairs ({s}-{t})"), _project_name(t, f"{src}: pairs ({s}-{t})"))
+             for s, t in pairs]
     limit = raw.get("sentences")
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
         _err(src, f"sentences must be a positive integer, got {limit!r}")
