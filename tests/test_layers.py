@@ -2,7 +2,7 @@
 ``docs/ARCHITECTURE.md`` draws it.
 
     models ← {compress, eval} ← sweep ← report ← cli      compress and eval side by side: neither imports the other
-    train, distill, parsing: beside them — they may import the core layers below the sweep,
+    train, distill, parsing, pretrain: beside them — they may import the core layers below the sweep,
     and nothing below ``cli`` imports them.
     errors, io, env, stats, configs, outputs, console: base modules every layer may use; they import no layer.
 """
@@ -14,9 +14,9 @@ import pytest
 
 PKG = Path(__file__).resolve().parents[1] / "forgetbench"
 RANK = {"models": 0, "compress": 1, "eval": 1, "sweep": 2, "report": 3, "cli": 4}
-BESIDE = {"train", "distill", "parsing"}
+BESIDE = {"train", "distill", "parsing", "pretrain"}
 BASE = {"errors", "io", "env", "stats", "configs", "outputs", "console", "resources", "__init__"}
-MAY_IMPORT_BESIDE = {"cli": BESIDE, "train": set(), "distill": {"train"}, "parsing": set()}
+MAY_IMPORT_BESIDE = {"cli": BESIDE, "train": set(), "distill": {"train"}, "parsing": set(), "pretrain": {"train", "parsing"}}
 
 
 def layer_of(module: str) -> str | None:

@@ -139,3 +139,14 @@ def test_the_graphmerge_study_arms_differ_only_in_the_embeddings():
 
         for p in study["arms"].values():
             assert load_config(REPO / "configs" / "graphmerge-study" / p).train.threads == 1
+
+
+def test_the_pretraining_configs_differ_only_in_the_variant():
+    from forgetbench.pretrain.config import load_pretrain_config
+
+    d = REPO / "configs" / "pretrain"
+    raws = {v: yaml.safe_load((d / f"{v}.yaml").read_text()) for v in ("mlm", "usl-mlm", "ud-prlm")}
+    assert {v: r["model"].pop("variant") for v, r in raws.items()} == {v: v for v in raws}
+    assert raws["mlm"] == raws["usl-mlm"] == raws["ud-prlm"]
+    cfg = load_pretrain_config(d / "ud-prlm.yaml")  # treebank folders checked: each has its train split
+    assert len(cfg.data.treebanks) == 3 and cfg.train.threads == 1

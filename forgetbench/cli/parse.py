@@ -46,7 +46,35 @@ def cmd_parse(args) -> int:
     return 0
 
 
+def cmd_pretrain_encoder(args) -> int:
+    from forgetbench.console import Console
+    from forgetbench.errors import ForgetbenchError
+    from forgetbench.outputs import resumable_output
+    from forgetbench.pretrain.config import load_pretrain_config
+    from forgetbench.pretrain.data import check_treebanks
+    from forgetbench.pretrain.run import RUN_MARKER, pretrain
+
+    cfg = load_pretrain_config(args.config)
+    check_treebanks(cfg)  # a bad treebank is refused before the run folder exists
+    resumable_output(args.out, RUN_MARKER, "pretrain-encoder run folder")
+    if args.steps is not None:
+        if args.steps < 1:
+            raise ForgetbenchError(f"pretrain-encoder --steps {args.steps}: must be a positive number of steps")
+        cfg.train.steps = args.steps
+    con = Console("pretrain-encoder", quiet=args.quiet)
+    final = pretrain(cfg, args.out, progress=not args.quiet, log=con.line)
+    con.line(f"encoder: {final}", result=True)
+    return 0
+
+
 def add_commands(sub) -> None:
+    pe = sub.add_parser("pretrain-encoder", help="pre-train a multilingual encoder: MLM, USL + MLM, or UD-PrLM "
+                                                 "(resumable)")
+    pe.add_argument("config", help="pre-training config YAML (see configs/pretrain/ud-prlm.yaml)")
+    pe.add_argument("--out", required=True, help="run folder: new, or a pretrain-encoder run folder to resume")
+    pe.add_argument("--steps", type=int, help="override train.steps")
+    pe.add_argument("--quiet", action="store_true", help="no progress bars")
+    pe.set_defaults(func=cmd_pretrain_encoder)
     pa = sub.add_parser("parse", help="dependency parsers (biaffine, SynTr, RNGTr, G2GTr): train | eval | predict | compress")
     psub = pa.add_subparsers(dest="action", required=True, parser_class=Parser)
     pt = psub.add_parser("train", help="train a parser on a UD treebank (gold tokenisation)")

@@ -1,0 +1,119 @@
+"""Pre-training configs (YAML → dataclasses, unknown keys refused): the data, the vocabulary, the encoder variant,
+the objectives' settings and the training settings ``train-mt`` uses (``train.config.TrainCfg``).
+
+    data:   {shared: ../../shared/data, treebanks: [../data/ud/UD_English-LinES, ...],
+             raw_languages: [en, tr], raw_per_language: 20000, max_pieces: 128}
+    spm:    {vocab_size: 8000, character_coverage: 0.9995}
+    model:  {variant: ud-prlm, d_model: 256, layers: 4, heads: 4, ffn: 1024, dropout: 0.1, arc_mlp: 128, rel_mlp: 64}
+    objective: {mask_rate: 0.15, joint_epochs: 1, p: 0.5}
+    train:  {seed: 1, max_tokens: 4096, lr: 0.0005, warmup: 1000, steps: 20000, threads: 1, bf16: auto}
+
+``variant``: ``mlm`` (MLM only), ``usl-mlm`` (USL + MLM, no USI: the ablation) or ``ud-prlm``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from forgetbench.configs import dataclass_from, load_yaml_mapping
+from forgetbench.errors import ForgetbenchError
+from forgetbench.train.arithmetic import valid_bf16
+from forgetbench.train.config import TrainCfg
+
+VARIANTS = ("mlm", "usl-mlm", "ud-prlm")
+
+
+@dataclass
+class PretrainData:
+    shared: str = "../shared/data"  # raw text: the training sides of its WMT news / Tatoeba corpora ("" none)
+    treebanks: list = field(default_factory=list)  # UD folders; their *-ud-train.conllu is read
+    raw_languages: list = field(default_factory=lambda: ["en"])
+    raw_per_language: int = 20000
+    max_pieces: int = 128  # longer sentences (in pieces, with <s> and </s>) are left out and counted
+
+
+@dataclass
+class PretrainSpm:
+    vocab_size: int = 8000
+    character_coverage: float = 0.9995
+
+
+@dataclass
+class PretrainModel:
+    variant: str = "ud-prlm"
+    d_model: int = 256
+    layers: int = 4
+    heads: int = 4
+    ffn: int = 1024
+    dropout: float = 0.1
+    arc_mlp: int = 128
+    rel_mlp: int = 64
+
+
+@dataclass
+class Objective:
+    mask_rate: float = 0.15
+    joint_epochs: int = 1  # Algorithm 1's m
+    p: float = 0.5  # Algorithm 1's probability of a USL step after the joint epochs
+
+
+@dataclass
+class PretrainConfig:
+    data: PretrainData
+    spm: PretrainSpm
+    model: PretrainModel
+    objective: Objective
+    train: TrainCfg
+    source: str = ""
+
+
+def resolve(path: Path, p: str) -> str:
+    q = Path(p)
+    return str(q if q.is_absolute() else (path.parent / q).resolve())
+
+
+def load_pretrain_config(path: str | Path) -> PretrainConfig:
+    """The config in ``path``, every key and value checked (one line per problem); paths resolve against its folder."""
+    path = Path(path)
+    raw = load_yaml_mapping(path, "pre-training config")
+    sections = {"data": PretrainData, "spm": PretrainSpm, "model": PretrainModel, "objective": Objective,
+                "train": TrainCfg}
+    extra = set(raw) - set(sections)
+    if extra:
+        raise ForgetbenchError(f"{path}: unknown section(s) {sorted(extra)}; allowed: {', '.join(sections)}")
+    train_raw = dict(raw.get("train") or {}) if isinstance(raw.get("train"), dict) else raw.get("train")
+    bf16 = train_raw.pop("bf16", "auto") if isinstance(train_raw, dict) else "auto"
+    if not valid_bf16(bf16):
+        raise ForgetbenchError(f"{path}: train.bf16: {bf16!r}; choose auto, true or false")
+    parts = {k: dataclass_from(cls, train_raw if k == "train" else raw.get(k), f"{path}: {k}") for k, cls in sections.items()}
+    parts["train"].bf16 = bf16
+    m, d, o = parts["model"], parts["data"], parts["objective"]
+    if m.variant not in VARIANTS:
+        raise ForgetbenchError(f"{path}: model.variant {m.variant!r}; choose one of {', '.join(VARIANTS)}")
+    if m.d_model % m.heads:
+        raise ForgetbenchError(f"{path}: model.d_model {m.d_model} must be a multiple of model.heads")
+    if not 0 < o.mask_rate < 1 or not 0 <= o.p <= 1 or o.joint_epochs < 0:
+        raise ForgetbenchError(f"{path}: objective: mask_rate in (0, 1), p in [0, 1] and joint_epochs >= 0; got {o}")
+    if m.variant != "mlm" and not d.treebanks:
+        raise ForgetbenchError(f"{path}: data.treebanks is empty; the {m.variant} variant learns from UD trees")
+    d.treebanks = [resolve(path, t) for t in d.treebanks]
+    for t in d.treebanks:
+        if not any(Path(t).glob("*-ud-train.conllu")):
+            raise ForgetbenchError(f"{path}: data.treebanks: {t} has no *-ud-train.conllu")
+    d.shared = resolve(path, d.shared) if d.shared else ""
+    return PretrainConfig(**parts, source=str(path))
+
+
+_RUN_ONLY = {"steps", "time_budget_minutes", "checkpoint_minutes", "dev_every", "dev_sentences", "dev_directions",
+             "device"}
+
+
+def fingerprint(cfg: PretrainConfig) -> str:
+    """Hash of every setting that shapes the weights (a run resumes only a checkpoint made with the same)."""
+    d = asdict(cfg)
+    d.pop("source", None)
+    d["train"] = {k: v for k, v in d["train"].items() if k not in _RUN_ONLY}
+    return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]

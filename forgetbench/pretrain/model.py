@@ -1,0 +1,137 @@
+"""The pre-trained multilingual encoder: MLM only, USL + MLM, or UD-PrLM (USL + USI + MLM; Sun, Li, Zhao).
+
+Shapes: B sentences, N subword positions (``<s> pieces </s>``, padding), d = ``d_model``, R labels.
+
+- **Encoder**: token + learned position embeddings, ``layers`` Transformer layers (pre-norm, GELU) → H^(L).
+- **USL** (universal structure learning): the biaffine parser's scorer on H^(L) (``parsing.modules``: MLPs of
+  ``arc_mlp`` and ``rel_mlp`` units, the paper's 128 and 64): arc scores S_arc [B, N(dep), N(head)] with padding
+  heads at −10⁹, label scores S_label [B, N, N, R]. Its loss: cross-entropy of the gold head over each
+  position's heads, plus cross-entropy of the gold label at the gold head (positions marked −100 unscored).
+- **USI** (universal structure integration), **Decision** (the formulation of the seed's Appendix is not at
+  hand; this one uses exactly the two score tensors the paper names):
+  S_US[b, i, j, l] = softmax_j(S_arc[b, i, :])_j · softmax_l(S_label[b, i, j, :])_l, the probability that j heads
+  i with label l (Σ_{j,l} = 1 per real i); H_US[b, i] = Σ_{j,l} S_US[b, i, j, l] · (W_h H^(L)[b, j] + E_l) with
+  W_h a d × d map and E a table of R label embeddings; H^(L+1) = Transformer layer(H_US + H^(L)).
+- **MLM head**: a d × d GELU layer, LayerNorm, and the tied token embedding (+ bias) over H^(L) (``JOINT``
+  steps, MLM-only and no-USI encoders) or H^(L+1) (UD-PrLM's ``MLM`` steps, and its representations).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+from torch import nn
+
+from forgetbench.parsing.modules import biaffine_heads, biaffine_scores
+
+IGNORE = -100
+
+
+@dataclass
+class EncoderConfig:
+    vocab_size: int
+    n_rels: int = 0  # 0: MLM only (no USL)
+    d_model: int = 256
+    layers: int = 4
+    heads: int = 4
+    ffn: int = 1024
+    dropout: float = 0.1
+    max_positions: int = 256
+    arc_mlp: int = 128
+    rel_mlp: int = 64
+    usi: bool = True  # UD-PrLM; False: the USL + MLM ablation
+    pad_id: int = 0
+
+    @property
+    def variant(self) -> str:
+        return "mlm" if not self.n_rels else ("ud-prlm" if self.usi else "usl-mlm")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _layer(c: EncoderConfig) -> nn.TransformerEncoderLayer:
+    return nn.TransformerEncoderLayer(c.d_model, c.heads, c.ffn, c.dropout, activation="gelu", batch_first=True,
+                                      norm_first=True)
+
+
+def structure_tensor(arc: torch.Tensor, rel: torch.Tensor) -> torch.Tensor:
+    """S_US [B, N, N, R] from S_arc [B, N, N] and S_label [B, N, N, R] (module docstring)."""
+    return arc.softmax(-1).unsqueeze(-1) * rel.softmax(-1)
+
+
+def structure_representation(s_us: torch.Tensor, h: torch.Tensor, w_h: nn.Linear, labels: nn.Embedding) -> torch.Tensor:
+    """H_US [B, N, d] = Σ_{j,l} S_US[b, i, j, l] · (W_h h_j + E_l)."""
+    return torch.einsum("bij,bjd->bid", s_us.sum(-1), w_h(h)) + torch.einsum("bil,ld->bid", s_us.sum(2), labels.weight)
+
+
+class PretrainedEncoder(nn.Module):
+    def __init__(self, c: EncoderConfig):
+        super().__init__()
+        self.config = c
+        self.embed = nn.Embedding(c.vocab_size, c.d_model, padding_idx=c.pad_id)
+        self.positions = nn.Embedding(c.max_positions, c.d_model)
+        self.drop = nn.Dropout(c.dropout)
+        self.layers = nn.ModuleList([_layer(c) for _ in range(c.layers)])
+        self.norm = nn.LayerNorm(c.d_model)
+        if c.n_rels:
+            self.mlp, self.scorer = biaffine_heads(c.d_model, c.arc_mlp, c.rel_mlp, c.n_rels, c.dropout)
+            if c.usi:
+                self.usi_head = nn.Linear(c.d_model, c.d_model, bias=False)
+                self.usi_labels = nn.Embedding(c.n_rels, c.d_model)
+                self.usi_layer = _layer(c)
+                self.usi_norm = nn.LayerNorm(c.d_model)
+        self.mlm_dense = nn.Linear(c.d_model, c.d_model)
+        self.mlm_norm = nn.LayerNorm(c.d_model)
+        self.mlm_bias = nn.Parameter(torch.zeros(c.vocab_size))
+        nn.init.normal_(self.embed.weight, std=c.d_model ** -0.5)
+        with torch.no_grad():
+            self.embed.weight[c.pad_id].zero_()
+
+    # ---- the encoder ----
+    def encode(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(H^(L) [B, N, d], mask [B, N] of real positions)."""
+        mask = ids != self.config.pad_id
+        pos = torch.arange(ids.shape[1], device=ids.device)
+        h = self.drop(self.embed(ids) + self.positions(pos))
+        for layer in self.layers:
+            h = layer(h, src_key_padding_mask=~mask)
+        return self.norm(h), mask
+
+    # ---- USL ----
+    def usl(self, h: torch.Tensor, mask: torch.Tensor):
+        """(S_arc [B, N, N], rel-dependent and rel-head MLP outputs) on H^(L)."""
+        return biaffine_scores(self.mlp, self.scorer, h, mask)
+
+    def usl_loss(self, h: torch.Tensor, mask: torch.Tensor, heads: torch.Tensor, rels: torch.Tensor) -> torch.Tensor:
+        arc, rel_dep, rel_head = self.usl(h, mask)
+        scored = heads != IGNORE
+        arc_loss = nn.functional.cross_entropy(arc[scored], heads[scored])
+        rel_at_gold = self.scorer["rel"].at_heads(rel_dep, rel_head, heads)  # [B, R, N]
+        return arc_loss + nn.functional.cross_entropy(rel_at_gold.transpose(1, 2)[scored], rels[scored])
+
+    # ---- USI ----
+    def integrate(self, h: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """H^(L+1) from H^(L) through the predicted structure."""
+        arc, rel_dep, rel_head = self.usl(h, mask)
+        rel = self.scorer["rel"](rel_dep, rel_head).permute(0, 2, 3, 1)  # [B, R, N, N] → [B, N(dep), N(head), R]
+        h_us = structure_representation(structure_tensor(arc, rel), h, self.usi_head, self.usi_labels)
+        return self.usi_norm(self.usi_layer(h_us + h, src_key_padding_mask=~mask))
+
+    # ---- MLM ----
+    def mlm_logits(self, h: torch.Tensor) -> torch.Tensor:
+        x = self.mlm_norm(nn.functional.gelu(self.mlm_dense(h)))
+        return x @ self.embed.weight.T + self.mlm_bias
+
+    def mlm_loss(self, h: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        scored = labels != IGNORE
+        return nn.functional.cross_entropy(self.mlm_logits(h[scored]), labels[scored])
+
+    # ---- what a downstream parser reads ----
+    def representations(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The encoder's output for fine-tuning: H^(L+1) where there is a USI layer, else H^(L)."""
+        h, mask = self.encode(ids)
+        if self.config.n_rels and self.config.usi:
+            h = self.integrate(h, mask)
+        return h, mask

@@ -1,0 +1,156 @@
+"""Pre-train an encoder (``forgetbench pretrain-encoder CONFIG --out RUN``) on ``train-mt``'s loop: the same
+schedule, per-step seeding, bf16 choice, atomic checkpoints and exact resume (``train.loop``).
+
+Each step's objective comes from Algorithm 1 (``schedule.Schedule``) and its masking from a generator seeded by
+the step (``train.loop.step_seed``), so an interrupted run resumes to the same weights. The model folder
+(``RUN/model``): ``config.json`` (``model_type: forgetbench-encoder``, the encoder settings and the label
+list), ``model.safetensors``, ``spm.model`` and ``training.json`` (steps, objectives taken, data counts,
+arithmetic, environment); written to a temporary folder and renamed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections import Counter
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+
+from forgetbench.env import environment
+from forgetbench.errors import ForgetbenchError
+from forgetbench.io import atomic_write_json
+from forgetbench.pretrain.config import PretrainConfig, fingerprint
+from forgetbench.pretrain.data import FIRST_NORMAL, MASK, PAD, Batches, prepare
+from forgetbench.pretrain.masking import mask_tokens
+from forgetbench.pretrain.model import EncoderConfig, PretrainedEncoder
+from forgetbench.pretrain.schedule import JOINT, MLM, USL, Schedule
+
+MODEL_TYPE = "forgetbench-encoder"
+RUN_MARKER = "pretrain-run.json"
+
+
+def encoder_config(cfg: PretrainConfig, vocab_size: int, n_labels: int) -> EncoderConfig:
+    m = cfg.model
+    return EncoderConfig(vocab_size=vocab_size, n_rels=0 if m.variant == "mlm" else n_labels, d_model=m.d_model,
+                         layers=m.layers, heads=m.heads, ffn=m.ffn, dropout=m.dropout,
+                         max_positions=cfg.data.max_pieces, arc_mlp=m.arc_mlp, rel_mlp=m.rel_mlp,
+                         usi=m.variant == "ud-prlm", pad_id=PAD)
+
+
+def make_step_loss(model: PretrainedEncoder, schedule: Schedule, state: dict, seed: int, mask_rate: float,
+                   arith, taken: Counter):
+    """``step_loss(batch)`` of ``train.loop.run``: the objective Algorithm 1 picks for the coming step."""
+    from forgetbench.train.loop import step_seed
+
+    c = model.config
+
+    def step_loss(b):
+        step = state["step"] + 1
+        kind = schedule.kind(step, state["epoch"])
+        taken[kind] += 1
+        b = {k: v.to(arith.device) for k, v in b.items()}
+        loss, tokens = torch.zeros((), device=arith.device), 0
+        with arith.autocast():
+            if kind in (JOINT, USL) and "tree_ids" in b:
+                h, mask = model.encode(b["tree_ids"])
+                loss = loss + model.usl_loss(h, mask, b["heads"], b["rels"]).float()
+                tokens += int(mask.sum())
+            if kind in (JOINT, MLM):
+                text = b["text"]
+                special = text < FIRST_NORMAL
+                g = torch.Generator().manual_seed(step_seed(seed, step))
+                ids, labels = mask_tokens(text.cpu(), special.cpu(), MASK, c.vocab_size, FIRST_NORMAL, g, mask_rate)
+                h, mask = model.encode(ids.to(arith.device))
+                if kind == MLM and c.n_rels and c.usi:
+                    h = model.integrate(h, mask)
+                loss = loss + model.mlm_loss(h, labels.to(arith.device)).float()
+                tokens += int(mask.sum())
+        return loss, tokens
+
+    return step_loss
+
+
+def export(model: PretrainedEncoder, out: Path, labels: list[str], record: dict) -> Path:
+    from safetensors.torch import save_file
+
+    from forgetbench.train.loop import _unique_tensors
+
+    final, tmp = out / "model", out / "model.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    save_file(_unique_tensors(model), str(tmp / "model.safetensors"))
+    atomic_write_json(tmp / "config.json", {"model_type": MODEL_TYPE, **model.config.to_dict(), "labels": labels})
+    shutil.copy(out / "spm.model", tmp / "spm.model")
+    atomic_write_json(tmp / "training.json", record)
+    old = out / "model.old"
+    shutil.rmtree(old, ignore_errors=True)
+    if final.exists():
+        os.rename(final, old)
+    os.rename(tmp, final)
+    shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def pretrain(cfg: PretrainConfig, out_dir: str | Path, progress: bool = True, log=print) -> Path:
+    from forgetbench.train import loop
+    from forgetbench.train.arithmetic import choose
+
+    out = Path(out_dir)
+    tc = cfg.train
+    torch.set_num_threads(tc.threads)
+    out.mkdir(parents=True, exist_ok=True)
+    if not (out / RUN_MARKER).is_file():
+        atomic_write_json(out / RUN_MARKER, {"kind": "forgetbench pretrain-encoder run", "config": cfg.source})
+    meta = prepare(cfg, out, log)
+    arith = choose(tc.device, tc.bf16, f"{cfg.source}: train")
+    log(f"arithmetic: {arith.device}, {arith.record()['autocast']} ({arith.reason})")
+    torch.manual_seed(tc.seed)
+    model = PretrainedEncoder(encoder_config(cfg, meta["vocab_size"], len(meta["labels"]))).to(arith.device)
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), lr=tc.lr, betas=(0.9, 0.98), eps=1e-6, weight_decay=tc.weight_decay)
+    fp = fingerprint(cfg)
+    state = loop.resume(model, opt, out / "checkpoint", fp, log)
+    schedule = Schedule(cfg.objective.joint_epochs, cfg.objective.p, tc.seed, usl=model.config.n_rels > 0,
+                        usi=model.config.usi)
+    taken: Counter = Counter(state.get("objectives", {}))
+    state["objectives"] = taken  # saved with every checkpoint (a Counter is a dict)
+    step_loss = make_step_loss(model, schedule, state, tc.seed, cfg.objective.mask_rate, arith, taken)
+    data = Batches(out, with_trees=model.config.n_rels > 0)
+    stopped = loop.run(model, opt, data, step_loss, tc, state, out / "checkpoint", out / "train_log.jsonl",
+                       None, progress)
+    record = {"config": asdict(cfg), "variant": cfg.model.variant, "fingerprint": fp, "stopped_by": stopped,
+              "steps": state["step"], "epochs": state["epoch"], "tokens": state["tokens"],
+              "train_seconds": round(state["elapsed"], 1), "objectives": dict(taken), "data": meta,
+              "parameters": sum(p.numel() for p in model.parameters()), "threads": tc.threads,
+              "arithmetic": arith.record(), "environment": environment()}
+    final = export(model.cpu(), out, meta["labels"], record)
+    log(f"stopped by {stopped} at step {state['step']}; encoder in {final}")
+    return final
+
+
+def load_encoder(folder: str | Path) -> tuple[PretrainedEncoder, object, list[str]]:
+    """(encoder, its SentencePiece processor, its labels) from a ``pretrain-encoder`` model folder; any other folder
+    is refused in one line."""
+    import sentencepiece as spm
+    from safetensors.torch import load_file
+
+    folder = Path(folder)
+    try:
+        cfg = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        cfg = None
+    if not isinstance(cfg, dict) or cfg.get("model_type") != MODEL_TYPE:
+        kind = cfg.get("model_type") if isinstance(cfg, dict) else None
+        raise ForgetbenchError(f"{folder}: not a pre-trained encoder folder (config.json model_type {kind!r}, not "
+                               f"{MODEL_TYPE!r}); give the model folder written by forgetbench pretrain-encoder")
+    labels = cfg.pop("labels")
+    cfg.pop("model_type")
+    model = PretrainedEncoder(EncoderConfig(**cfg))
+    missing, unexpected = model.load_state_dict(load_file(str(folder / "model.safetensors")), strict=False)
+    if missing or unexpected:
+        raise ForgetbenchError(f"{folder}: model.safetensors does not match its config.json (missing "
+                               f"{missing[:2]}, unexpected {unexpected[:2]})")
+    return model.eval(), spm.SentencePieceProcessor(model_file=str(folder / "spm.model")), labels

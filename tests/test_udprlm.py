@@ -1,0 +1,197 @@
+"""UD-PrLM's parts (docs/METHOD.md §5c): the subword-tree conversion, S_US and H_US against hand numbers, BERT
+masking proportions, Algorithm 1's schedule, and the three encoder variants' losses and gradients."""
+
+import math
+
+import pytest
+import torch
+
+from forgetbench.errors import ForgetbenchError
+from forgetbench.pretrain.masking import IGNORE, mask_tokens
+from forgetbench.pretrain.model import (
+    EncoderConfig,
+    PretrainedEncoder,
+    structure_representation,
+    structure_tensor,
+)
+from forgetbench.pretrain.schedule import JOINT, MLM, USL, Schedule
+from forgetbench.pretrain.subword_trees import SUBWORD, first_pieces, subword_tree
+
+
+def test_subword_trees_hand_made():
+    # "Unbelievably short talks": Unbeliev|ably (2 pieces) ← talks, short (1) ← talks, talks (3: ta|lk|s) root
+    heads, labels = subword_tree([2, 1, 3], [3, 3, 0], ["advmod", "amod", "root"])
+    #          <s>   Unbeliev ably  short  ta  lk  s    </s>
+    assert heads == [IGNORE, 4, 1, 4, 0, 4, 4, IGNORE]
+    assert labels == [None, "advmod", SUBWORD, "amod", "root", SUBWORD, SUBWORD, None]
+    assert first_pieces([2, 1, 3]) == [1, 3, 4]
+    # every word one piece: the word tree shifted by <s>
+    assert subword_tree([1, 1], [0, 1], ["root", "obj"]) == ([IGNORE, 0, 1, IGNORE], [None, "root", "obj", None])
+    # a one-word sentence of several pieces: the root on its first piece
+    assert subword_tree([3], [0], ["root"])[0] == [IGNORE, 0, 1, 1, IGNORE]
+
+
+@pytest.mark.parametrize("pieces,heads,want", [([1, 0], [0, 1], "word 2 has no subword pieces"),
+                                               ([1, 1], [0, 2], "word 2 has head 2"),
+                                               ([1, 1], [0, 3], "word 2 has head 3"),
+                                               ([1], [0, 1], "1 words, 2 heads")])
+def test_subword_trees_refuse_bad_words(pieces, heads, want):
+    with pytest.raises(ForgetbenchError, match=want):
+        subword_tree(pieces, heads, ["x"] * len(heads), "s.conllu sentence 4")
+
+
+def test_structure_tensor_and_representation_by_hand():
+    # 3 positions, 2 labels; dependent 0's arc scores [0, ln 3, −1e9] → P_arc = [1/4, 3/4, 0];
+    # its label scores at every head [0, ln 4] → P_label = [1/5, 4/5]
+    arc = torch.tensor([[[0.0, math.log(3), -1e9], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]])
+    rel = torch.zeros(1, 3, 3, 2)
+    rel[0, 0, :, 1] = math.log(4)
+    s = structure_tensor(arc, rel)
+    assert s.shape == (1, 3, 3, 2)
+    torch.testing.assert_close(s[0, 0], torch.tensor([[0.05, 0.2], [0.15, 0.6], [0.0, 0.0]]))
+    torch.testing.assert_close(s[0, 1], torch.full((3, 2), 1 / 6))  # uniform rows: 1/3 · 1/2
+    torch.testing.assert_close(s.sum((2, 3)), torch.ones(1, 3))
+    # H_US with W_h = identity and label embeddings E_0 = (1, 0), E_1 = (0, 1); h_0 = (2, 0), h_1 = (0, 4), h_2 = (8, 8)
+    w = torch.nn.Linear(2, 2, bias=False)
+    e = torch.nn.Embedding(2, 2)
+    with torch.no_grad():
+        w.weight.copy_(torch.eye(2))
+        e.weight.copy_(torch.eye(2))
+    h = torch.tensor([[[2.0, 0.0], [0.0, 4.0], [8.0, 8.0]]])
+    out = structure_representation(s, h, w, e)
+    # position 0: 1/4·(2, 0) + 3/4·(0, 4) + 1/5·(1, 0) + 4/5·(0, 1) = (0.7, 3.8)
+    torch.testing.assert_close(out[0, 0], torch.tensor([0.7, 3.8]))
+    # position 1: 1/3·((2, 0) + (0, 4) + (8, 8)) + 1/2·(1, 1)
+    torch.testing.assert_close(out[0, 1], torch.tensor([10 / 3 + 0.5, 4.0 + 0.5]))
+
+
+def test_bert_masking_proportions_on_a_fixed_seed():
+    ids = torch.randint(5, 1000, (200, 500), generator=torch.Generator().manual_seed(0))
+    special = torch.zeros_like(ids, dtype=torch.bool)
+    special[:, 0] = special[:, -1] = True
+    out, labels = mask_tokens(ids, special, mask_id=4, vocab_size=1000, first_normal=5,
+                              generator=torch.Generator().manual_seed(7))
+    chosen = labels != IGNORE
+    assert not chosen[special].any() and torch.equal(labels[chosen], ids[chosen])
+    assert chosen.float().mean().item() == pytest.approx(0.15 * 498 / 500, abs=0.003)
+    n = chosen.sum().item()
+    masked = (out[chosen] == 4).sum().item() / n
+    same = (out[chosen] == ids[chosen]).sum().item() / n
+    assert masked == pytest.approx(0.8, abs=0.01) and same == pytest.approx(0.1 + 0.1 / 995, abs=0.01)
+    assert torch.equal(out[~chosen], ids[~chosen])
+    again = mask_tokens(ids, special, 4, 1000, 5, torch.Generator().manual_seed(7))
+    assert torch.equal(again[0], out) and torch.equal(again[1], labels)
+
+
+def test_algorithm_1_schedule_on_a_fixed_seed():
+    s = Schedule(joint_epochs=1, p=0.5, seed=3)
+    assert [s.kind(step, 0) for step in range(1, 6)] == [JOINT] * 5  # the first m epochs: both losses
+    later = [s.kind(step, 1) for step in range(6, 16)]
+    assert later == [USL, MLM, USL, USL, USL, USL, MLM, USL, MLM, MLM]  # numpy's draws for seed 3, steps 6…15
+    assert [s.kind(step, 1) for step in range(6, 16)] == later  # a resumed run draws the same
+    many = [Schedule(joint_epochs=0, p=0.3, seed=1).kind(step, 0) for step in range(1, 4001)]
+    assert many.count(USL) / 4000 == pytest.approx(0.3, abs=0.02)
+    assert Schedule(usl=False).kind(9, 5) == MLM and Schedule(usi=False).kind(9, 5) == JOINT
+
+
+@pytest.mark.parametrize("n_rels,usi,variant", [(0, True, "mlm"), (3, False, "usl-mlm"), (3, True, "ud-prlm")])
+def test_each_variant_computes_its_losses_and_gradients(n_rels, usi, variant):
+    torch.manual_seed(0)
+    c = EncoderConfig(vocab_size=50, n_rels=n_rels, d_model=16, layers=1, heads=2, ffn=32, dropout=0.0,
+                      arc_mlp=8, rel_mlp=4, usi=usi)
+    m = PretrainedEncoder(c)
+    assert c.variant == variant
+    ids = torch.tensor([[2, 7, 8, 9, 3], [2, 10, 3, 0, 0]])
+    h, mask = m.encode(ids)
+    assert h.shape == (2, 5, 16) and mask.tolist()[1] == [True, True, True, False, False]
+    labels = torch.full_like(ids, IGNORE)
+    labels[0, 2] = 8
+    loss = m.mlm_loss(h, labels)
+    if n_rels:
+        heads = torch.tensor([[IGNORE, 0, 1, 1, IGNORE], [IGNORE, 0, IGNORE, IGNORE, IGNORE]])
+        rels = torch.tensor([[IGNORE, 0, 2, 1, IGNORE], [IGNORE, 0, IGNORE, IGNORE, IGNORE]])
+        loss = loss + m.usl_loss(h, mask, heads, rels)
+    loss.backward()
+    assert torch.isfinite(loss) and m.embed.weight.grad.abs().sum() > 0
+    out, _ = m.representations(ids)
+    assert out.shape == (2, 5, 16)
+    # padding does not change a sentence's representation
+    alone, _ = m.representations(ids[1:, :3])
+    torch.testing.assert_close(alone[0], out[1, :3], atol=1e-5, rtol=1e-5)
+
+
+# ---- pre-training runs ----
+
+def _tiny_run(tmp_path, variant="ud-prlm", steps=12, treebank=None):
+    from .conftest import REPO
+
+    tb = tmp_path / "tb"
+    if treebank is None:
+        tb.mkdir(exist_ok=True)
+        for split, n in (("train", 40), ("dev", 5)):
+            src = (REPO / "data" / "ud" / "UD_Wolof-WTB" / f"wo_wtb-ud-{split}.conllu").read_text().split("\n\n")
+            (tb / f"wo_tiny-ud-{split}.conllu").write_text("\n\n".join(src[:n]) + "\n\n")
+    cfg = tmp_path / f"{variant}.yaml"
+    cfg.write_text(f"""data: {{shared: "", treebanks: [{treebank or tb}], raw_languages: [en], max_pieces: 64}}
+spm: {{vocab_size: 300}}
+model: {{variant: {variant}, d_model: 16, layers: 1, heads: 2, ffn: 32, dropout: 0.1, arc_mlp: 8, rel_mlp: 4}}
+objective: {{joint_epochs: 1, p: 0.5}}
+train: {{seed: 1, max_tokens: 600, lr: 0.001, warmup: 2, steps: {steps}, threads: 1}}
+""")
+    return cfg
+
+
+def _weights(folder):
+    from safetensors.torch import load_file
+
+    return load_file(str(folder / "model.safetensors"))
+
+
+@pytest.mark.parametrize("variant", ["mlm", "usl-mlm", "ud-prlm"])
+def test_each_variant_pretrains_exports_and_loads(variant, tmp_path):
+    import json
+
+    from forgetbench.cli import main
+    from forgetbench.pretrain.run import load_encoder
+
+    assert main(["pretrain-encoder", str(_tiny_run(tmp_path, variant)), "--out", str(tmp_path / "run"), "--quiet"]) == 0
+    rec = json.loads((tmp_path / "run" / "model" / "training.json").read_text())
+    assert rec["steps"] == 12 and rec["variant"] == variant and rec["data"]["tree_sentences"] > 30
+    # the objectives Algorithm 1 chose: 4 steps make an epoch of this text; the first epoch joint for USL variants
+    sched = Schedule(1, 0.5, 1, usl=variant != "mlm", usi=variant == "ud-prlm")
+    epochs = [0] * 4 + [1] * 4 + [2] * 4
+    want = {k: [sched.kind(s, e) for s, e in zip(range(1, 13), epochs, strict=True)].count(k) for k in (JOINT, USL, MLM)}
+    assert rec["objectives"] == {k: v for k, v in want.items() if v}
+    model, sp, labels = load_encoder(tmp_path / "run" / "model")
+    assert model.config.variant == variant and labels[-1] == SUBWORD and sp.piece_to_id("<mask>") == 4
+    ids = torch.tensor([[2, *sp.encode("Ndax dafa baax"), 3]])
+    assert model.representations(ids)[0].shape == (1, ids.shape[1], 16)
+
+
+def test_a_resumed_pretraining_run_equals_an_uninterrupted_one(tmp_path):
+    from forgetbench.cli import main
+
+    cfg = _tiny_run(tmp_path)
+    assert main(["pretrain-encoder", str(cfg), "--out", str(tmp_path / "straight"), "--quiet"]) == 0
+    assert main(["pretrain-encoder", str(cfg), "--out", str(tmp_path / "cut"), "--steps", "5", "--quiet"]) == 0
+    assert main(["pretrain-encoder", str(cfg), "--out", str(tmp_path / "cut"), "--quiet"]) == 0
+    a, b = _weights(tmp_path / "straight" / "model"), _weights(tmp_path / "cut" / "model")
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_bad_pretraining_input_is_one_line_exit_2(tmp_path, capsys):
+    from forgetbench.cli import main
+    from forgetbench.pretrain.run import load_encoder
+
+    from .conftest import REPO
+
+    with pytest.raises(ForgetbenchError, match="not a pre-trained encoder folder .*'m2m_100'"):
+        load_encoder(REPO / "artifacts" / "teacher")
+    tb = tmp_path / "cyc"
+    tb.mkdir()
+    (tb / "x-ud-train.conllu").write_text("1\ta\ta\tX\t_\t_\t2\tdep\t_\t_\n2\tb\tb\tX\t_\t_\t1\tdep\t_\t_\n"
+                                          "3\tc\tc\tX\t_\t_\t0\troot\t_\t_\n\n")
+    assert main(["pretrain-encoder", str(_tiny_run(tmp_path, treebank=tb)), "--out", str(tmp_path / "r"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "x-ud-train.conllu" in err[0] and "cycle" in err[0], err
+    assert not (tmp_path / "r").exists()
