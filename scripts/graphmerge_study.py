@@ -249,6 +249,7 @@ def stage_table(cfg: dict, out: Path) -> dict:
         result["models"][f"{arm}-s{seed}"] = {k: info.get(k) for k in ("steps", "stopped_by", "train_seconds", "arithmetic")
                                              if k in info}
     G = groups()
+    result["alignment"] = alignment(cfg, out, b, langs)
     for m in metrics:
         P = functools.partial
         result["before"][m] = {g: {"baseline": over_seeds(ds, P(absolute, m, base_arm)),
@@ -258,6 +259,34 @@ def stage_table(cfg: dict, out: Path) -> dict:
         result["loss"][m] = {c: {arm: {g: over_seeds(ds, P(rel_loss, m, c, arm)) for g, ds in G.items()}
                                  for arm in arms} for c in comps}
     return result
+
+
+ALIGNMENT_SENTENCES = 400  # FLORES-101 devtest sentences per language, as the model cards
+
+
+def alignment(cfg: dict, out: Path, b, langs: list[str]) -> dict:
+    """Each model's cross-lingual embedding alignment (``eval.embedding_alignment``): mean cosine of the embeddings
+    of subword pairs linked in English–x FLORES-101 devtest pairs, per script pair; then per arm the seeds' mean and
+    range."""
+    from forgetbench.eval.embedding_alignment import alignment_scores
+    from forgetbench.models.load import load
+
+    bitext = {}
+    for x in langs:
+        eng, foreign = b.pair("en", x)
+        bitext[x] = list(zip(eng[:ALIGNMENT_SENTENCES], foreign[:ALIGNMENT_SENTENCES], strict=True))
+    per_model = {}
+    for (arm, seed), run in runs(cfg, out).items():
+        model, tok, _ = load(model_dir(run), with_signature=False)
+        per_model[f"{arm}-s{seed}"] = alignment_scores(model, tok, bitext)
+    table = {}
+    for arm in cfg["arms"]:
+        rows = [per_model[f"{arm}-s{s}"]["script_pairs"] for s in cfg["seeds"]]
+        for sp in rows[0]:
+            vals = [r[sp]["mean_cosine"] for r in rows if r.get(sp, {}).get("mean_cosine") is not None]
+            table.setdefault(sp, {})[arm] = {"mean": _r(float(np.mean(vals))) if vals else None,
+                                             "seeds": vals, "pairs": rows[0][sp]["pairs"]}
+    return {"sentences": ALIGNMENT_SENTENCES, "script_pairs": table, "models": per_model}
 
 
 def _f(v, fmt: str = "+.2f") -> str:
@@ -289,6 +318,16 @@ def markdown(res: dict) -> str:
             for g, x in rows.items():
                 lb, lg = res["loss"][m][c]["baseline"][g], res["loss"][m][c]["graphmerge"][g]
                 lines.append(f"| {c} | {g} | {_f(lb['value'], '+.1f')} | {_f(lg['value'], '+.1f')} | {_cell(x)} |")
+        lines.append("")
+    al = res.get("alignment")
+    if al:
+        arms = list(res["settings"]["arms"])
+        lines += [f"**Cross-lingual embedding alignment** (mean cosine of linked subword pairs, first {al['sentences']} "
+                  "FLORES-101 devtest sentences per language; seeds' mean (each seed))", "",
+                  "| script pair | " + " | ".join(arms) + " |", "|---|" + "---|" * len(arms)]
+        for sp, row in al["script_pairs"].items():
+            cells = [f"{_f(row[a]['mean'], '.3f')} ({', '.join(f'{v:.3f}' for v in row[a]['seeds'])})" for a in arms]
+            lines.append(f"| {sp} | " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines)
 
