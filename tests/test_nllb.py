@@ -211,7 +211,8 @@ def _snapshot(root):
     return sorted(str(p) for p in root.rglob("*"))
 
 
-@pytest.mark.parametrize("case", ["code-the-model-lacks", "no-nllb-mapping", "flores200-file-missing"])
+@pytest.mark.parametrize("case", ["code-the-model-lacks", "no-nllb-mapping", "flores200-file-missing",
+                                  "code-the-model-lacks-sampled"])
 def test_bad_nllb_input_is_one_line_exit_2_nothing_written(case, nllb_dir, tmp_path, capsys):
     w = tmp_path / "w"
     w.mkdir()
@@ -228,13 +229,19 @@ def test_bad_nllb_input_is_one_line_exit_2_nothing_written(case, nllb_dir, tmp_p
             """))
         argv, want = ["sweep", str(w / "s.yaml"), "--out", str(w / "run"), "--quiet"], "no FLORES-200 file deu_Latn.devtest"
     else:
-        lang = "xyz_Latn" if case == "code-the-model-lacks" else "br"
+        lang = "xyz_Latn" if case.startswith("code-the-model-lacks") else "br"
         rows = [r for r in calib_rows() if r[:2] == ("en", "de")]
         (w / "c.tsv").write_text("".join(f"en\t{lang}\t{rows[i % len(rows)][2]}\t{rows[i % len(rows)][3]}\n"
                                          for i in range(200)), encoding="utf-8")
-        argv = ["compress", str(nllb_dir), "--recipe", "wanda-45-uniform", "--calibration", str(w / "c.tsv"),
+        recipe = "wanda-45-uniform"
+        if case.endswith("sampled"):  # a plain sample (no choice) of the calibration rows is checked as well
+            recipe = str(tmp_path / "wanda-sampled.yaml")
+            (tmp_path / "wanda-sampled.yaml").write_text(
+                f"name: wanda-sampled\nsteps:\n  - prune: {{method: wanda, sparsity: 0.45, calibration: "
+                f"{{data: {w / 'c.tsv'}, max_sentences: 64}}}}\n")
+        argv = ["compress", str(nllb_dir), "--recipe", recipe, "--calibration", str(w / "c.tsv"),
                 "--out", str(w / "v"), "--quiet"]
-        want = "no code xyz_Latn" if case == "code-the-model-lacks" else "'br' has no NLLB-200 code"
+        want = "no code xyz_Latn" if case.startswith("code-the-model-lacks") else "'br' has no NLLB-200 code"
     before = _snapshot(w)
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -163,22 +163,21 @@ class Seq2SeqCalibration:
         if getattr(spec, "routed", False):
             return ("calibration choice target without language: a sweep routes each pair to the model calibrated on "
                     "its target language; to compress one model, give calibration.language")
-        if getattr(spec, "choice", "sample") != "sample":
-            try:
-                rows = self.rows(spec)
-            except ForgetbenchError as e:
-                return str(e)
-            langs = {x for r in rows for x in r[:2]}
-            if is_nllb(self.tokenizer):  # NLLB: which of the two ways a name fails (no mapping, a code not held)
-                for x in sorted(langs):
-                    try:
-                        self.tokenizer.code_of(x)
-                    except ForgetbenchError as e:
-                        return f"calibration data {spec.data}: {e}"
-            codes = getattr(self.tokenizer, "lang_code_to_id", None)
-            lacking = sorted(langs - set(codes)) if codes is not None else []
-            if lacking:
-                return f"calibration language(s) {lacking} are not language codes of the model's tokenizer"
+        try:  # every choice, the plain sample too: the rows' languages are checked before any work
+            rows = self.rows(spec)
+        except ForgetbenchError as e:
+            return str(e)
+        langs = {x for r in rows for x in r[:2]}
+        if is_nllb(self.tokenizer):  # NLLB: which of the two ways a name fails (no mapping, a code not held)
+            for x in sorted(langs):
+                try:
+                    self.tokenizer.code_of(x)
+                except ForgetbenchError as e:
+                    return f"calibration data {spec.data}: {e}"
+        codes = getattr(self.tokenizer, "lang_code_to_id", None)
+        lacking = sorted(langs - set(codes)) if codes is not None else []
+        if lacking:
+            return f"calibration language(s) {lacking} are not language codes of the model's tokenizer"
         return None
 
     @functools.cached_property
