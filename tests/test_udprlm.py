@@ -148,7 +148,7 @@ def _weights(folder):
 
 
 @pytest.mark.parametrize("variant", ["mlm", "usl-mlm", "ud-prlm"])
-def test_each_variant_pretrains_exports_and_loads(variant, tmp_path):
+def test_each_variant_pretrains_exports_and_loads(variant, tmp_path, capsys):
     import json
 
     from forgetbench.cli import main
@@ -166,6 +166,15 @@ def test_each_variant_pretrains_exports_and_loads(variant, tmp_path):
     assert model.config.variant == variant and labels[-1] == SUBWORD and sp.piece_to_id("<mask>") == 4
     ids = torch.tensor([[2, *sp.encode("Ndax dafa baax"), 3]])
     assert model.representations(ids)[0].shape == (1, ids.shape[1], 16)
+    # parse eval takes the encoder folder: its USL head parses the dev sentences (an MLM-only encoder has none)
+    dev = tmp_path / "tb" / "wo_tiny-ud-dev.conllu"
+    code = main(["parse", "eval", str(tmp_path / "run" / "model"), str(dev)])
+    out, err = capsys.readouterr()
+    if variant == "mlm":
+        assert code == 2 and "has no USL head" in err and len(err.strip().splitlines()) == 1
+    else:
+        r = json.loads(out.strip().splitlines()[-1])
+        assert code == 0 and r["arch"] == f"usl-head ({variant})" and r["sentences"] == 5 and 0 <= r["las"] <= r["uas"]
 
 
 def test_a_resumed_pretraining_run_equals_an_uninterrupted_one(tmp_path):
@@ -195,3 +204,31 @@ def test_bad_pretraining_input_is_one_line_exit_2(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "x-ud-train.conllu" in err[0] and "cycle" in err[0], err
     assert not (tmp_path / "r").exists()
+
+
+def test_the_usl_head_parses_by_first_pieces_mst_and_no_subword_label():
+    from types import SimpleNamespace
+
+    from forgetbench.pretrain.usl_parser import parse_sentences
+
+    class Sp:  # "ab" → 2 pieces, "c" → 1
+        def encode(self, w):
+            return [10, 11] if w == "ab" else [12]
+
+    # positions: <s> 0, ab 1-2, c 3, </s> 4; S_arc[dep, head]
+    arc = torch.full((1, 5, 5), -5.0)
+    arc[0, 1, 0] = 2.0  # ab ← root
+    arc[0, 3, 1] = 3.0  # c ← ab (first piece)
+    arc[0, 3, 2] = 9.0  # c ← ab's second piece: not a word, never chosen
+    arc[0, 1, 3] = 1.0  # ab ← c: loses to the root attachment
+    labels = ["nsubj", "root", SUBWORD]
+    rel = torch.zeros(1, 3, 5, 5)  # [B, R, dep, head]
+    rel[0, 2] = 10.0  # "subword" scores best everywhere: never given to a word
+    rel[0, 1, 1, 0] = 5.0
+    rel[0, 0, 3, 1] = 5.0
+    model = SimpleNamespace(config=SimpleNamespace(max_positions=5), encode=lambda ids: (None, None),
+                            usl=lambda h, m: (arc, None, None), scorer={"rel": lambda a, b: rel})
+    sent = SimpleNamespace(forms=["ab", "c"])
+    preds, too_long = parse_sentences(model, Sp(), labels, [sent, SimpleNamespace(forms=["ab", "ab", "c"])])
+    assert preds[0] == ([0, 1], ["root", "nsubj"]) and too_long == 1  # 7 positions do not fit 5: a chain
+    assert preds[1] == ([0, 1, 2], ["dep", "dep", "dep"])

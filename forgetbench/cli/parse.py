@@ -35,9 +35,15 @@ def cmd_parse(args) -> int:
               f"{info['epochs']}, {info['train_seconds']:.0f}s); wrote {args.out}")
     elif args.action == "eval":
         from forgetbench.parsing.evaluate import evaluate_parser
+        from forgetbench.pretrain.run import is_encoder_folder
 
         set_threads(args.threads)
-        print(json.dumps(evaluate_parser(args.model, args.data, initial=args.initial, iterations=args.iterations)))
+        if is_encoder_folder(args.model):  # a pre-trained encoder: its USL head parses, untrained further
+            from forgetbench.pretrain.usl_parser import evaluate_usl
+
+            print(json.dumps(evaluate_usl(args.model, args.data)))
+        else:
+            print(json.dumps(evaluate_parser(args.model, args.data, initial=args.initial, iterations=args.iterations)))
     else:
         new_output(args.out)
         set_threads(args.threads)
@@ -123,7 +129,8 @@ def add_commands(sub) -> None:
     pe = psub.add_parser("eval", help="CoNLL 2018 UAS/LAS/CLAS (+ UPOS with predicted tags) on a CoNLL-U file")
     pp = psub.add_parser("predict", help="parse a CoNLL-U file: heads, deprels and (predicted-tag parsers) UPOS")
     for q in (pe, pp):
-        q.add_argument("model", help="a parser folder from `parse train`")
+        q.add_argument("model", help="a parser folder from `parse train` (eval: also a `pretrain-encoder` model folder, "
+                                     "whose USL head parses)")
         q.add_argument("data", help="CoNLL-U file (gold tokenisation)")
         q.add_argument("--threads", type=positive, help=THREADS_HELP)
         q.set_defaults(func=cmd_parse)

@@ -131,6 +131,13 @@ def pretrain(cfg: PretrainConfig, out_dir: str | Path, progress: bool = True, lo
     return final
 
 
+def is_encoder_folder(folder: str | Path) -> bool:
+    try:
+        return json.loads((Path(folder) / "config.json").read_text(encoding="utf-8")).get("model_type") == MODEL_TYPE
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 def load_encoder(folder: str | Path) -> tuple[PretrainedEncoder, object, list[str]]:
     """(encoder, its SentencePiece processor, its labels) from a ``pretrain-encoder`` model folder; any other folder
     is refused in one line."""
