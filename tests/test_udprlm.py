@@ -7,15 +7,15 @@ import pytest
 import torch
 
 from forgetbench.errors import ForgetbenchError
-from forgetbench.pretrain.masking import IGNORE, mask_tokens
-from forgetbench.pretrain.model import (
+from forgetbench.parsing.pretrained import (
     EncoderConfig,
     PretrainedEncoder,
     structure_representation,
     structure_tensor,
 )
+from forgetbench.parsing.subword_trees import SUBWORD, first_pieces, subword_tree
+from forgetbench.pretrain.masking import IGNORE, mask_tokens
 from forgetbench.pretrain.schedule import JOINT, MLM, USL, Schedule
-from forgetbench.pretrain.subword_trees import SUBWORD, first_pieces, subword_tree
 
 
 def test_subword_trees_hand_made():
@@ -152,7 +152,7 @@ def test_each_variant_pretrains_exports_and_loads(variant, tmp_path, capsys):
     import json
 
     from forgetbench.cli import main
-    from forgetbench.pretrain.run import load_encoder
+    from forgetbench.parsing.pretrained import load_encoder
 
     assert main(["pretrain-encoder", str(_tiny_run(tmp_path, variant)), "--out", str(tmp_path / "run"), "--quiet"]) == 0
     rec = json.loads((tmp_path / "run" / "model" / "training.json").read_text())
@@ -190,7 +190,7 @@ def test_a_resumed_pretraining_run_equals_an_uninterrupted_one(tmp_path):
 
 def test_bad_pretraining_input_is_one_line_exit_2(tmp_path, capsys):
     from forgetbench.cli import main
-    from forgetbench.pretrain.run import load_encoder
+    from forgetbench.parsing.pretrained import load_encoder
 
     from .conftest import REPO
 
@@ -209,7 +209,7 @@ def test_bad_pretraining_input_is_one_line_exit_2(tmp_path, capsys):
 def test_the_usl_head_parses_by_first_pieces_mst_and_no_subword_label():
     from types import SimpleNamespace
 
-    from forgetbench.pretrain.usl_parser import parse_sentences
+    from forgetbench.parsing.usl_parser import parse_sentences
 
     class Sp:  # "ab" → 2 pieces, "c" → 1
         def encode(self, w):

@@ -32,11 +32,9 @@ import torch
 
 from forgetbench.errors import ForgetbenchError
 from forgetbench.io import atomic_write_bytes, atomic_write_json
+from forgetbench.parsing.pretrained import BOS, EOS, PAD, UNK
+from forgetbench.parsing.subword_trees import SUBWORD, subword_tree
 from forgetbench.pretrain.config import PretrainConfig
-from forgetbench.pretrain.subword_trees import SUBWORD, subword_tree
-
-PAD, UNK, BOS, EOS, MASK = 0, 1, 2, 3, 4
-FIRST_NORMAL = 5
 
 
 def treebank_sentences(folder: Path, split: str):

@@ -10,7 +10,6 @@ arithmetic, environment); written to a temporary folder and renamed.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from collections import Counter
@@ -20,15 +19,20 @@ from pathlib import Path
 import torch
 
 from forgetbench.env import environment
-from forgetbench.errors import ForgetbenchError
 from forgetbench.io import atomic_write_json
+from forgetbench.parsing.pretrained import (
+    FIRST_NORMAL,
+    MASK,
+    MODEL_TYPE,
+    PAD,
+    EncoderConfig,
+    PretrainedEncoder,
+)
 from forgetbench.pretrain.config import PretrainConfig, fingerprint
-from forgetbench.pretrain.data import FIRST_NORMAL, MASK, PAD, Batches, prepare
+from forgetbench.pretrain.data import Batches, prepare
 from forgetbench.pretrain.masking import mask_tokens
-from forgetbench.pretrain.model import EncoderConfig, PretrainedEncoder
 from forgetbench.pretrain.schedule import JOINT, MLM, USL, Schedule
 
-MODEL_TYPE = "forgetbench-encoder"
 RUN_MARKER = "pretrain-run.json"
 
 
@@ -129,35 +133,3 @@ def pretrain(cfg: PretrainConfig, out_dir: str | Path, progress: bool = True, lo
     final = export(model.cpu(), out, meta["labels"], record)
     log(f"stopped by {stopped} at step {state['step']}; encoder in {final}")
     return final
-
-
-def is_encoder_folder(folder: str | Path) -> bool:
-    try:
-        return json.loads((Path(folder) / "config.json").read_text(encoding="utf-8")).get("model_type") == MODEL_TYPE
-    except (OSError, ValueError, AttributeError):
-        return False
-
-
-def load_encoder(folder: str | Path) -> tuple[PretrainedEncoder, object, list[str]]:
-    """(encoder, its SentencePiece processor, its labels) from a ``pretrain-encoder`` model folder; any other folder
-    is refused in one line."""
-    import sentencepiece as spm
-    from safetensors.torch import load_file
-
-    folder = Path(folder)
-    try:
-        cfg = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        cfg = None
-    if not isinstance(cfg, dict) or cfg.get("model_type") != MODEL_TYPE:
-        kind = cfg.get("model_type") if isinstance(cfg, dict) else None
-        raise ForgetbenchError(f"{folder}: not a pre-trained encoder folder (config.json model_type {kind!r}, not "
-                               f"{MODEL_TYPE!r}); give the model folder written by forgetbench pretrain-encoder")
-    labels = cfg.pop("labels")
-    cfg.pop("model_type")
-    model = PretrainedEncoder(EncoderConfig(**cfg))
-    missing, unexpected = model.load_state_dict(load_file(str(folder / "model.safetensors")), strict=False)
-    if missing or unexpected:
-        raise ForgetbenchError(f"{folder}: model.safetensors does not match its config.json (missing "
-                               f"{missing[:2]}, unexpected {unexpected[:2]})")
-    return model.eval(), spm.SentencePieceProcessor(model_file=str(folder / "spm.model")), labels

@@ -2,7 +2,7 @@
 
 Rules, per sentence of n words:
 
-1. The words are encoded as in pre-training (``pretrain.data`` rule 4): ``<s>``, each word's own pieces, ``</s>``;
+1. The words are encoded as in pre-training (``pretrain/data.py`` rule 4): ``<s>``, each word's own pieces, ``</s>``;
    f(w) is the position of word w's first piece and f(0) = 0 (``<s>``, the root).
 2. Word-level arc scores S[h, d] = S_arc[f(d), f(h)] (the USL head's scores between first pieces; H^(L) as in
    pre-training); the tree is ``parsing.decode.mst``'s (non-projective, exactly one child of the root).
@@ -20,8 +20,8 @@ import torch
 from forgetbench.errors import ForgetbenchError
 from forgetbench.io import sha256_file
 from forgetbench.parsing.decode import mst
-from forgetbench.pretrain.data import BOS, EOS, UNK
-from forgetbench.pretrain.subword_trees import SUBWORD, first_pieces
+from forgetbench.parsing.pretrained import BOS, EOS, UNK, load_encoder
+from forgetbench.parsing.subword_trees import SUBWORD, first_pieces
 
 
 @torch.no_grad()
@@ -62,7 +62,6 @@ def evaluate_usl(folder: str | Path, data: str | Path) -> dict:
     """CoNLL 2018 UAS/LAS/CLAS (``parsing.metrics``) of the USL head of the encoder in ``folder`` on ``data``."""
     from forgetbench.parsing.conll import read_conllu
     from forgetbench.parsing.metrics import score
-    from forgetbench.pretrain.run import load_encoder
 
     model, sp, labels = load_encoder(folder)
     if not model.config.n_rels:

@@ -1,4 +1,5 @@
-"""Word-level UD trees as subword-level trees: what the USL objective of UD-PrLM (docs/METHOD.md §5c) scores.
+"""Word-level UD trees as subword-level trees: what the USL objective of UD-PrLM (docs/METHOD.md §5c) scores, and
+the words' first pieces a parser reading a pre-trained encoder pools.
 
 The encoder reads ``<s> p_1 … p_N </s>``; position 0 (``<s>``) stands for the root. Rules:
 

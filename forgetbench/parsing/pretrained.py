@@ -1,4 +1,5 @@
-"""The pre-trained multilingual encoder: MLM only, USL + MLM, or UD-PrLM (USL + USI + MLM; Sun, Li, Zhao).
+"""The pre-trained multilingual encoder (``forgetbench pretrain-encoder``, ``pretrain/``): MLM only, USL + MLM, or
+UD-PrLM (USL + USI + MLM; Sun, Li, Zhao) — one of the encoders a parser can read.
 
 Shapes: B sentences, N subword positions (``<s> pieces </s>``, padding), d = ``d_model``, R labels.
 
@@ -18,14 +19,20 @@ Shapes: B sentences, N subword positions (``<s> pieces </s>``, padding), d = ``d
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import torch
 from torch import nn
 
+from forgetbench.errors import ForgetbenchError
 from forgetbench.parsing.modules import biaffine_heads, biaffine_scores
 
 IGNORE = -100
+MODEL_TYPE = "forgetbench-encoder"
+PAD, UNK, BOS, EOS, MASK = 0, 1, 2, 3, 4  # the encoder's SentencePiece layout (pretrain/data.py rule 3)
+FIRST_NORMAL = 5
 
 
 @dataclass
@@ -135,3 +142,36 @@ class PretrainedEncoder(nn.Module):
         if self.config.n_rels and self.config.usi:
             h = self.integrate(h, mask)
         return h, mask
+
+
+def is_encoder_folder(folder: str | Path) -> bool:
+    try:
+        return json.loads((Path(folder) / "config.json").read_text(encoding="utf-8")).get("model_type") == MODEL_TYPE
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def load_encoder(folder: str | Path) -> tuple[PretrainedEncoder, object, list[str]]:
+    """(encoder, its SentencePiece processor, its labels) from a ``pretrain-encoder`` model folder (``config.json``
+    with ``model_type: forgetbench-encoder``, the settings and the labels; ``model.safetensors``; ``spm.model``);
+    any other folder is refused in one line."""
+    import sentencepiece as spm
+    from safetensors.torch import load_file
+
+    folder = Path(folder)
+    try:
+        cfg = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        cfg = None
+    if not isinstance(cfg, dict) or cfg.get("model_type") != MODEL_TYPE:
+        kind = cfg.get("model_type") if isinstance(cfg, dict) else None
+        raise ForgetbenchError(f"{folder}: not a pre-trained encoder folder (config.json model_type {kind!r}, not "
+                               f"{MODEL_TYPE!r}); give the model folder written by forgetbench pretrain-encoder")
+    labels = cfg.pop("labels")
+    cfg.pop("model_type")
+    model = PretrainedEncoder(EncoderConfig(**cfg))
+    missing, unexpected = model.load_state_dict(load_file(str(folder / "model.safetensors")), strict=False)
+    if missing or unexpected:
+        raise ForgetbenchError(f"{folder}: model.safetensors does not match its config.json (missing "
+                               f"{missing[:2]}, unexpected {unexpected[:2]})")
+    return model.eval(), spm.SentencePieceProcessor(model_file=str(folder / "spm.model")), labels
