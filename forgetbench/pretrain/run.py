@@ -10,7 +10,6 @@ arithmetic, environment); written to a temporary folder and renamed.
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections import Counter
 from dataclasses import asdict
@@ -19,7 +18,7 @@ from pathlib import Path
 import torch
 
 from forgetbench.env import environment
-from forgetbench.io import atomic_write_json
+from forgetbench.io import atomic_directory, atomic_write_json
 from forgetbench.parsing.pretrained import (
     FIRST_NORMAL,
     MASK,
@@ -82,20 +81,12 @@ def export(model: PretrainedEncoder, out: Path, labels: list[str], record: dict)
 
     from forgetbench.train.loop import _unique_tensors
 
-    final, tmp = out / "model", out / "model.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    save_file(_unique_tensors(model), str(tmp / "model.safetensors"))
-    atomic_write_json(tmp / "config.json", {"model_type": MODEL_TYPE, **model.config.to_dict(), "labels": labels})
-    shutil.copy(out / "spm.model", tmp / "spm.model")
-    atomic_write_json(tmp / "training.json", record)
-    old = out / "model.old"
-    shutil.rmtree(old, ignore_errors=True)
-    if final.exists():
-        os.rename(final, old)
-    os.rename(tmp, final)
-    shutil.rmtree(old, ignore_errors=True)
-    return final
+    with atomic_directory(out / "model", replace=True) as tmp:
+        save_file(_unique_tensors(model), str(tmp / "model.safetensors"))
+        atomic_write_json(tmp / "config.json", {"model_type": MODEL_TYPE, **model.config.to_dict(), "labels": labels})
+        shutil.copy(out / "spm.model", tmp / "spm.model")
+        atomic_write_json(tmp / "training.json", record)
+    return out / "model"
 
 
 def pretrain(cfg: PretrainConfig, out_dir: str | Path, progress: bool = True, log=print) -> Path:
