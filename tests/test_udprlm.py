@@ -232,3 +232,33 @@ def test_the_usl_head_parses_by_first_pieces_mst_and_no_subword_label():
     preds, too_long = parse_sentences(model, Sp(), labels, [sent, SimpleNamespace(forms=["ab", "ab", "c"])])
     assert preds[0] == ([0, 1], ["root", "nsubj"]) and too_long == 1  # 7 positions do not fit 5: a chain
     assert preds[1] == ([0, 1, 2], ["dep", "dep", "dep"])
+
+
+def test_the_pretraining_probe_times_steps_and_keeps_nothing_trained(tmp_path, capsys, monkeypatch):
+    from forgetbench.cli import main
+    from forgetbench.train import probe as probe_mod
+
+    seen, real = {}, probe_mod.figures
+
+    def spy(sec, tok, epoch, hours):
+        seen.update(sec=sec, tok=tok, epoch=epoch)
+        return real(sec, tok, epoch, hours)
+
+    monkeypatch.setattr(probe_mod, "figures", spy)
+    out = tmp_path / "probe"
+    assert main(["pretrain-encoder", str(_tiny_run(tmp_path)), "--out", str(out), "--probe", "--steps", "1",
+                 "--hours", "1", "--quiet"]) == 0
+    text = capsys.readouterr().out
+    r = real(seen["sec"], seen["tok"], seen["epoch"], 1.0)
+    assert len(seen["sec"]) == 1 and seen["tok"][0] > 0 and f"an epoch is {seen['epoch']:,} tokens" in text
+    assert f"{r['steps_per_hour']:,.0f} steps/hour" in text and text.startswith("ud-prlm: ")
+    # an epoch's tokens: every text sentence once, plus the tree chunks paired with them (4 batches here)
+    from forgetbench.pretrain.data import Batches
+
+    d = Batches(out, with_trees=True)
+    batches = d.batches(600, 1, 0)
+    assert seen["epoch"] == sum(len(d.text[i]) for t, _ in batches for i in t) + sum(
+        len(d.tree_ids[i]) for _, g in batches for i in g)
+    assert not (out / "checkpoint").exists() and not (out / "model").exists()
+    # the probed folder then trains as a fresh run
+    assert main(["pretrain-encoder", str(_tiny_run(tmp_path)), "--out", str(out), "--steps", "2", "--quiet"]) == 0

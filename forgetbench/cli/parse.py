@@ -68,6 +68,18 @@ def cmd_pretrain_encoder(args) -> int:
             raise ForgetbenchError(f"pretrain-encoder --steps {args.steps}: must be a positive number of steps")
         cfg.train.steps = args.steps
     con = Console("pretrain-encoder", quiet=args.quiet)
+    if args.probe:
+        from forgetbench.pretrain.run import probe
+
+        if not args.hours > 0:
+            raise ForgetbenchError(f"pretrain-encoder --hours {args.hours}: give a positive number of hours")
+        r = probe(cfg, args.out, steps=args.steps or 30, hours=args.hours, log=con.line)
+        print(f"{r['variant']}: {r['parameters']:,} parameters on {r['arithmetic']['device']}, "
+              f"{r['arithmetic']['autocast']}, {r['threads']} thread(s), {r['environment']['cpu']['model']}: "
+              f"{r['steps_timed']} steps timed, {r['seconds_per_step']:.3f} s/step, {r['tokens_per_s']:,.0f} tokens/s, "
+              f"{r['steps_per_hour']:,.0f} steps/hour; an epoch is {r['tokens_per_epoch']:,} tokens = "
+              f"{r['hours_per_epoch']:.2f} h; {r['budget_hours']:g} h buy {r['epochs_in_budget']:.2f} epochs")
+        return 0
     final = pretrain(cfg, args.out, progress=not args.quiet, log=con.line)
     con.line(f"encoder: {final}", result=True)
     return 0
@@ -78,7 +90,11 @@ def add_commands(sub) -> None:
                                                  "(resumable)")
     pe.add_argument("config", help="pre-training config YAML (see configs/pretrain/ud-prlm.yaml)")
     pe.add_argument("--out", required=True, help="run folder: new, or a pretrain-encoder run folder to resume")
-    pe.add_argument("--steps", type=int, help="override train.steps")
+    pe.add_argument("--steps", type=int, help="override train.steps (with --probe: the steps timed, default 30)")
+    pe.add_argument("--probe", action="store_true", help="time a few steps of the config's encoder on this host and "
+                                                         "print tokens/s, steps/hour and the epochs --hours buy; trains "
+                                                         "nothing")
+    pe.add_argument("--hours", type=float, default=2.5, help="with --probe: the wall budget (default: 2.5)")
     pe.add_argument("--quiet", action="store_true", help="no progress bars")
     pe.set_defaults(func=cmd_pretrain_encoder)
     pa = sub.add_parser("parse", help="dependency parsers (biaffine, SynTr, RNGTr, G2GTr): train | eval | predict | compress")

@@ -208,6 +208,11 @@ class Batches:
             cycle += 1
         return list(zip(text, trees[: len(text)], strict=True))
 
+    def epoch_tokens(self, batches: list) -> int:
+        """The text and tree tokens an epoch's batches hold (trees only where they are read)."""
+        text, trees = self.text.lengths(), self.tree_ids.lengths()
+        return int(sum(text[t].sum() + (trees[g].sum() if len(g) else 0) for t, g in batches))
+
     def collate(self, idx) -> dict[str, torch.Tensor]:
         text, trees = idx
         b = {"text": _pad([self.text[i] for i in text], PAD)}

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import shutil
 from collections import Counter
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
 
 from forgetbench.env import environment
+from forgetbench.errors import ForgetbenchError
 from forgetbench.io import atomic_directory, atomic_write_json
 from forgetbench.parsing.pretrained import (
     FIRST_NORMAL,
@@ -89,11 +90,25 @@ def export(model: PretrainedEncoder, out: Path, labels: list[str], record: dict)
     return out / "model"
 
 
-def pretrain(cfg: PretrainConfig, out_dir: str | Path, progress: bool = True, log=print) -> Path:
+@dataclass
+class Setup:
+    """What a run and a probe share: the prepared data, the model on its device, its optimiser, loop state and step
+    loss."""
+
+    meta: dict
+    arith: object
+    model: PretrainedEncoder
+    opt: torch.optim.Optimizer
+    state: dict
+    taken: Counter
+    step_loss: object
+    data: Batches
+
+
+def setup(cfg: PretrainConfig, out: Path, log=print, resume: bool = True) -> Setup:
     from forgetbench.train import loop
     from forgetbench.train.arithmetic import choose
 
-    out = Path(out_dir)
     tc = cfg.train
     torch.set_num_threads(tc.threads)
     out.mkdir(parents=True, exist_ok=True)
@@ -107,20 +122,62 @@ def pretrain(cfg: PretrainConfig, out_dir: str | Path, progress: bool = True, lo
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=tc.lr, betas=(0.9, 0.98), eps=1e-6, weight_decay=tc.weight_decay)
     fp = fingerprint(cfg)
-    state = loop.resume(model, opt, out / "checkpoint", fp, log)
+    state = loop.resume(model, opt, out / "checkpoint", fp, log) if resume else loop.new_state(fp)
     schedule = Schedule(cfg.objective.joint_epochs, cfg.objective.p, tc.seed, usl=model.config.n_rels > 0,
                         usi=model.config.usi)
     taken: Counter = Counter(state.get("objectives", {}))
     state["objectives"] = taken  # saved with every checkpoint (a Counter is a dict)
     step_loss = make_step_loss(model, schedule, state, tc.seed, cfg.objective.mask_rate, arith, taken)
-    data = Batches(out, with_trees=model.config.n_rels > 0)
-    stopped = loop.run(model, opt, data, step_loss, tc, state, out / "checkpoint", out / "train_log.jsonl",
+    return Setup(meta, arith, model, opt, state, taken, step_loss, Batches(out, with_trees=model.config.n_rels > 0))
+
+
+def pretrain(cfg: PretrainConfig, out_dir: str | Path, progress: bool = True, log=print) -> Path:
+    from forgetbench.train import loop
+
+    out, tc = Path(out_dir), cfg.train
+    S = setup(cfg, out, log)
+    state = S.state
+    stopped = loop.run(S.model, S.opt, S.data, S.step_loss, tc, state, out / "checkpoint", out / "train_log.jsonl",
                        None, progress)
-    record = {"config": asdict(cfg), "variant": cfg.model.variant, "fingerprint": fp, "stopped_by": stopped,
-              "steps": state["step"], "epochs": state["epoch"], "tokens": state["tokens"],
-              "train_seconds": round(state["elapsed"], 1), "objectives": dict(taken), "data": meta,
-              "parameters": sum(p.numel() for p in model.parameters()), "threads": tc.threads,
-              "arithmetic": arith.record(), "environment": environment()}
-    final = export(model.cpu(), out, meta["labels"], record)
+    record = {"config": asdict(cfg), "variant": cfg.model.variant, "fingerprint": state["fingerprint"],
+              "stopped_by": stopped, "steps": state["step"], "epochs": state["epoch"], "tokens": state["tokens"],
+              "train_seconds": round(state["elapsed"], 1), "objectives": dict(S.taken), "data": S.meta,
+              "parameters": sum(p.numel() for p in S.model.parameters()), "threads": tc.threads,
+              "arithmetic": S.arith.record(), "environment": environment()}
+    final = export(S.model.cpu(), out, S.meta["labels"], record)
     log(f"stopped by {stopped} at step {state['step']}; encoder in {final}")
     return final
+
+
+def probe(cfg: PretrainConfig, out_dir: str | Path, steps: int = 30, hours: float = 2.5, log=print) -> dict:
+    """``train-mt --probe``'s rules (``train.probe``) for a pre-training config: the data prepared and kept, 2
+    warm-up steps, then ``steps`` timed steps of epoch 0 (Algorithm 1's objectives as a run takes them); an epoch's
+    tokens are its batches' text and tree tokens. No checkpoint, no weights kept."""
+    import time
+
+    from forgetbench.train.loop import step_seed, train_step
+    from forgetbench.train.probe import WARMUP_STEPS, figures
+
+    tc = cfg.train
+    S = setup(cfg, Path(out_dir), log, resume=False)
+    batches = S.data.batches(tc.max_tokens, tc.seed, 0)
+    if len(batches) <= WARMUP_STEPS:
+        raise ForgetbenchError(f"pretrain-encoder --probe: the text makes {len(batches)} batches, no more than the "
+                               f"{WARMUP_STEPS} warm-up steps; nothing to time")
+    seconds, tokens = [], []
+    for k in range(min(len(batches), WARMUP_STEPS + steps)):
+        b = S.data.collate(batches[k])
+        torch.manual_seed(step_seed(tc.seed, k + 1))
+        t0 = time.perf_counter()
+        _, n = train_step(S.model, S.opt, b, S.step_loss, tc.clip)
+        if S.arith.device_type == "cuda":
+            torch.cuda.synchronize()
+        S.state["step"] = k + 1
+        if k >= WARMUP_STEPS:
+            seconds.append(time.perf_counter() - t0)
+            tokens.append(n)
+    epoch = S.data.epoch_tokens(batches)
+    return figures(seconds, tokens, epoch, hours) | {
+        "parameters": sum(p.numel() for p in S.model.parameters()), "variant": cfg.model.variant,
+        "objectives": dict(S.taken), "arithmetic": S.arith.record(), "threads": tc.threads,
+        "environment": environment()}
