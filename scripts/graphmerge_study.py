@@ -7,9 +7,11 @@ Stages (each resumes where it stopped when run again):
 
 1. **train**: every arm × seed with ``forgetbench train-mt`` (the arm's config with ``train.seed`` and
    ``train.steps`` set; data paths made absolute), ``jobs`` at once, one thread each, in ``RUN/<arm>-s<seed>``.
-2. **sweep**: one ``forgetbench sweep`` over every trained model and each of its compressions, in ``RUN/sweep``
-   (the same sentences for all).
-3. **table**: ``RUN/study.json`` and ``RUN/study.md``. chrF (sacrebleu's, corpus level per direction) and
+2. **sweep**: one ``forgetbench sweep`` over every trained model and each of its compressions, in
+   ``RUN/sweep-<steps>`` (the same sentences for all).
+   Raising ``steps`` and running again continues every training run (``train-mt`` resumes) and sweeps the
+   longer-trained models in ``RUN/sweep-<steps>``.
+3. **table**: ``RUN/study-<steps>.json`` and ``.md``. chrF (the project's chrF3, corpus level per direction) and
    spBLEU-local (the models' shared SentencePiece model). Per seed s, with B_s / G_s the baseline and GraphMerge
    models of seed s and c a compression:
 
@@ -87,12 +89,14 @@ def derived_config(arm_config: Path, seed: int, steps: int, dest: Path) -> Path:
     return dest
 
 
-def trained(run: Path) -> bool:
-    return (run / "model" / "config.json").is_file()
+def trained(run: Path, steps: int) -> bool:
+    """A run whose exported model has ``steps`` steps (a lower count: the run continues)."""
+    rec = run / "model" / "training.json"
+    return rec.is_file() and json.loads(rec.read_text()).get("steps", 0) >= steps
 
 
 def stage_train(cfg: dict, out: Path) -> None:
-    todo = [(k, r) for k, r in runs(cfg, out).items() if not trained(r)]
+    todo = [(k, r) for k, r in runs(cfg, out).items() if not trained(r, int(cfg["steps"]))]
     env = os.environ | {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     active: list[tuple[subprocess.Popen, str]] = []
     while todo or active:
@@ -116,6 +120,11 @@ def model_dir(run: Path) -> Path:
     return run / "model"
 
 
+def sweep_dir(cfg: dict, out: Path) -> Path:
+    """The sweep of the models at ``steps``: raising ``steps`` and running again trains on and sweeps anew."""
+    return out / f"sweep-{cfg['steps']}"
+
+
 def sweep_config(cfg: dict, out: Path) -> Path:
     rs = runs(cfg, out)
     first = next(iter(rs))
@@ -127,14 +136,15 @@ def sweep_config(cfg: dict, out: Path) -> Path:
             variants[f"{name}-{cname}"] = {"model": str(model_dir(run)), "recipe": recipe}
     sweep = {"name": "graphmerge-study", "model": str(model_dir(rs[first])), "base": f"{first[0]}-s{first[1]}",
              "variants": variants} | cfg["sweep"]
-    dest = out / "sweep.yaml"
+    dest = out / f"sweep-{cfg['steps']}.yaml"
     dest.write_text(yaml.safe_dump(sweep, sort_keys=False))
     return dest
 
 
 def stage_sweep(cfg: dict, out: Path) -> None:
     conf = sweep_config(cfg, out)
-    subprocess.run([sys.executable, "-m", "forgetbench.cli", "sweep", str(conf), "--out", str(out / "sweep")], check=True)
+    subprocess.run([sys.executable, "-m", "forgetbench.cli", "sweep", str(conf), "--out", str(sweep_dir(cfg, out))],
+                   check=True)
 
 
 # ---- table ----
@@ -158,8 +168,8 @@ def _summary(point: float, samples: np.ndarray, per_seed: list[float]) -> dict:
 
 
 def stage_table(cfg: dict, out: Path) -> dict:
-    store = Store(out / "sweep" / "store.sqlite")
-    sweep = yaml.safe_load((out / "sweep.yaml").read_text())
+    store = Store(sweep_dir(cfg, out) / "store.sqlite")
+    sweep = yaml.safe_load((out / f"sweep-{cfg['steps']}.yaml").read_text())
     bench = sweep["benchmarks"][0]
     from forgetbench.eval.benchmarks import open_benchmark
 
@@ -347,8 +357,8 @@ def main(argv=None) -> None:
         stage_sweep(cfg, out)
     if a.stage in ("table", "all"):
         res = stage_table(cfg, out)
-        (out / "study.json").write_text(json.dumps(res, indent=1))
-        (out / "study.md").write_text(markdown(res))
+        (out / f"study-{cfg['steps']}.json").write_text(json.dumps(res, indent=1))
+        (out / f"study-{cfg['steps']}.md").write_text(markdown(res))
         print(markdown(res))
 
 

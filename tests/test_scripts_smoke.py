@@ -188,14 +188,14 @@ def test_graphmerge_study_of_identical_arms_finds_no_difference_and_the_losses_s
     (tmp_path / "study.yaml").write_text(yaml.safe_dump(study))
     for stage in ("sweep", "table"):
         _run(REPO / "scripts" / "graphmerge_study.py", tmp_path / "study.yaml", "--out", out, "--stage", stage)
-    res = json.loads((out / "study.json").read_text())
+    res = json.loads((out / f"study-{study['steps']}.json").read_text())
     figures = [row["delta"] for m in ("chrF", "spBLEU-local") for row in res["before"][m].values()]
     figures += [x for m in ("chrF", "spBLEU-local") for x in res["who_pays"][m]["prune-45"].values()]
     for x in figures:
         assert x["value"] == 0 and x["ci"] == [0, 0] and x["seeds"] == [0, 0], x
     assert set(res["before"]["chrF"]) == {"all", "tier High", "tier Very-Low", "script Latin", "into English",
                                           "out of English"}  # de High, sw Very-Low by the teacher's pair counts
-    store, losses = Store(out / "sweep" / "store.sqlite"), []
+    store, losses = Store(out / f"sweep-{study['steps']}" / "store.sqlite"), []
     for src, tgt in (("en", "de"), ("de", "en"), ("en", "sw"), ("sw", "en")):
         refs = (REPO / "data" / "flores101" / ("deu" if "de" in (src, tgt) else "swh")).with_suffix(".devtest")
         if tgt == "en":
