@@ -262,3 +262,53 @@ def test_the_pretraining_probe_times_steps_and_keeps_nothing_trained(tmp_path, c
     assert not (out / "checkpoint").exists() and not (out / "model").exists()
     # the probed folder then trains as a fresh run
     assert main(["pretrain-encoder", str(_tiny_run(tmp_path)), "--out", str(out), "--steps", "2", "--quiet"]) == 0
+
+
+# ---- the encoder as a parser reads it ----
+
+def test_words_are_read_in_windows_of_whole_words():
+    from forgetbench.parsing.pretrained import windows
+
+    assert windows([[7, 7], [7], [7, 7, 7]], 6) == [[0, 1], [2]]  # 4 positions between <s> and </s>
+    assert windows([[7] * 10, [7]], 6) == [[0], [1]]  # a word too long for any window: alone, cut to fit
+    assert windows([], 6) == [[]]
+
+
+@pytest.mark.parametrize("usi", [False, True])
+def test_first_piece_pooling_equals_encoding_each_sentence_alone(usi):
+    from forgetbench.parsing.pretrained import PretrainedWords
+
+    torch.manual_seed(0)
+    c = EncoderConfig(vocab_size=40, n_rels=3, d_model=8, layers=1, heads=2, ffn=16, dropout=0.0, max_positions=7,
+                      arc_mlp=4, rel_mlp=4, usi=usi)
+    m = PretrainedWords(c).eval()
+    # sentence 0: words of 2, 1, 1 pieces (6 positions with <s>, </s>); sentence 1: 1 word; padding beyond
+    pieces = torch.zeros(2, 4, 2, dtype=torch.long)
+    pieces[0, 1], pieces[0, 2, 0], pieces[0, 3, 0], pieces[1, 1, 0] = torch.tensor([10, 11]), 12, 13, 14
+    mask = torch.tensor([[True] * 4, [True, True, False, False]])
+    out = m(pieces, mask)
+    h0, _ = m.encoder.representations(torch.tensor([[2, 10, 11, 12, 13, 3]]))
+    torch.testing.assert_close(out[0], h0[0, [0, 1, 3, 4]], atol=1e-5, rtol=1e-5)  # root = <s>; first pieces
+    h1, _ = m.encoder.representations(torch.tensor([[2, 14, 3]]))
+    torch.testing.assert_close(out[1, :2], h1[0, :2], atol=1e-5, rtol=1e-5)
+    assert out[1, 2:].abs().sum() == 0
+    # longer than 7 positions: two windows of whole words, each read alone
+    long = torch.zeros(1, 5, 2, dtype=torch.long)
+    long[0, 1], long[0, 2], long[0, 3], long[0, 4] = (torch.tensor(x) for x in ([10, 11], [12, 13], [14, 15], [16, 17]))
+    got = m(long, torch.ones(1, 5, dtype=torch.bool))
+    a, _ = m.encoder.representations(torch.tensor([[2, 10, 11, 12, 13, 3]]))
+    b, _ = m.encoder.representations(torch.tensor([[2, 14, 15, 16, 17, 3]]))
+    torch.testing.assert_close(got[0], torch.stack([a[0, 0], a[0, 1], a[0, 3], b[0, 1], b[0, 3]]), atol=1e-5, rtol=1e-5)
+
+
+def test_pieces_tensor_holds_each_words_pieces():
+    from forgetbench.parsing.pretrained import MAX_PIECES_PER_WORD, pieces_tensor
+
+    class Sp:
+        def encode(self, w):
+            return {"ab": [10, 11], "c": [12], "": [], "long": list(range(20, 40))}[w]
+
+    t = pieces_tensor(Sp(), [["ab", "c"], ["", "long"]], 4)
+    assert t.shape == (2, 4, MAX_PIECES_PER_WORD) and t[0, 0].sum() == 0  # the root row empty
+    assert t[0, 1, :3].tolist() == [10, 11, 0] and t[0, 2, 0] == 12 and t[1, 1, 0] == 1  # no pieces: <unk>
+    assert t[1, 2].tolist() == list(range(20, 20 + MAX_PIECES_PER_WORD))

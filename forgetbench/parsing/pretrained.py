@@ -144,6 +144,80 @@ class PretrainedEncoder(nn.Module):
         return h, mask
 
 
+MAX_PIECES_PER_WORD = 16  # a word's pieces beyond these are dropped (its first piece is what a parser reads)
+
+
+def word_pieces(sp, forms: list[str]) -> list[list[int]]:
+    """Each word's own pieces (``pretrain/data.py`` rule 4), at most ``MAX_PIECES_PER_WORD``; ``<unk>`` for none."""
+    return [(sp.encode(w) or [UNK])[:MAX_PIECES_PER_WORD] for w in forms]
+
+
+def pieces_tensor(sp, sentences: list[list[str]], length: int) -> torch.Tensor:
+    """[B, length, K] piece ids per word (position 0, the root, empty; padding 0), as ``PretrainedWords`` reads."""
+    rows = [word_pieces(sp, forms) for forms in sentences]
+    k = max((len(p) for r in rows for p in r), default=1)
+    out = torch.zeros(len(rows), length, k, dtype=torch.long)
+    for b, r in enumerate(rows):
+        for i, p in enumerate(r, 1):
+            out[b, i, : len(p)] = torch.tensor(p)
+    return out
+
+
+def windows(pieces: list[list[int]], size: int) -> list[list[int]]:
+    """Consecutive word ranges (0-based word indices) whose pieces fit ``size`` positions with ``<s>`` and
+    ``</s>``; a word longer than that alone is cut to fit."""
+    out, cur, used = [], [], 0
+    for i, p in enumerate(pieces):
+        n = min(len(p), size - 2)
+        if cur and used + n > size - 2:
+            out.append(cur)
+            cur, used = [], 0
+        cur.append(i)
+        used += n
+    if cur or not out:
+        out.append(cur)
+    return out
+
+
+class PretrainedWords(nn.Module):
+    """Word representations from a pre-trained encoder, the first-piece pooling of the seed: each sentence is read
+    as ``<s> pieces </s>`` (``representations``: H^(L+1) through USI where there is one); word w is the state at
+    its first piece, the root the state at ``<s>``. A sentence longer than the encoder's positions is read in
+    consecutive windows of whole words, each its own ``<s> … </s>`` (the root: the first window's ``<s>``)."""
+
+    def __init__(self, cfg: EncoderConfig):
+        super().__init__()
+        self.encoder = PretrainedEncoder(cfg)
+
+    @property
+    def dim(self) -> int:
+        return self.encoder.config.d_model
+
+    def forward(self, pieces: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """pieces [B, L, K] (``pieces_tensor``), mask [B, L] of real positions (the root included) → [B, L, d]."""
+        B, L, _ = pieces.shape
+        seqs, where = [], []  # where: (sentence, word position, window, position in the window)
+        for b in range(B):
+            words = [[int(x) for x in pieces[b, i] if x != PAD] for i in range(1, int(mask[b].sum()))]
+            for w_i, win in enumerate(windows(words, self.encoder.config.max_positions)):
+                ids, k = [BOS], len(seqs)
+                if w_i == 0:
+                    where.append((b, 0, k, 0))
+                for i in win:
+                    where.append((b, i + 1, k, len(ids)))
+                    ids += words[i][: self.encoder.config.max_positions - 2]
+                seqs.append(ids + [EOS])
+        n = max(len(x) for x in seqs)
+        ids = torch.full((len(seqs), n), PAD, dtype=torch.long, device=pieces.device)
+        for k, x in enumerate(seqs):
+            ids[k, : len(x)] = torch.tensor(x, device=pieces.device)
+        h, _ = self.encoder.representations(ids)
+        out = h.new_zeros(B, L, h.shape[-1])
+        b_i, w_i, k_i, p_i = (torch.tensor(c, device=pieces.device) for c in zip(*where, strict=True))
+        out[b_i, w_i] = h[k_i, p_i]
+        return out
+
+
 def is_encoder_folder(folder: str | Path) -> bool:
     try:
         return json.loads((Path(folder) / "config.json").read_text(encoding="utf-8")).get("model_type") == MODEL_TYPE
