@@ -312,3 +312,66 @@ def test_pieces_tensor_holds_each_words_pieces():
     assert t.shape == (2, 4, MAX_PIECES_PER_WORD) and t[0, 0].sum() == 0  # the root row empty
     assert t[0, 1, :3].tolist() == [10, 11, 0] and t[0, 2, 0] == 12 and t[1, 1, 0] == 1  # no pieces: <unk>
     assert t[1, 2].tolist() == list(range(20, 20 + MAX_PIECES_PER_WORD))
+
+
+@pytest.mark.parametrize("arch", ["biaffine", "syntr"])
+def test_a_parser_reads_a_pretrained_encoder_frozen_or_fine_tuned(arch, tmp_path, capsys):
+    from safetensors.torch import load_file
+
+    from forgetbench.cli import main
+    from forgetbench.parsing import parsers
+
+    assert main(["pretrain-encoder", str(_tiny_run(tmp_path, steps=4)), "--out", str(tmp_path / "enc"), "--quiet"]) == 0
+    enc = tmp_path / "enc" / "model"
+    tb = tmp_path / "tb"
+    runs = {}
+    for scale in ("0", "1"):
+        out = tmp_path / f"{arch}-{scale}"
+        argv = ["parse", "train", "--arch", arch, "--train", str(tb / "wo_tiny-ud-train.conllu"), "--dev",
+                str(tb / "wo_tiny-ud-dev.conllu"), "--out", str(out), "--tags", "gold", "--max-epochs", "2",
+                "--encoder", str(enc), "--encoder-lr-scale", scale, "--quiet"]
+        assert main(argv) == 0, capsys.readouterr().err
+        runs[scale] = out
+    before = _weights(enc)
+    for scale, out in runs.items():
+        w = load_file(str(out / "model.safetensors"))
+        got = {k[len("words.encoder."):]: v for k, v in w.items() if k.startswith("words.encoder.")}
+        assert got.keys() == before.keys()
+        same = all(torch.equal(got[k], before[k]) for k in got)
+        assert same == (scale == "0"), scale  # frozen: the encoder's own weights; fine-tuned: moved
+        assert (out / "spm.model").read_bytes() == (enc / "spm.model").read_bytes()
+        rec = __import__("json").loads((out / "training.json").read_text())
+        assert rec["encoder"]["lr_scale"] == float(scale) and rec["encoder"]["variant"] == "ud-prlm"
+        # reloaded, it parses as trained: the dev LAS of the saved model
+        p = parsers.load(out)
+        assert p.vocab.sp is not None and p.model.words is not None
+        code = main(["parse", "eval", str(out), str(tb / "wo_tiny-ud-dev.conllu")])
+        r = __import__("json").loads(capsys.readouterr().out.strip().splitlines()[-1])
+        assert code == 0 and r["las"] == pytest.approx(rec["dev"]["las"])
+    # the fine-tuned parser goes through the recipe runner, its encoder's layers pruned and quantised too
+    rep = tmp_path / f"compress-{arch}"
+    assert main(["parse", "compress", "--models", str(runs["1"]), "--test", str(tb / "wo_tiny-ud-dev.conllu"),
+                 "--dev", str(tb / "wo_tiny-ud-train.conllu"), "--recipes", "prune-45", "ptq-int8",
+                 "--out", str(rep)]) == 0
+    S = __import__("json").loads((rep / "summary.json").read_text())
+    assert set(S["treebanks"][0]["variants"]) == {"prune-45", "ptq-int8"}
+    from forgetbench.compress import PruneConfig, prune
+
+    model = parsers.load(runs["1"]).model
+    report = prune(model, PruneConfig(sparsity=0.45, scope="layer"))
+    layer = model.words.encoder.layers[0].linear1.weight
+    assert "pretrained.layers.0" in {u.name for u in report.units}
+    assert float((layer == 0).float().mean()) == pytest.approx(0.45, abs=0.02)
+
+
+def test_an_architecture_that_reads_its_own_features_refuses_an_encoder(tmp_path, capsys):
+    from forgetbench.cli import main
+
+    assert main(["pretrain-encoder", str(_tiny_run(tmp_path, steps=2)), "--out", str(tmp_path / "enc"), "--quiet"]) == 0
+    tb = tmp_path / "tb"
+    argv = ["parse", "train", "--arch", "g2gtr", "--train", str(tb / "wo_tiny-ud-train.conllu"), "--dev",
+            str(tb / "wo_tiny-ud-dev.conllu"), "--out", str(tmp_path / "p"), "--tags", "gold", "--max-epochs", "1",
+            "--encoder", str(tmp_path / "enc" / "model"), "--quiet"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "g2gtr reads its own features" in err[0] and not (tmp_path / "p").exists()

@@ -117,6 +117,10 @@ def add_commands(sub) -> None:
     pt.add_argument("--arch", choices=["biaffine", "syntr", "rngtr", "g2gtr"], default="biaffine",
                     help="biaffine (BiLSTM), syntr (Transformer + biaffine), rngtr (graph-to-graph refiner of an initial "
                          "parse), g2gtr (transition-based graph-to-graph Transformer, arc-standard + SWAP)")
+    pt.add_argument("--encoder", help="a pretrain-encoder model folder: biaffine, syntr and rngtr read its first-piece "
+                                      "states (fine-tuned) instead of their own word/character layers")
+    pt.add_argument("--encoder-lr-scale", type=float, default=1.0,
+                    help="the encoder's learning rate relative to the parser's (default 1; 0 freezes it)")
     pt.add_argument("--tagger-from", help="reuse this parser's tagger and jackknifed training tags (same --train): "
                                           "architectures compared on the same tags, no second jackknife")
     pt.add_argument("--initial", help="rngtr: the parser (biaffine or syntr folder) whose output is the initial graph; "

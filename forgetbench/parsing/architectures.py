@@ -26,6 +26,7 @@ from forgetbench.errors import ForgetbenchError
 from forgetbench.parsing.g2gtr import G2GConfig, G2GTransitionParser, parse_batch, transition_loss
 from forgetbench.parsing.graph_parser import GraphParser, GraphParserConfig
 from forgetbench.parsing.model import BiaffineParser, ParserConfig
+from forgetbench.parsing.modules import subunits
 from forgetbench.parsing.refine import DEFAULT_ITERATIONS, mst_graph, refine, refinement_loss
 
 REFINEMENT = "refinement.json"
@@ -73,19 +74,19 @@ class Architecture:
         return model_kw
 
     def loss(self, model, b: dict, words, iterations: int):
-        arc, rel_dep, rel_head = model.encode(words, b["chars"], b["tags"])
+        arc, rel_dep, rel_head = model.encode(words, subunits(model, b), b["tags"])
         return loss_fn(arc, model.label_scores(rel_dep, rel_head, b["heads"]), b)
 
     def decode(self, parser, b: dict, ks: list[int], lens: list[int], init, record: bool) -> dict:
         """Predictions of one batch: ``{"preds": {k: (heads, labels)}}`` (``ran`` and ``per_iteration`` where the
         architecture refines)."""
         model = parser.model
-        heads, labels = mst_graph(model, *model.encode(b["words"], b["chars"], b["tags"]), lens)
+        heads, labels = mst_graph(model, *model.encode(b["words"], subunits(model, b), b["tags"]), lens)
         return {"preds": {k: parser.pred(heads[j], labels[j], n) for j, (k, n) in enumerate(zip(ks, lens, strict=True))}}
 
     def feed(self, parser):
         """``feed(model, sentences, batch)`` running the network on the inputs it sees when parsing."""
-        return lambda model, bs, b: model(b["words"], b["chars"], b["tags"])
+        return lambda model, bs, b: model(b["words"], subunits(model, b), b["tags"])
 
     def save_extra(self, parser, out_dir: Path) -> None:
         """Files besides config, weights and vocabulary (RNGTr: its refinement settings)."""
@@ -145,12 +146,12 @@ class RNGTr(SynTr):
 
     def loss(self, model, b: dict, words, iterations: int):
         empty = torch.full_like(b["heads"], -1)
-        return refinement_loss(model, words, b["chars"], b["tags"], b.get("g0_heads", empty), b.get("g0_rels", empty),
+        return refinement_loss(model, words, subunits(model, b), b["tags"], b.get("g0_heads", empty), b.get("g0_rels", empty),
                                b["heads"], b["rels"], loss_fn, iterations)
 
     def decode(self, parser, b: dict, ks: list[int], lens: list[int], init, record: bool) -> dict:
         h0, r0 = parser.initial_graph(b["words"].shape, ks, lens, init)
-        res = refine(parser.model, b["words"], b["chars"], b["tags"], h0, r0, parser.iterations, record)
+        res = refine(parser.model, b["words"], subunits(parser.model, b), b["tags"], h0, r0, parser.iterations, record)
         out: dict = {"preds": {}, "ran": {}, "per_iteration": {}}
         for j, (k, n) in enumerate(zip(ks, lens, strict=True)):
             out["preds"][k] = parser.pred(res["heads"][j], res["rels"][j], n)
@@ -163,7 +164,7 @@ class RNGTr(SynTr):
         def feed(model, bs, b):
             init = parser.initial.parse(bs) if parser.initial is not None else None
             h0, r0 = parser.initial_graph(b["words"].shape, range(len(bs)), [len(s.words) for s in bs], init)
-            refine(model, b["words"], b["chars"], b["tags"], h0, r0, parser.iterations)
+            refine(model, b["words"], subunits(model, b), b["tags"], h0, r0, parser.iterations)
         return feed
 
     def save_extra(self, parser, out_dir: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
@@ -20,12 +21,22 @@ class Vocab:
     chars: list[str]
     tags: list[str]
     rels: list[str]
+    pieces: str | None = None  # a parser reading a pre-trained encoder: its SentencePiece file, in the parser folder
 
     def __post_init__(self):
         self.w2i = {w: i for i, w in enumerate(self.words)}
         self.c2i = {c: i for i, c in enumerate(self.chars)}
         self.t2i = {t: i for i, t in enumerate(self.tags)}
         self.r2i = {r: i for i, r in enumerate(self.rels)}
+        self.sp = None
+
+    def attach(self, folder: Path) -> Vocab:
+        """Load the SentencePiece model ``pieces`` names from ``folder`` (a parser folder), if any."""
+        if self.pieces:
+            import sentencepiece as spm
+
+            self.sp = spm.SentencePieceProcessor(model_file=str(Path(folder) / self.pieces))
+        return self
 
     @classmethod
     def build(cls, sents: list[Sentence], min_freq: int = 2) -> Vocab:
@@ -36,7 +47,8 @@ class Vocab:
                    sorted({r for s in sents for r in s.deprels}))
 
     def to_dict(self) -> dict:
-        return {"words": self.words, "chars": self.chars, "tags": self.tags, "rels": self.rels}
+        return {"words": self.words, "chars": self.chars, "tags": self.tags, "rels": self.rels} | (
+            {"pieces": self.pieces} if self.pieces else {})
 
 
 def batchify(sents: list[Sentence], vocab: Vocab, max_chars: int = 20) -> dict[str, torch.Tensor]:
@@ -58,6 +70,10 @@ def batchify(sents: list[Sentence], vocab: Vocab, max_chars: int = 20) -> dict[s
             heads[b, i] = s.heads[i - 1]
             rels[b, i] = vocab.r2i.get(s.deprels[i - 1], -100)
     out = {"words": words, "chars": chars, "tags": tags, "heads": heads, "rels": rels}
+    if vocab.sp is not None:  # a parser reading a pre-trained encoder: each word's pieces
+        from forgetbench.parsing.pretrained import pieces_tensor
+
+        out["pieces"] = pieces_tensor(vocab.sp, [s.forms for s in sents], L)
     if all(s.words and INITIAL_HEAD in s.words[0] for s in sents):  # an RNGTr refiner's training graphs G⁰
         g0_heads, g0_rels = torch.full((B, L), -1, dtype=torch.long), torch.full((B, L), -1, dtype=torch.long)
         for b, s in enumerate(sents):

@@ -35,6 +35,7 @@ from forgetbench.parsing.batching import batches, batchify
 from forgetbench.parsing.conll import read_conllu
 from forgetbench.parsing.evaluate import corpus_las
 from forgetbench.parsing.metrics import score, sentence_las, sentence_las_counts
+from forgetbench.parsing.modules import subunits
 from forgetbench.parsing.saving import save_module_dir
 from forgetbench.parsing.tagger import tag, with_tags
 from forgetbench.stats import pct, rel
@@ -43,7 +44,7 @@ DEV_CALIBRATION_SENTENCES = 200
 
 
 def _forward(model, bs, b) -> None:
-    model(b["words"], b["chars"], b["tags"])
+    model(b["words"], subunits(model, b), b["tags"])
 
 
 class ConlluCalibration:

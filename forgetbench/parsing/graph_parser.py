@@ -25,8 +25,8 @@ from forgetbench.parsing.modules import (
     TokenFeatureConfig,
     biaffine_heads,
     biaffine_scores,
-    token_embeddings,
-    token_features,
+    read_words,
+    word_inputs,
 )
 from forgetbench.parsing.relations import n_relation_ids
 
@@ -71,7 +71,9 @@ class GraphParser(nn.Module):
     def __init__(self, cfg: GraphParserConfig):
         super().__init__()
         self.cfg = cfg
-        self.embed, self.char_lstm = token_embeddings(cfg)
+        units = word_inputs(self, cfg)
+        if cfg.pretrained:  # the pre-trained encoder's states (⊕ UPOS) are the graph encoder's input
+            self.forgetbench_units = units + self.forgetbench_units[len(TOKEN_UNITS):]
         self.proj = nn.Linear(cfg.feature_dim, cfg.d_model)
         self.encoder = GraphEncoder(cfg.d_model, cfg.layers, cfg.heads, cfg.ffn, cfg.n_relations, cfg.attention,
                                     cfg.value_relations, cfg.relation_norm, cfg.attention_dropout)
@@ -95,6 +97,6 @@ class GraphParser(nn.Module):
         if self.uses_graph and relations is None:
             raise ValueError("this parser is an RNGTr refiner: give the input graph's relation ids")
         mask = words != 0
-        x = self.proj(self.drop(token_features(self.embed, self.char_lstm, words, chars, tags)))
+        x = self.proj(self.drop(read_words(self, words, chars, tags)))
         h = self.encoder(x, mask, relations if self.uses_graph else None)
         return biaffine_scores(self.mlp, self.scorer, self.drop(h), mask)

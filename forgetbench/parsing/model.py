@@ -17,8 +17,8 @@ from forgetbench.parsing.modules import (
     TokenFeatureConfig,
     biaffine_heads,
     biaffine_scores,
-    token_embeddings,
-    token_features,
+    read_words,
+    word_inputs,
 )
 
 
@@ -42,10 +42,14 @@ class BiaffineParser(nn.Module):
     def __init__(self, cfg: ParserConfig):
         super().__init__()
         self.cfg = cfg
-        self.embed, self.char_lstm = token_embeddings(cfg)
-        self.lstm = nn.LSTM(cfg.feature_dim, cfg.lstm_hidden, num_layers=cfg.lstm_layers, batch_first=True, bidirectional=True,
-                            dropout=cfg.dropout)
-        d = 2 * cfg.lstm_hidden
+        units = word_inputs(self, cfg)
+        if cfg.pretrained:  # the pre-trained encoder replaces the BiLSTM: its states (⊕ UPOS) feed the MLPs
+            self.lstm, d = None, cfg.feature_dim
+            self.forgetbench_units = units + self.forgetbench_units[len(TOKEN_UNITS) + 1:]
+        else:
+            self.lstm = nn.LSTM(cfg.feature_dim, cfg.lstm_hidden, num_layers=cfg.lstm_layers, batch_first=True,
+                                bidirectional=True, dropout=cfg.dropout)
+            d = 2 * cfg.lstm_hidden
         self.mlp, self.scorer = biaffine_heads(d, cfg.arc_mlp, cfg.rel_mlp, cfg.n_rels, cfg.dropout)
         self.drop = nn.Dropout(cfg.dropout)
 
@@ -61,8 +65,10 @@ class BiaffineParser(nn.Module):
     def encode(self, words, chars, tags):
         """Arc scores [B, L(dep), L(head)] and the label MLPs' outputs (dependent, head views)."""
         L = words.shape[1]
-        x = token_features(self.embed, self.char_lstm, words, chars, tags)
-        lengths = (words != 0).sum(-1).cpu()
-        out, _ = self.lstm(nn.utils.rnn.pack_padded_sequence(self.drop(x), lengths, batch_first=True, enforce_sorted=False))
-        h, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=L)
+        h = read_words(self, words, chars, tags)
+        if self.lstm is not None:
+            lengths = (words != 0).sum(-1).cpu()
+            out, _ = self.lstm(nn.utils.rnn.pack_padded_sequence(self.drop(h), lengths, batch_first=True,
+                                                                 enforce_sorted=False))
+            h, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=L)
         return biaffine_scores(self.mlp, self.scorer, self.drop(h), words != 0)

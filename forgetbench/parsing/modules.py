@@ -22,13 +22,19 @@ class TokenFeatureConfig:
     char_dim: int = 50
     char_hidden: int = 100
     tag_dim: int = 50
+    pretrained: dict | None = None  # a pre-trained encoder's settings (parsing.pretrained.EncoderConfig): it reads
 
     @property
     def feature_dim(self) -> int:
+        if self.pretrained:
+            return self.pretrained["d_model"] + self.tag_dim
         return self.word_dim + self.char_hidden + self.tag_dim
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        if d.get("pretrained") is None:
+            d.pop("pretrained", None)  # a scratch parser's config.json as before the option
+        return d
 
 
 def token_embeddings(cfg: TokenFeatureConfig, **extra: nn.Module) -> tuple[nn.ModuleDict, nn.LSTM]:
@@ -37,6 +43,43 @@ def token_embeddings(cfg: TokenFeatureConfig, **extra: nn.Module) -> tuple[nn.Mo
                            "char": nn.Embedding(cfg.n_chars, cfg.char_dim, padding_idx=0),
                            "tag": nn.Embedding(cfg.n_tags, cfg.tag_dim, padding_idx=0), **extra})
     return embed, nn.LSTM(cfg.char_dim, cfg.char_hidden // 2, batch_first=True, bidirectional=True)
+
+
+PRETRAINED_TOKEN_UNITS = [{"unit": "embeddings", "module": "embed"},
+                         {"unit": "pretrained.embeddings", "module": "words.encoder.embed"},
+                         {"unit": "pretrained.layers.{0}", "module": "words.encoder.layers.*"},
+                         {"unit": "pretrained.usl", "module": "words.encoder.mlp"},
+                         {"unit": "pretrained.usl_biaffine", "module": "words.encoder.scorer"},
+                         {"unit": "pretrained.usi", "module": "words.encoder.usi_layer"}]  # the globs a variant lacks match nothing
+
+
+def word_inputs(model: nn.Module, cfg: TokenFeatureConfig, **extra: nn.Module) -> list[dict]:
+    """What a parser reads per word, set on ``model``: from scratch, ``embed`` (word, character, UPOS [+ extra]) and
+    ``char_lstm``; or, with ``cfg.pretrained``, ``words`` (``parsing.pretrained.PretrainedWords``: the encoder's
+    first-piece states) and ``embed`` (UPOS [+ extra]). Returns the matching compression units."""
+    if cfg.pretrained:
+        from forgetbench.parsing.pretrained import EncoderConfig, PretrainedWords
+
+        model.words = PretrainedWords(EncoderConfig(**cfg.pretrained))
+        model.embed = nn.ModuleDict({"tag": nn.Embedding(cfg.n_tags, cfg.tag_dim, padding_idx=0), **extra})
+        model.char_lstm = None
+        return PRETRAINED_TOKEN_UNITS
+    model.words = None
+    model.embed, model.char_lstm = token_embeddings(cfg, **extra)
+    return TOKEN_UNITS
+
+
+def read_words(model: nn.Module, words, sub, tags) -> torch.Tensor:
+    """The per-word input of ``word_inputs``: ``sub`` is the characters [B, L, C] (scratch) or the encoder's pieces
+    [B, L, K] (``subunits``)."""
+    if model.words is not None:
+        return torch.cat([model.words(sub, words != 0), model.embed["tag"](tags)], -1)
+    return token_features(model.embed, model.char_lstm, words, sub, tags)
+
+
+def subunits(model: nn.Module, b: dict) -> torch.Tensor:
+    """What the parser ``model`` reads below the word in batch ``b``: its characters, or its encoder's pieces."""
+    return b["pieces"] if getattr(model, "words", None) is not None else b["chars"]
 
 
 def char_features(embed: nn.Embedding, lstm: nn.LSTM, chars: torch.Tensor) -> torch.Tensor:

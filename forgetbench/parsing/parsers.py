@@ -19,7 +19,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from forgetbench.errors import ForgetbenchError
-from forgetbench.io import atomic_write_json
+from forgetbench.io import atomic_write_bytes, atomic_write_json
 from forgetbench.parsing.architectures import (
     ARCHS,
     REFINEMENT,
@@ -121,6 +121,8 @@ def save(parser: Parser, out_dir: Path, info: dict) -> None:
     tagger folders are written by the trainer."""
     save_module_dir(parser.model, parser.architecture.model_type, parser.model.cfg.to_dict(), out_dir)
     atomic_write_json(out_dir / "vocab.json", parser.vocab.to_dict())
+    if parser.vocab.pieces:  # the pre-trained encoder's SentencePiece model travels with the parser
+        atomic_write_bytes(out_dir / parser.vocab.pieces, parser.vocab.sp.serialized_model_proto())
     atomic_write_json(out_dir / "training.json", info)
     parser.architecture.save_extra(parser, out_dir)
 
@@ -131,7 +133,7 @@ def load(model_dir: str | Path, initial: str | None = None, iterations: int | No
     d = Path(model_dir)
     arch = architecture(arch_of(d))
     model = load_module_dir(d, arch.model_type, arch.build, f"{arch.name} parser")
-    vocab = Vocab(**json.loads((d / "vocab.json").read_text()))
+    vocab = Vocab(**json.loads((d / "vocab.json").read_text())).attach(d)
     parser = Parser(arch.name, model, vocab, load_tagger(d))
     arch.configure(parser, d, initial, iterations, load)
     return parser

@@ -174,6 +174,8 @@ class ParseTrainConfig:
     refiner_graphs: str | None = None  # None: k-fold graphs with an initial parser, else empty ones
     folds: int = 2
     fold_minutes: float = 6.0
+    encoder: str | None = None  # a pretrain-encoder model folder the parser reads (fine-tuned) instead of its own
+    encoder_lr_scale: float = 1.0  # the encoder's learning rate relative to the parser's (0: frozen)
     model: dict = field(default_factory=dict)  # network settings given (MODEL_OPTIONS); the rest are defaults
 
     @classmethod
@@ -201,7 +203,8 @@ def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Pa
           jackknife: int = 4,
           arch: str = "biaffine", tagger_from: str | Path | None = None, initial: str | Path | None = None,
           iterations: int = DEFAULT_ITERATIONS, train_iterations: int | None = None, warm_start: str | Path | None = None,
-          refiner_graphs: str = "empty", folds: int = 2, fold_minutes: float = 6.0, label: str = "", **model_kw) -> dict:
+          refiner_graphs: str = "empty", folds: int = 2, fold_minutes: float = 6.0, label: str = "",
+          encoder: str | Path | None = None, encoder_lr_scale: float = 1.0, **model_kw) -> dict:
     """Train a parser of ``arch`` on ``train_file``, select on ``dev_file`` (None: ``held_out_split`` of the
     training file); ``minutes`` bounds the whole run (taggers included), ``max_epochs`` the parser's epochs and
     ``tagger_epochs`` each tagger's (predicted tags): with time budgets too large to bind, a run is deterministic.
@@ -215,7 +218,10 @@ def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Pa
     ``folds × fold_minutes``); ``label`` prefixes the progress lines (``fold 1/2:``); each of its
     ``train_iterations`` (default ``iterations``) is trained on the previous iteration's output;
     ``warm_start``: a SynTr folder (same vocabulary) whose weights initialise the refiner — every weight but the
-    relation embeddings, so the refiner starts as that SynTr (whose training time is then part of the refiner's)."""
+    relation embeddings, so the refiner starts as that SynTr (whose training time is then part of the refiner's).
+    ``encoder``: a ``pretrain-encoder`` model folder; the parser reads its first-piece states (⊕ UPOS) instead of
+    its own word, character and BiLSTM layers (biaffine) or embeddings (SynTr, RNGTr), fine-tuned at
+    ``encoder_lr_scale`` × the parser's learning rate (0: frozen); its SentencePiece model is saved with the parser."""
     architecture = parsers.architecture(arch)
     _check_settings(architecture, tags, tagger_from, jackknife, tagger_minutes, minutes, refiner_graphs, initial,
                     warm_start, folds, iterations, train_iterations)
@@ -229,7 +235,10 @@ def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Pa
     tr, dv = _read_split(train_file, dev_file)
     reused = _reused_tags(Path(tagger_from), train_file, dev_file) if tagger_from is not None else None
     vocab = Vocab(**json.loads((Path(tagger_from) / "vocab.json").read_text())) if reused is not None else Vocab.build(tr)
+    pretrained = _pretrained_encoder(encoder, encoder_lr_scale, architecture, vocab, model_kw)
     model = _build(architecture, vocab, model_kw, warm, warm_start)
+    if pretrained is not None:
+        model.words.encoder.load_state_dict(pretrained.state_dict())
     parser = parsers.Parser(arch, model, vocab, initial=init_parser, iterations=iterations)
     t_iter = train_iterations or iterations
     t0 = time.perf_counter()
@@ -244,9 +253,30 @@ def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Pa
         record = {"arch": arch, "threads": threads, "seed": seed, "train": str(train_file), "minutes": minutes,
                   "optimiser": settings,
                   "dev_data": str(dev_file) if dev_file else f"held out: every {HELD_OUT_EVERY}th training sentence",
-                  "environment": environment()} | tag_info | architecture.training_record(
+                  "environment": environment()} | tag_info | ({"encoder": {
+                      "folder": str(encoder), "weights_sha256": sha256_file(Path(encoder) / "model.safetensors"),
+                      "variant": pretrained.config.variant, "lr_scale": encoder_lr_scale}} if encoder else {}) | \
+            architecture.training_record(
                       initial, iterations, t_iter, warm_start, refiner_graphs, folds, kfold_info)
         return _fit(tmp, parser, tr, dv, settings, t_iter, record, minutes, max_epochs, seed, t0, progress, label)
+
+
+def _pretrained_encoder(encoder, lr_scale: float, architecture, vocab: Vocab, model_kw: dict):
+    """The pre-trained encoder a parser reads (``encoder`` given): its settings join ``model_kw``, its SentencePiece
+    model the vocabulary; refused in one line for an architecture that cannot read one or a bad scale."""
+    if encoder is None:
+        return None
+    from forgetbench.parsing.pretrained import load_encoder
+
+    if architecture.name not in ("biaffine", "syntr", "rngtr"):
+        raise ForgetbenchError(f"--encoder: {architecture.name} reads its own features; a pre-trained encoder is read "
+                               "by biaffine, syntr and rngtr parsers")
+    if not lr_scale >= 0:
+        raise ForgetbenchError(f"--encoder-lr-scale {lr_scale}: give a number >= 0 (0 freezes the encoder)")
+    model, sp, _ = load_encoder(encoder)
+    model_kw["pretrained"] = model.config.to_dict()
+    vocab.pieces, vocab.sp = "spm.model", sp
+    return model
 
 
 def _check_settings(architecture, tags, tagger_from, jackknife, tagger_minutes, minutes, refiner_graphs, initial,
@@ -343,7 +373,14 @@ def _fit(tmp: Path, parser, tr, dv, settings: dict, t_iter: int, record: dict, m
     """The epoch loop: Adam with linear warm-up, dev LAS after every epoch (the parser's own decoding), the best
     model saved in ``tmp`` with ``record``; returns the final training record."""
     model, architecture = parser.model, parser.architecture
-    opt = torch.optim.Adam(model.parameters(), lr=settings["lr"], betas=settings["betas"])
+    enc = getattr(model, "words", None)
+    scale = record.get("encoder", {}).get("lr_scale", 1.0)
+    if enc is not None and scale == 0:
+        enc.requires_grad_(False)
+    own = [p for n, p in model.named_parameters() if not n.startswith("words.")]
+    groups = [{"params": own}] + ([{"params": list(enc.parameters()), "lr": settings["lr"] * scale}]
+                                 if enc is not None and scale > 0 else [])
+    opt = torch.optim.Adam(groups, lr=settings["lr"], betas=settings["betas"])
     steps_up = settings["warmup"]
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda k: min(1.0, (k + 1) / steps_up)) if steps_up else None
     dv_initial = parser.initial.parse(dv) if parser.initial is not None else None  # G^0 of dev, computed once
