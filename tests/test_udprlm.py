@@ -375,3 +375,22 @@ def test_an_architecture_that_reads_its_own_features_refuses_an_encoder(tmp_path
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "g2gtr reads its own features" in err[0] and not (tmp_path / "p").exists()
+
+
+def test_encoder_learning_rates_decay_layer_by_layer():
+    from forgetbench.parsing.model import BiaffineParser, ParserConfig
+    from forgetbench.parsing.train import encoder_groups
+
+    c = EncoderConfig(vocab_size=30, n_rels=3, d_model=8, layers=2, heads=2, ffn=16, arc_mlp=4, rel_mlp=4).to_dict()
+    m = BiaffineParser(ParserConfig(n_words=5, n_chars=5, n_tags=4, n_rels=3, pretrained=c))
+    groups = encoder_groups(m, 1.0, 0.5, 0.1)
+    lr_of = {id(p): g.get("lr", 1.0) for g in groups for p in g["params"]}
+    enc = m.words.encoder
+    assert lr_of[id(m.mlp["arc_dep"].linear.weight)] == 1.0  # the parser's own layers
+    assert lr_of[id(enc.usi_layer.linear1.weight)] == 0.5  # the encoder's top
+    assert lr_of[id(enc.layers[1].linear1.weight)] == pytest.approx(0.05)  # last layer: one decay
+    assert lr_of[id(enc.layers[0].linear1.weight)] == pytest.approx(0.005)
+    assert lr_of[id(enc.embed.weight)] == pytest.approx(0.0005)
+    assert sum(len(g["params"]) for g in groups) == len(list(m.parameters()))
+    frozen = encoder_groups(m, 1.0, 0.0, 1.0)
+    assert len(frozen) == 1 and not enc.embed.weight.requires_grad

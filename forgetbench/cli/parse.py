@@ -121,6 +121,8 @@ def add_commands(sub) -> None:
                                       "states (fine-tuned) instead of their own word/character layers")
     pt.add_argument("--encoder-lr-scale", type=float, default=1.0,
                     help="the encoder's learning rate relative to the parser's (default 1; 0 freezes it)")
+    pt.add_argument("--encoder-lr-decay", type=float, default=1.0,
+                    help="layer-wise decay: each encoder layer down gets this factor more (default 1: one rate)")
     pt.add_argument("--tagger-from", help="reuse this parser's tagger and jackknifed training tags (same --train): "
                                           "architectures compared on the same tags, no second jackknife")
     pt.add_argument("--initial", help="rngtr: the parser (biaffine or syntr folder) whose output is the initial graph; "

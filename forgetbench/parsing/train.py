@@ -176,6 +176,7 @@ class ParseTrainConfig:
     fold_minutes: float = 6.0
     encoder: str | None = None  # a pretrain-encoder model folder the parser reads (fine-tuned) instead of its own
     encoder_lr_scale: float = 1.0  # the encoder's learning rate relative to the parser's (0: frozen)
+    encoder_lr_decay: float = 1.0  # layer-wise: each encoder layer down gets this factor more
     model: dict = field(default_factory=dict)  # network settings given (MODEL_OPTIONS); the rest are defaults
 
     @classmethod
@@ -204,7 +205,8 @@ def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Pa
           arch: str = "biaffine", tagger_from: str | Path | None = None, initial: str | Path | None = None,
           iterations: int = DEFAULT_ITERATIONS, train_iterations: int | None = None, warm_start: str | Path | None = None,
           refiner_graphs: str = "empty", folds: int = 2, fold_minutes: float = 6.0, label: str = "",
-          encoder: str | Path | None = None, encoder_lr_scale: float = 1.0, **model_kw) -> dict:
+          encoder: str | Path | None = None, encoder_lr_scale: float = 1.0, encoder_lr_decay: float = 1.0,
+          **model_kw) -> dict:
     """Train a parser of ``arch`` on ``train_file``, select on ``dev_file`` (None: ``held_out_split`` of the
     training file); ``minutes`` bounds the whole run (taggers included), ``max_epochs`` the parser's epochs and
     ``tagger_epochs`` each tagger's (predicted tags): with time budgets too large to bind, a run is deterministic.
@@ -221,7 +223,8 @@ def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Pa
     relation embeddings, so the refiner starts as that SynTr (whose training time is then part of the refiner's).
     ``encoder``: a ``pretrain-encoder`` model folder; the parser reads its first-piece states (⊕ UPOS) instead of
     its own word, character and BiLSTM layers (biaffine) or embeddings (SynTr, RNGTr), fine-tuned at
-    ``encoder_lr_scale`` × the parser's learning rate (0: frozen); its SentencePiece model is saved with the parser."""
+    ``encoder_lr_scale`` × the parser's learning rate (0: frozen), ``encoder_lr_decay`` per layer downwards
+    (``encoder_groups``); its SentencePiece model is saved with the parser."""
     architecture = parsers.architecture(arch)
     _check_settings(architecture, tags, tagger_from, jackknife, tagger_minutes, minutes, refiner_graphs, initial,
                     warm_start, folds, iterations, train_iterations)
@@ -235,7 +238,7 @@ def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Pa
     tr, dv = _read_split(train_file, dev_file)
     reused = _reused_tags(Path(tagger_from), train_file, dev_file) if tagger_from is not None else None
     vocab = Vocab(**json.loads((Path(tagger_from) / "vocab.json").read_text())) if reused is not None else Vocab.build(tr)
-    pretrained = _pretrained_encoder(encoder, encoder_lr_scale, architecture, vocab, model_kw)
+    pretrained = _pretrained_encoder(encoder, encoder_lr_scale, encoder_lr_decay, architecture, vocab, model_kw)
     model = _build(architecture, vocab, model_kw, warm, warm_start)
     if pretrained is not None:
         model.words.encoder.load_state_dict(pretrained.state_dict())
@@ -255,13 +258,14 @@ def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Pa
                   "dev_data": str(dev_file) if dev_file else f"held out: every {HELD_OUT_EVERY}th training sentence",
                   "environment": environment()} | tag_info | ({"encoder": {
                       "folder": str(encoder), "weights_sha256": sha256_file(Path(encoder) / "model.safetensors"),
-                      "variant": pretrained.config.variant, "lr_scale": encoder_lr_scale}} if encoder else {}) | \
+                      "variant": pretrained.config.variant, "lr_scale": encoder_lr_scale,
+                      "lr_decay": encoder_lr_decay}} if encoder else {}) | \
             architecture.training_record(
                       initial, iterations, t_iter, warm_start, refiner_graphs, folds, kfold_info)
         return _fit(tmp, parser, tr, dv, settings, t_iter, record, minutes, max_epochs, seed, t0, progress, label)
 
 
-def _pretrained_encoder(encoder, lr_scale: float, architecture, vocab: Vocab, model_kw: dict):
+def _pretrained_encoder(encoder, lr_scale: float, lr_decay: float, architecture, vocab: Vocab, model_kw: dict):
     """The pre-trained encoder a parser reads (``encoder`` given): its settings join ``model_kw``, its SentencePiece
     model the vocabulary; refused in one line for an architecture that cannot read one or a bad scale."""
     if encoder is None:
@@ -273,6 +277,8 @@ def _pretrained_encoder(encoder, lr_scale: float, architecture, vocab: Vocab, mo
                                "by biaffine, syntr and rngtr parsers")
     if not lr_scale >= 0:
         raise ForgetbenchError(f"--encoder-lr-scale {lr_scale}: give a number >= 0 (0 freezes the encoder)")
+    if not 0 < lr_decay <= 1:
+        raise ForgetbenchError(f"--encoder-lr-decay {lr_decay}: give a number in (0, 1] (1: one rate for every layer)")
     model, sp, _ = load_encoder(encoder)
     model_kw["pretrained"] = model.config.to_dict()
     vocab.pieces, vocab.sp = "spm.model", sp
@@ -368,18 +374,38 @@ def _kfold_phase(tmp: Path, tr, dv, init_parser, folds, fold_minutes, seed, thre
     return with_initial_graphs(tr, preds), kfold_info
 
 
+def encoder_groups(model, lr: float, scale: float, decay: float) -> list[dict]:
+    """Adam's parameter groups: the parser's own layers at ``lr``; a pre-trained encoder's at ``lr · scale`` for its
+    top (USL/USI, the layers above the last Transformer layer), ``lr · scale · decay^(L−l)`` for its Transformer
+    layer l of L (0-based: the lowest decays most) and ``lr · scale · decay^(L+1)`` for its embeddings (layer-wise
+    decay; 1: one rate). ``scale`` 0 freezes the encoder."""
+    enc = getattr(model, "words", None)
+    own = [p for n, p in model.named_parameters() if not n.startswith("words.")]
+    if enc is None:
+        return [{"params": own}]
+    if scale == 0:
+        enc.requires_grad_(False)
+        return [{"params": own}]
+    L = len(enc.encoder.layers)
+    depth: dict[int, list] = {}
+    for n, p in enc.encoder.named_parameters():
+        if n.startswith("layers."):
+            d = L - int(n.split(".")[1])
+        elif n.startswith(("embed.", "positions.")):
+            d = L + 1
+        else:
+            d = 0
+        depth.setdefault(d, []).append(p)
+    return [{"params": own}] + [{"params": ps, "lr": lr * scale * decay ** d} for d, ps in sorted(depth.items())]
+
+
 def _fit(tmp: Path, parser, tr, dv, settings: dict, t_iter: int, record: dict, minutes, max_epochs, seed, t0,
          progress, label: str = "") -> dict:
     """The epoch loop: Adam with linear warm-up, dev LAS after every epoch (the parser's own decoding), the best
     model saved in ``tmp`` with ``record``; returns the final training record."""
     model, architecture = parser.model, parser.architecture
-    enc = getattr(model, "words", None)
-    scale = record.get("encoder", {}).get("lr_scale", 1.0)
-    if enc is not None and scale == 0:
-        enc.requires_grad_(False)
-    own = [p for n, p in model.named_parameters() if not n.startswith("words.")]
-    groups = [{"params": own}] + ([{"params": list(enc.parameters()), "lr": settings["lr"] * scale}]
-                                 if enc is not None and scale > 0 else [])
+    enc_rec = record.get("encoder", {})
+    groups = encoder_groups(model, settings["lr"], enc_rec.get("lr_scale", 1.0), enc_rec.get("lr_decay", 1.0))
     opt = torch.optim.Adam(groups, lr=settings["lr"], betas=settings["betas"])
     steps_up = settings["warmup"]
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda k: min(1.0, (k + 1) / steps_up)) if steps_up else None
