@@ -149,4 +149,4 @@ def test_the_pretraining_configs_differ_only_in_the_variant():
     assert {v: r["model"].pop("variant") for v, r in raws.items()} == {v: v for v in raws}
     assert raws["mlm"] == raws["usl-mlm"] == raws["ud-prlm"]
     cfg = load_pretrain_config(d / "ud-prlm.yaml")  # treebank folders checked: each has its train split
-    assert len(cfg.data.treebanks) == 3 and cfg.train.threads == 1
+    assert len(cfg.data.treebanks) == 5 and cfg.train.threads == 1
