@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The graph-to-graph parser study's models, 1 thread each, on the three shipped treebanks:
+# The graph-to-graph parser study's models, 1 thread each, on English-LinES, Turkish-IMST and Wolof-WTB:
 #   biaffine  10.5 min (taggers 3 x 1.5 min: 2-fold jackknife + final; the parser ~6 min)
 #   SynTr     6 min, the biaffine parser's tagger and training tags (--tagger-from)
 #   RNGTr     6 min, warm-started from that SynTr, initial parser = the biaffine one, 2 iterations per batch

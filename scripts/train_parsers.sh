@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Train the biaffine parser on the three shipped treebanks (gold tokenisation), 1 thread, 15 minutes
+# Train the biaffine parser on English-LinES, Turkish-IMST and Wolof-WTB (gold tokenisation), 1 thread, 15 minutes
 # each (taggers included), then evaluate on test.
 # Usage: scripts/train_parsers.sh OUT_DIR [gold|predicted]
 #   predicted (default): UPOS from the parser's own tagger (2-fold jackknifed training tags, 1.5 min per tagger)
