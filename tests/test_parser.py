@@ -150,6 +150,12 @@ def test_parse_compress_report(tmp_path):
         lo, hi = d["rel_las_ci"]
         assert lo <= d["rel_las"] + 1e-9 and d["rel_las"] <= hi + 1e-9 and 0 < d["las_p"] <= 1
         assert d["losers_pct_ci"][0] <= d["losers_pct"] + 1e-9
+        # per relation class: the words of every class add up to the test words, each change inside its interval
+        rc = d["relation_classes"]
+        assert sum(x["words"] for x in rc.values()) == d["words"]
+        assert all(x["delta_ci"][0] - 1e-9 <= x["delta"] <= x["delta_ci"][1] + 1e-9 for x in rc.values())
+    assert "LAS per relation class" in (tmp_path / "rep" / "report.md").read_text()
+    assert (tmp_path / "rep" / "parse_relation_classes.csv").is_file()
 
 
 def test_parse_predict_scored_by_the_official_conll2018_scorer_equals_parse_eval(tmp_path, capsys):

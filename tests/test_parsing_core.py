@@ -147,3 +147,25 @@ def test_a_budget_shorter_than_an_epoch_ends_the_epoch_early(monkeypatch):
                                      max_epochs=5, t0=0.0, progress=False)
     assert n == 1 and history == [{"epoch": 1, "partial": True}] and saved == [1]
     assert 0 < len(seen) < 20  # the epoch ended early: 12 s of budget, about 1 s a batch
+
+
+def test_las_per_relation_class_by_hand():
+    import numpy as np
+
+    from forgetbench.eval import bootstrap as bs
+    from forgetbench.parsing.compress_eval import class_changes
+    from forgetbench.parsing.metrics import class_las_counts, relation_class
+
+    assert relation_class("nsubj:pass") == "core" and relation_class("case") == "function"
+    assert relation_class("punct") == "other" and relation_class("made-up") == "other"
+    gold = [([2, 0, 2], ["nsubj", "root", "obj"]), ([0, 1], ["root", "nmod:poss"])]
+    sys_ = [([2, 0, 1], ["nsubj", "root", "obj"]), ([0, 1], ["root", "amod"])]
+    c = class_las_counts(gold, sys_)
+    assert c["core"] == [(1, 2), (0, 0)] and c["other"] == [(1, 1), (1, 1)] and c["nominal"] == [(0, 0), (0, 1)]
+    w = bs.counts(2, 200, 1)
+    ch = class_changes(gold, gold, sys_, w)
+    assert set(ch) == {"core", "nominal", "other"}  # classes without words are left out
+    assert ch["core"]["las_base"] == 100 and ch["core"]["las"] == 50 and ch["core"]["delta"] == -50
+    assert ch["nominal"]["delta"] == -100 and ch["other"]["delta"] == 0 and ch["core"]["words"] == 2
+    lo, hi = ch["core"]["delta_ci"]
+    assert np.isfinite(lo) and lo <= -50 <= hi

@@ -34,7 +34,7 @@ from forgetbench.parsing import parsers
 from forgetbench.parsing.batching import batches, batchify
 from forgetbench.parsing.conll import read_conllu
 from forgetbench.parsing.evaluate import corpus_las
-from forgetbench.parsing.metrics import score, sentence_las, sentence_las_counts
+from forgetbench.parsing.metrics import class_las_counts, score, sentence_las, sentence_las_counts
 from forgetbench.parsing.modules import subunits
 from forgetbench.parsing.saving import save_module_dir
 from forgetbench.parsing.tagger import tag, with_tags
@@ -115,6 +115,23 @@ def las_difference(base_counts, comp_counts, weights) -> dict:
             "losers_pct_ci": bs.percentile_interval(100 * bs.resample_mean(losing, weights)).to_dict()}
 
 
+def class_changes(gold, base_preds, comp_preds, weights) -> dict:
+    """Per relation class (``metrics.RELATION_CLASSES``, by the gold relation): LAS of the base and the variant on
+    the words of that class, and the change in points with its paired bootstrap interval (sentences resampled as
+    everywhere in this report)."""
+    cb, cv = class_las_counts(gold, base_preds), class_las_counts(gold, comp_preds)
+    out = {}
+    for k in cb:
+        words = sum(n for _, n in cb[k])
+        if not words:
+            continue
+        with np.errstate(invalid="ignore", divide="ignore"):  # a resample without words of the class: NaN, left out
+            (b, rb), (v, rv) = corpus_las(cb[k], weights), corpus_las(cv[k], weights)
+        out[k] = {"words": words, "las_base": b, "las": v, "delta": v - b,
+                  "delta_ci": bs.percentile_interval(rv - rb).to_dict()}
+    return out
+
+
 def forgetting_contrast(ref: dict, other: dict, weights: np.ndarray) -> dict:
     """(LAS change of ``other`` under a recipe) − (LAS change of ``ref`` under it), in points, on the same test
     sentences and the same resamples: negative = ``other`` forgets more. Each dict: base / variant counts."""
@@ -188,6 +205,7 @@ def run(models: list[str], tests: list[str], devs: list[str] | None, recipes: li
                 "worst": [{"sentence": " ".join(sents[i].forms), "las_base": las_b[i], "las": las_v[i]} for i in worst]}
             counts[name] = {"base": counts_b, "variant": sentence_las_counts(gold, pv)}
             tb["variants"][name] |= las_difference(counts_b, counts[name]["variant"], weights)
+            tb["variants"][name]["relation_classes"] = class_changes(gold, pb, pv, weights)
         summary["treebanks"].append(tb)
         kept.setdefault(k_test, []).append((str(mdir), counts))
         if len(kept[k_test]) > 1:

@@ -86,3 +86,38 @@ def sentence_las(gold: list[tuple[list[int], list[str]]], system: list[tuple[lis
     """LAS per sentence (percent of words with the right head and stripped deprel): the parsing analogue
     of ΔchrF per sentence in the compression report."""
     return [100.0 * ok / n for ok, n in sentence_las_counts(gold, system)]
+
+
+# UD's own grouping of its relations (universaldependencies.org/u/dep: the table's rows), with the function
+# words, coordination and multiword expressions apart; subtypes are stripped first.
+RELATION_CLASSES = {
+    "core": {"nsubj", "obj", "iobj", "csubj", "ccomp", "xcomp"},
+    "non-core": {"obl", "vocative", "expl", "dislocated", "advcl", "advmod", "discourse"},
+    "nominal": {"nmod", "appos", "nummod", "acl", "amod"},
+    "function": {"aux", "cop", "mark", "det", "clf", "case"},
+    "coordination": {"conj", "cc"},
+    "mwe": {"fixed", "flat", "compound"},
+    "other": {"list", "parataxis", "orphan", "goeswith", "reparandum", "punct", "root", "dep"},
+}
+CLASS_OF = {r: k for k, rs in RELATION_CLASSES.items() for r in rs}
+
+
+def relation_class(deprel: str) -> str:
+    return CLASS_OF.get(strip(deprel), "other")
+
+
+def class_las_counts(gold: list[tuple[list[int], list[str]]], system: list[tuple[list[int], list[str]]]
+                     ) -> dict[str, list[tuple[int, int]]]:
+    """Per relation class (of the gold relation), per sentence: (words of that class attached right with the right
+    stripped relation, words of that class)."""
+    out = {k: [] for k in RELATION_CLASSES}
+    for (gh, gd), (ph, pd) in zip(gold, system, strict=True):
+        ok = {k: 0 for k in RELATION_CLASSES}
+        n = {k: 0 for k in RELATION_CLASSES}
+        for a, b, c, d in zip(gh, gd, ph, pd, strict=True):
+            k = relation_class(b)
+            n[k] += 1
+            ok[k] += a == c and strip(b) == strip(d)
+        for k in RELATION_CLASSES:
+            out[k].append((ok[k], n[k]))
+    return out

@@ -21,8 +21,8 @@ def _p(p) -> str:
 
 
 def write_parse_report(S: dict, out: Path) -> None:
-    """summary.json, parse_compression.csv, report.md and report.html of ``forgetbench parse compress`` (+
-    parse_contrasts.csv and a "which forgets more" table when models share a test file)."""
+    """summary.json, parse_compression.csv, parse_relation_classes.csv, report.md and report.html of ``forgetbench
+    parse compress`` (+ parse_contrasts.csv and a "which forgets more" table when models share a test file)."""
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_json(out / "summary.json", S)
     head = ["treebank", "tags", "variant", "LAS", "UAS", "CLAS", "rel. LAS % [95 % CI]", "p", "sentences losing LAS % [95 % CI]",
@@ -53,12 +53,24 @@ def write_parse_report(S: dict, out: Path) -> None:
         buf = io.StringIO()
         csv.writer(buf).writerows([c_head, *c_rows])
         atomic_write_text(out / "parse_contrasts.csv", buf.getvalue())
+    r_head = ["treebank", "variant", "relation class", "words", "LAS base", "LAS", "change, points [95 % CI]"]
+    r_rows = [[Path(tb["model"]).name, v, k, str(x["words"]), f"{x['las_base']:.2f}", f"{x['las']:.2f}",
+               f"{x['delta']:+.2f} {_ci(x['delta_ci'])}"]
+              for tb in S["treebanks"] for v, d in tb["variants"].items() for k, x in d.get("relation_classes", {}).items()]
+    if r_rows:
+        buf = io.StringIO()
+        csv.writer(buf).writerows([r_head, *r_rows])
+        atomic_write_text(out / "parse_relation_classes.csv", buf.getvalue())
     md = ["# Parser compression report", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     md += ["| " + " | ".join(r) + " |" for r in rows]
     if c_rows:
         md += ["", "## Which forgets more (same test sentences, same resamples; negative: the model loses more)", "",
                "| " + " | ".join(c_head) + " |", "|" + "---|" * len(c_head)]
         md += ["| " + " | ".join(r) + " |" for r in c_rows]
+    if r_rows:
+        md += ["", "## LAS per relation class (UD's groups, by the gold relation)", "",
+               "| " + " | ".join(r_head) + " |", "|" + "---|" * len(r_head)]
+        md += ["| " + " | ".join(r) + " |" for r in r_rows]
     atomic_write_text(out / "report.md", "\n".join(md) + "\n")
     e = html.escape
 
@@ -66,7 +78,8 @@ def write_parse_report(S: dict, out: Path) -> None:
         return ("<table><tr>" + "".join(f"<th>{e(x)}</th>" for x in h) + "</tr>"
                 + "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in rs) + "</table>")
 
-    table = _table(head, rows) + (f"<h2>Which forgets more</h2>{_table(c_head, c_rows)}" if c_rows else "")
+    table = _table(head, rows) + (f"<h2>Which forgets more</h2>{_table(c_head, c_rows)}" if c_rows else "") + (
+        f"<h2>LAS per relation class</h2>{_table(r_head, r_rows)}" if r_rows else "")
     worst = "".join(f"<h3>{e(Path(tb['model']).name)} — {e(v)}: most-losing sentences</h3><ul>"
                     + "".join(f"<li>{e(w['sentence'])} (LAS {w['las_base']:.0f} → {w['las']:.0f})</li>" for w in d["worst"])
                     + "</ul>" for tb in S["treebanks"] for v, d in tb["variants"].items())
