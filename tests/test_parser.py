@@ -205,3 +205,17 @@ def test_parse_train_options_are_one_config_by_name():
     options = {a.dest for a in build_parser()._subparsers._group_actions[0].choices["parse"]._subparsers
                ._group_actions[0].choices["train"]._actions} - {"help", "quiet", "debug"}
     assert options == {f.name for f in fields(ParseTrainConfig)} - {"model"} | set(MODEL_OPTIONS)
+
+
+def test_the_parse_report_writes_a_base_las_of_zero(tmp_path):
+    """A parser that gets no word right has no relative LAS change: the report says – instead of failing."""
+    from forgetbench.report.parsing import write_parse_report
+
+    v = {"las": 0.8, "uas": 5.0, "clas": 0.0, "rel_las": None, "rel_las_ci": [None, None], "las_p": 1.0,
+         "losers_pct": 0.0, "losers_pct_ci": [0.0, 0.0], "sizes": {}, "sent_per_s": 10.0, "worst": []}
+    S = {"recipes": ["prune-45"], "threads": 1, "contrasts": [],
+         "treebanks": [{"model": "m", "base": {"las": 0.0, "uas": 3.0, "clas": 0.0, "sent_per_s": 9.0},
+                        "variants": {"prune-45": v}}]}
+    write_parse_report(S, tmp_path / "rep")
+    row = (tmp_path / "rep" / "parse_compression.csv").read_text().splitlines()[2]
+    assert row.startswith("m,gold,prune-45,0.80,") and ",– ," in row

@@ -23,7 +23,8 @@ def cmd_parse(args) -> int:
             write_parse_report(S, tmp)
         for tb in S["treebanks"]:
             print(Path(tb["model"]).name, f"base LAS {tb['base']['las']:.2f}",
-                  *(f"{v} {d['las']:.2f} ({d['rel_las']:+.2f} %)" for v, d in tb["variants"].items()))
+                  *(f"{v} {d['las']:.2f} ({'–' if d['rel_las'] is None else format(d['rel_las'], '+.2f')} %)"
+                    for v, d in tb["variants"].items()))
         print(f"wrote {args.out}")
         return 0
     if args.action == "train":

@@ -16,6 +16,11 @@ def _ci(ci, nd=2) -> str:
     return "" if not ci or ci[0] is None else f"[{ci[0]:.{nd}f}, {ci[1]:.{nd}f}]"
 
 
+def _num(x, fmt: str = ".2f") -> str:
+    """A number, or – where there is none (a relative change from a base LAS of 0)."""
+    return "–" if x is None else format(x, fmt)
+
+
 def _p(p) -> str:
     return "–" if p is None else f"{p:.3f}"
 
@@ -38,7 +43,7 @@ def write_parse_report(S: dict, out: Path) -> None:
             sz = d.get("sizes", {})
             real = min((sz[k], k[:-6]) for k in ("int8_ratio", "sparse_ratio") if k in sz) if sz else None
             rows.append([name, tags, v, f"{d['las']:.2f}", f"{d['uas']:.2f}", f"{d['clas']:.2f}",
-                         f"{d['rel_las']:.2f} {_ci(d.get('rel_las_ci'))}", _p(d.get("las_p")),
+                         f"{_num(d['rel_las'])} {_ci(d.get('rel_las_ci'))}", _p(d.get("las_p")),
                          f"{d['losers_pct']:.1f} {_ci(d.get('losers_pct_ci'), 1)}", f"{sz.get('nominal_ratio', float('nan')):.2f}",
                          f"{real[0]:.3f} ({real[1]})" if real else "–", f"{d['sent_per_s']:.1f}"])
     buf = io.StringIO()
