@@ -4,6 +4,7 @@ promises. Their full-size runs are what docs/BENCHMARKS.md and the model cards r
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -206,3 +207,34 @@ def test_graphmerge_study_of_identical_arms_finds_no_difference_and_the_losses_s
         b, c = (CHRF(beta=3).corpus_score(h, [refs]).score for h in (base, comp))  # the project's chrF (β = 3)
         losses.append((c - b) / b * 100)
     assert res["loss"]["chrF"]["prune-45"]["baseline"]["all"]["value"] == pytest.approx(sum(losses) / 4, abs=1e-3)
+
+
+def test_udprlm_study_end_to_end_on_a_tiny_treebank(tmp_path):
+    """The UD-PrLM study script on one tiny treebank, tiny encoders and one-epoch parsers: every stage runs and the
+    table holds each comparison with its interval; compressions contrast each model with the MLM-only parser's."""
+    data = tmp_path / "ud" / "UD_Wolof-WTB"
+    data.mkdir(parents=True)
+    for split, n in (("train", 40), ("dev", 8), ("test", 8)):
+        src = (REPO / "data" / "ud" / "UD_Wolof-WTB" / f"wo_wtb-ud-{split}.conllu").read_text().split("\n\n")
+        (data / f"wo_wtb-ud-{split}.conllu").write_text("\n\n".join(src[:n]) + "\n\n")
+    configs = tmp_path / "configs"
+    configs.mkdir()
+    for v in ("mlm", "usl-mlm", "ud-prlm"):
+        (configs / f"{v}.yaml").write_text(
+            f"data: {{shared: '', treebanks: [{data}], raw_languages: [en], max_pieces: 64}}\n"
+            "spm: {vocab_size: 300}\n"
+            f"model: {{variant: {v}, d_model: 16, layers: 1, heads: 2, ffn: 32, dropout: 0.1, arc_mlp: 8, rel_mlp: 4}}\n"
+            "objective: {joint_epochs: 1, p: 0.5}\ntrain: {seed: 1, max_tokens: 600, lr: 0.001, warmup: 2, steps: 4}\n")
+    out = tmp_path / "run"
+    text = _run(REPO / "scripts" / "udprlm_study.py", "--out", out, "--treebanks", "wo_wtb", "--configs", configs,
+                "--data", tmp_path / "ud", "--minutes", "2", "--tagger-minutes", "0.2", "--tagger-epochs", "1",
+                "--max-epochs", "1", "--recipes", "prune-45", "ptq-int8")
+    res = json.loads((out / "study.json").read_text())["wo_wtb"]
+    assert set(res["scores"]) == {"scratch", "mlm", "usl-mlm", "ud-prlm", "usl-mlm USL head", "ud-prlm USL head"}
+    assert set(res["gains"]) == {"mlm − scratch", "usl-mlm − scratch", "ud-prlm − scratch", "ud-prlm − mlm",
+                                 "ud-prlm − usl-mlm"}
+    for g in res["gains"].values():
+        assert g["delta_ci"][0] <= g["delta"] + 1e-9 <= g["delta_ci"][1] + 2e-9
+    S = json.loads((out / "compress" / "wo_wtb" / "summary.json").read_text())
+    assert {(Path(c["reference"]).name, c["recipe"]) for c in S["contrasts"]} == {("mlm", "prune-45"), ("mlm", "ptq-int8")}
+    assert "Who pays" in text and "ud-prlm − mlm" in text

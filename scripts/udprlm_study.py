@@ -1,0 +1,185 @@
+"""The UD-PrLM study (docs/METHOD.md §5c): parsers on a scratch encoder vs on MLM-only, USL + MLM and UD-PrLM
+pre-trained encoders, on every shipped treebank; then who pays when each is compressed.
+
+    python scripts/udprlm_study.py --out RUN [--stage pretrain|parsers|eval|compress|table|all]
+        [--treebanks en_lines tr_imst wo_wtb af_afribooms ta_ttb] [--pretrain-steps N] [--minutes 15]
+        [--max-epochs N] [--recipes prune-30 prune-45 wanda-45 ptq-int8] [--refine]
+
+Stages (each skips what its output folder already holds, so a rerun resumes):
+
+1. **pretrain**: ``forgetbench pretrain-encoder configs/pretrain/<variant>.yaml --out RUN/enc-<variant>`` for
+   mlm, usl-mlm and ud-prlm (the same data, vocabulary, steps and seed); ``--pretrain-steps`` overrides steps.
+2. **parsers**, per treebank T: the scratch biaffine parser (its own tagger: predicted UPOS, 2-fold jackknife),
+   then a biaffine parser on each encoder (``--encoder``, fine-tuned, the scratch parser's tagger and training
+   tags: the same UPOS for all); with ``--refine`` an RNGTr refiner on each (trained from empty graphs, its
+   initial parser that biaffine parser). Every parser ``--minutes`` (and ``--max-epochs``), 1 thread, seed 1.
+3. **eval**: test LAS (CoNLL 2018) of every parser and of the USL heads as parsers (``parse eval ENCODER``);
+   ``parsing.evaluate.las_gain`` (paired bootstrap, 1,000 resamples) of each encoder's parser against the
+   scratch one, of UD-PrLM against MLM-only and against the no-USI ablation, and of each refiner against its
+   initial parser.
+4. **compress**: ``forgetbench parse compress`` per treebank with the models in the order mlm, ud-prlm, usl-mlm,
+   scratch, so its "which forgets more" contrasts are each model's LAS change minus the MLM-only parser's,
+   paired; LAS per relation class before and after.
+5. **table**: ``RUN/study.json`` and ``RUN/study.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+VARIANTS = ("mlm", "usl-mlm", "ud-prlm")
+TREEBANKS = {"en_lines": "UD_English-LinES", "tr_imst": "UD_Turkish-IMST", "wo_wtb": "UD_Wolof-WTB",
+             "af_afribooms": "UD_Afrikaans-AfriBooms", "ta_ttb": "UD_Tamil-TTB"}
+
+
+def cli(*args: str) -> str:
+    r = subprocess.run([sys.executable, "-m", "forgetbench.cli", *args], capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"forgetbench {' '.join(args[:2])} failed: {r.stderr.strip()[-2000:]}")
+    return r.stdout
+
+
+def files(data: Path, code: str) -> dict[str, Path]:
+    d = data / TREEBANKS[code]
+    return {s: d / f"{code}-ud-{s}.conllu" for s in ("train", "dev", "test")}
+
+
+def systems(out: Path, code: str, refine: bool) -> dict[str, Path]:
+    s = {"scratch": out / "parsers" / code / "scratch"} | {v: out / "parsers" / code / v for v in VARIANTS}
+    if refine:
+        s |= {f"{k}+rngtr": p.with_name(p.name + "-rngtr") for k, p in list(s.items())}
+    return s
+
+
+def stage_pretrain(a, out: Path) -> None:
+    for v in VARIANTS:
+        enc = out / f"enc-{v}"
+        if (enc / "model" / "config.json").is_file():
+            continue
+        extra = ["--steps", str(a.pretrain_steps)] if a.pretrain_steps else []
+        cli("pretrain-encoder", str(a.configs / f"{v}.yaml"), "--out", str(enc), "--quiet", *extra)
+
+
+def stage_parsers(a, out: Path) -> None:
+    budget = ["--minutes", str(a.minutes), "--max-epochs", str(a.max_epochs), "--threads", "1", "--seed", "1",
+              "--quiet"]
+    for code in a.treebanks:
+        f, sy = files(a.data, code), systems(out, code, a.refine)
+        common = ["--train", str(f["train"]), "--dev", str(f["dev"])]
+        if not sy["scratch"].exists():
+            cli("parse", "train", *common, "--out", str(sy["scratch"]), "--tags", "predicted", "--tagger-minutes",
+                str(a.tagger_minutes), "--tagger-epochs", str(a.tagger_epochs), "--jackknife", "2", *budget)
+        for v in VARIANTS:
+            if not sy[v].exists():
+                cli("parse", "train", *common, "--out", str(sy[v]), "--tags", "predicted", "--tagger-from",
+                    str(sy["scratch"]), "--encoder", str(out / f"enc-{v}" / "model"), *budget)
+        if a.refine:
+            for k in ("scratch", *VARIANTS):
+                r = sy[f"{k}+rngtr"]
+                if not r.exists():
+                    enc = ["--encoder", str(out / f"enc-{k}" / "model")] if k != "scratch" else []
+                    cli("parse", "train", "--arch", "rngtr", *common, "--out", str(r), "--tags", "predicted",
+                        "--tagger-from", str(sy["scratch"]), "--initial", str(sy[k]), *enc, *budget)
+
+
+def stage_eval(a, out: Path) -> dict:
+    from forgetbench.parsing import parsers
+    from forgetbench.parsing.evaluate import las_gain, parse_file
+    from forgetbench.parsing.metrics import score
+    from forgetbench.parsing.usl_parser import evaluate_usl
+
+    res: dict = {}
+    for code in a.treebanks:
+        f, sy = files(a.data, code), systems(out, code, a.refine)
+        preds, scores, gold = {}, {}, None
+        for name, folder in sy.items():
+            r = parse_file(parsers.load(folder), f["test"])
+            gold, preds[name] = r["gold"], r["preds"]
+            scores[name] = score(gold, preds[name]).to_dict()
+        for v in ("usl-mlm", "ud-prlm"):
+            scores[f"{v} USL head"] = evaluate_usl(out / f"enc-{v}" / "model", f["test"])
+        pairs = [(v, "scratch") for v in VARIANTS] + [("ud-prlm", "mlm"), ("ud-prlm", "usl-mlm")]
+        if a.refine:
+            pairs += [(f"{k}+rngtr", k) for k in ("scratch", *VARIANTS)]
+        gains = {f"{b} − {c}": las_gain(gold, preds[c], preds[b]) for b, c in pairs}
+        res[code] = {"scores": {k: {m: v[m] for m in ("las", "uas", "clas")} for k, v in scores.items()},
+                     "gains": gains, "sentences": len(gold)}
+    return res
+
+
+def stage_compress(a, out: Path) -> None:
+    for code in a.treebanks:
+        rep = out / "compress" / code
+        if rep.exists():
+            continue
+        f, sy = files(a.data, code), systems(out, code, False)
+        order = ["mlm", "ud-prlm", "usl-mlm", "scratch"]
+        cli("parse", "compress", "--models", *(str(sy[k]) for k in order), "--test", *[str(f["test"])] * 4,
+            "--dev", *[str(f["dev"])] * 4, "--recipes", *a.recipes, "--out", str(rep), "--threads", "1")
+
+
+def table(a, out: Path, ev: dict) -> str:
+    lines = ["Test LAS (CoNLL 2018, predicted UPOS from the scratch parser's tagger for every parser).", "",
+             "| treebank | " + " | ".join(next(iter(ev.values()))["scores"]) + " |",
+             "|---|" + "---|" * len(next(iter(ev.values()))["scores"])]
+    for code, r in ev.items():
+        lines.append(f"| {code} | " + " | ".join(f"{s['las']:.2f}" for s in r["scores"].values()) + " |")
+    lines += ["", "LAS differences in points [95 % paired bootstrap interval] (* excludes 0).", "",
+              "| treebank | " + " | ".join(next(iter(ev.values()))["gains"]) + " |",
+              "|---|" + "---|" * len(next(iter(ev.values()))["gains"])]
+    for code, r in ev.items():
+        cells = [f"{g['delta']:+.2f} [{g['delta_ci'][0]:+.2f}, {g['delta_ci'][1]:+.2f}]"
+                 + (" *" if g["delta_ci"][0] > 0 or g["delta_ci"][1] < 0 else "") for g in r["gains"].values()]
+        lines.append(f"| {code} | " + " | ".join(cells) + " |")
+    lines += ["", "Who pays: each model's LAS change under a recipe minus the MLM-only parser's (points, paired; "
+              "negative: it loses more).", "", "| treebank | recipe | model | LAS change | − MLM-only's [95 % CI] |",
+              "|---|---|---|---|---|"]
+    for code in ev:
+        f = out / "compress" / code / "summary.json"
+        if not f.is_file():
+            continue
+        S = json.loads(f.read_text())
+        for c in S["contrasts"]:
+            lines.append(f"| {code} | {c['recipe']} | {Path(c['model']).name} | {c['las_change']['other']:+.2f} | "
+                         f"{c['delta']:+.2f} [{c['delta_ci'][0]:+.2f}, {c['delta_ci'][1]:+.2f}] |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--stage", choices=["pretrain", "parsers", "eval", "compress", "table", "all"], default="all")
+    ap.add_argument("--treebanks", nargs="+", default=list(TREEBANKS), choices=list(TREEBANKS))
+    ap.add_argument("--configs", type=Path, default=REPO / "configs" / "pretrain")
+    ap.add_argument("--data", type=Path, default=REPO / "data" / "ud")
+    ap.add_argument("--pretrain-steps", type=int)
+    ap.add_argument("--minutes", type=float, default=15.0)
+    ap.add_argument("--tagger-minutes", type=float, default=1.5)
+    ap.add_argument("--tagger-epochs", type=int, default=999)
+    ap.add_argument("--max-epochs", type=int, default=200)
+    ap.add_argument("--recipes", nargs="+", default=["prune-30", "prune-45", "wanda-45-uniform", "ptq-int8"])
+    ap.add_argument("--refine", action="store_true", help="also an RNGTr refiner on every biaffine parser")
+    a = ap.parse_args(argv)
+    out = a.out.expanduser().resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    if a.stage in ("pretrain", "all"):
+        stage_pretrain(a, out)
+    if a.stage in ("parsers", "all"):
+        stage_parsers(a, out)
+    if a.stage in ("compress", "all"):
+        stage_compress(a, out)
+    if a.stage in ("eval", "table", "all"):
+        ev = stage_eval(a, out)
+        (out / "study.json").write_text(json.dumps(ev, indent=1))
+        md = table(a, out, ev)
+        (out / "study.md").write_text(md)
+        print(md)
+
+
+if __name__ == "__main__":
+    main()
