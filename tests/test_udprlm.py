@@ -314,7 +314,7 @@ def test_pieces_tensor_holds_each_words_pieces():
     assert t[1, 2].tolist() == list(range(20, 20 + MAX_PIECES_PER_WORD))
 
 
-@pytest.mark.parametrize("arch", ["biaffine", "syntr"])
+@pytest.mark.parametrize("arch", ["biaffine", "syntr", "rngtr"])
 def test_a_parser_reads_a_pretrained_encoder_frozen_or_fine_tuned(arch, tmp_path, capsys):
     from safetensors.torch import load_file
 
