@@ -5,7 +5,8 @@ Rules:
 1. **Trees**: the ``*-ud-train.conllu`` of each ``data.treebanks`` folder (``parsing.conll.read_conllu``: a
    sentence without exactly one root or with a cycle is refused in one line). Never a dev or test sentence.
 2. **Raw text**: for each of ``data.raw_languages``, the training sides of the shared corpora
-   (``train.corpus.raw_pairs``: the foreign side; ``en``: the English sides of every listed language's pairs),
+   (``train.corpus.raw_pairs``: the foreign side; ``en``: the English sides of every listed language's pairs, or
+   of the German pairs when ``en`` is listed alone),
    de-duplicated, without any sentence that occurs (normalised) in FLORES-101, NTREX-128, TICO-19 or a dev/test
    split of the listed treebanks, then ``raw_per_language`` of them drawn with the run's seed. The treebanks'
    training sentences join the raw text, so the MLM-only encoder reads the same text as the others. Without the
