@@ -50,8 +50,9 @@ from forgetbench.eval.bootstrap import (
     sentence_stats,
 )
 from forgetbench.eval.embedding_alignment import script_of
-from forgetbench.eval.metrics import CHRF3, SpBLEU
+from forgetbench.eval.metrics import CHRF3, SpBLEU, chrf_signature
 from forgetbench.eval.store import Store
+from forgetbench.io import sha256_file
 from forgetbench.sweep.config import training_tiers
 
 TIER_ORDER = ("High", "Medium", "Low", "Very-Low")
@@ -250,14 +251,16 @@ def stage_table(cfg: dict, out: Path) -> dict:
                            "steps": cfg["steps"], "compressions": cfg["compressions"], "sentences": n,
                            "directions": len(directions), "benchmark": bench["name"],
                            "benchmark_sha256": {f"{s}-{t}": b.sha256(s, t)[:16] for s, t in directions[:2]},
-                           "metrics": {"chrF": CHRF3.get_signature().format(), "spBLEU-local": spbleu.signature()},
+                           "metrics": {"chrF": chrf_signature(), "spBLEU-local": spbleu.signature()},
                            "bootstrap": {"resamples": RESAMPLES, "seed": SEED, "level": 0.95},
                            "tiers": {k: v for k, v in tiers.items() if k in langs}},
               "models": {}, "before": {}, "who_pays": {}, "loss": {}}
     for (arm, seed), run in rs.items():
         info = json.loads((model_dir(run) / "training.json").read_text()) if (model_dir(run) / "training.json").is_file() else {}
         result["models"][f"{arm}-s{seed}"] = {k: info.get(k) for k in ("steps", "stopped_by", "train_seconds", "arithmetic")
-                                             if k in info}
+                                             if k in info} | {
+            "weights_sha256": sha256_file(model_dir(run) / "model.safetensors")[:16],
+            "spm_sha256": str(info.get("spm_sha256", ""))[:16]}
     G = groups()
     result["alignment"] = alignment(cfg, out, b, langs)
     for m in metrics:
