@@ -98,3 +98,13 @@ def hardware_flags(args) -> dict:
     """The hardware flags given on the command line (``models.hardware.with_overrides`` keys)."""
     return {k: getattr(args, k) for k in ("device", "dtype", "device_map", "max_memory", "offload_folder")
             if getattr(args, k, None) is not None}
+
+
+def probe_line(r: dict) -> str:
+    """The one line ``train-mt --probe`` and ``pretrain-encoder --probe`` print (``train.probe.figures`` and the run's
+    setting)."""
+    return (f"{r['parameters']:,} parameters on {r['arithmetic']['device']}, {r['arithmetic']['autocast']}, "
+            f"{r['threads']} thread(s), {r['environment']['cpu']['model']}: {r['steps_timed']} steps timed, "
+            f"{r['seconds_per_step']:.3f} s/step, {r['tokens_per_s']:,.0f} tokens/s, {r['steps_per_hour']:,.0f} "
+            f"steps/hour; an epoch is {r['tokens_per_epoch']:,} tokens = {r['hours_per_epoch']:.2f} h; "
+            f"{r['budget_hours']:g} h buy {r['epochs_in_budget']:.2f} epochs")

@@ -9,7 +9,14 @@ import sys
 import time
 from pathlib import Path
 
-from forgetbench.cli.common import THREADS_HELP, add_hardware_flags, hardware_flags, positive, set_threads
+from forgetbench.cli.common import (
+    THREADS_HELP,
+    add_hardware_flags,
+    hardware_flags,
+    positive,
+    probe_line,
+    set_threads,
+)
 from forgetbench.console import Console
 
 
@@ -100,11 +107,7 @@ def cmd_train_mt(args) -> int:
         if args.warm_start:
             raise ForgetbenchError("train-mt --probe measures a fresh model: drop --warm-start")
         r = probe(cfg, args.out, steps=args.steps or 30, hours=args.hours, log=con.line)
-        print(f"{r['parameters']:,} parameters on {r['arithmetic']['device']}, {r['arithmetic']['autocast']}, "
-              f"{r['threads']} thread(s), {r['environment']['cpu']['model']}: {r['steps_timed']} steps timed, "
-              f"{r['seconds_per_step']:.3f} s/step, {r['tokens_per_s']:,.0f} tokens/s, {r['steps_per_hour']:,.0f} "
-              f"steps/hour; an epoch is {r['tokens_per_epoch']:,} tokens = {r['hours_per_epoch']:.2f} h; "
-              f"{r['budget_hours']:g} h buy {r['epochs_in_budget']:.2f} epochs")
+        print(probe_line(r))
         return 0
     final = train(cfg, args.out, progress=not args.quiet, log=con.line, warm_from=args.warm_start)
     con.line(f"model: {final}", result=True)

@@ -5,7 +5,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from forgetbench.cli.common import THREADS_HELP, Parser, positive, positive_minutes, set_threads, thread_count
+from forgetbench.cli.common import (
+    THREADS_HELP,
+    Parser,
+    positive,
+    positive_minutes,
+    probe_line,
+    set_threads,
+    thread_count,
+)
 
 
 def cmd_parse(args) -> int:
@@ -75,11 +83,7 @@ def cmd_pretrain_encoder(args) -> int:
         if not args.hours > 0:
             raise ForgetbenchError(f"pretrain-encoder --hours {args.hours}: give a positive number of hours")
         r = probe(cfg, args.out, steps=args.steps or 30, hours=args.hours, log=con.line)
-        print(f"{r['variant']}: {r['parameters']:,} parameters on {r['arithmetic']['device']}, "
-              f"{r['arithmetic']['autocast']}, {r['threads']} thread(s), {r['environment']['cpu']['model']}: "
-              f"{r['steps_timed']} steps timed, {r['seconds_per_step']:.3f} s/step, {r['tokens_per_s']:,.0f} tokens/s, "
-              f"{r['steps_per_hour']:,.0f} steps/hour; an epoch is {r['tokens_per_epoch']:,} tokens = "
-              f"{r['hours_per_epoch']:.2f} h; {r['budget_hours']:g} h buy {r['epochs_in_budget']:.2f} epochs")
+        print(f"{r['variant']}: {probe_line(r)}")
         return 0
     final = pretrain(cfg, args.out, progress=not args.quiet, log=con.line)
     con.line(f"encoder: {final}", result=True)

@@ -13,15 +13,12 @@ the objectives' settings and the training settings ``train-mt`` uses (``train.co
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from forgetbench.configs import dataclass_from, load_yaml_mapping
 from forgetbench.errors import ForgetbenchError
-from forgetbench.train.arithmetic import valid_bf16
-from forgetbench.train.config import TrainCfg
+from forgetbench.train.config import TrainCfg, settings_hash, train_section
 
 VARIANTS = ("mlm", "usl-mlm", "ud-prlm")
 
@@ -84,12 +81,8 @@ def load_pretrain_config(path: str | Path) -> PretrainConfig:
     extra = set(raw) - set(sections)
     if extra:
         raise ForgetbenchError(f"{path}: unknown section(s) {sorted(extra)}; allowed: {', '.join(sections)}")
-    train_raw = dict(raw.get("train") or {}) if isinstance(raw.get("train"), dict) else raw.get("train")
-    bf16 = train_raw.pop("bf16", "auto") if isinstance(train_raw, dict) else "auto"
-    if not valid_bf16(bf16):
-        raise ForgetbenchError(f"{path}: train.bf16: {bf16!r}; choose auto, true or false")
-    parts = {k: dataclass_from(cls, train_raw if k == "train" else raw.get(k), f"{path}: {k}") for k, cls in sections.items()}
-    parts["train"].bf16 = bf16
+    parts = {k: dataclass_from(cls, raw.get(k), f"{path}: {k}") for k, cls in sections.items() if k != "train"}
+    parts["train"] = train_section(raw.get("train"), path)
     m, d, o = parts["model"], parts["data"], parts["objective"]
     if m.variant not in VARIANTS:
         raise ForgetbenchError(f"{path}: model.variant {m.variant!r}; choose one of {', '.join(VARIANTS)}")
@@ -107,13 +100,6 @@ def load_pretrain_config(path: str | Path) -> PretrainConfig:
     return PretrainConfig(**parts, source=str(path))
 
 
-_RUN_ONLY = {"steps", "time_budget_minutes", "checkpoint_minutes", "dev_every", "dev_sentences", "dev_directions",
-             "device"}
-
-
 def fingerprint(cfg: PretrainConfig) -> str:
     """Hash of every setting that shapes the weights (a run resumes only a checkpoint made with the same)."""
-    d = asdict(cfg)
-    d.pop("source", None)
-    d["train"] = {k: v for k, v in d["train"].items() if k not in _RUN_ONLY}
-    return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
+    return settings_hash(asdict(cfg))

@@ -153,10 +153,7 @@ def probe(cfg: PretrainConfig, out_dir: str | Path, steps: int = 30, hours: floa
     """``train-mt --probe``'s rules (``train.probe``) for a pre-training config: the data prepared and kept, 2
     warm-up steps, then ``steps`` timed steps of epoch 0 (Algorithm 1's objectives as a run takes them); an epoch's
     tokens are its batches' text and tree tokens. No checkpoint, no weights kept."""
-    import time
-
-    from forgetbench.train.loop import step_seed, train_step
-    from forgetbench.train.probe import WARMUP_STEPS, figures
+    from forgetbench.train.probe import WARMUP_STEPS, figures, timed_steps
 
     tc = cfg.train
     S = setup(cfg, Path(out_dir), log, resume=False)
@@ -164,18 +161,7 @@ def probe(cfg: PretrainConfig, out_dir: str | Path, steps: int = 30, hours: floa
     if len(batches) <= WARMUP_STEPS:
         raise ForgetbenchError(f"pretrain-encoder --probe: the text makes {len(batches)} batches, no more than the "
                                f"{WARMUP_STEPS} warm-up steps; nothing to time")
-    seconds, tokens = [], []
-    for k in range(min(len(batches), WARMUP_STEPS + steps)):
-        b = S.data.collate(batches[k])
-        torch.manual_seed(step_seed(tc.seed, k + 1))
-        t0 = time.perf_counter()
-        _, n = train_step(S.model, S.opt, b, S.step_loss, tc.clip)
-        if S.arith.device_type == "cuda":
-            torch.cuda.synchronize()
-        S.state["step"] = k + 1
-        if k >= WARMUP_STEPS:
-            seconds.append(time.perf_counter() - t0)
-            tokens.append(n)
+    seconds, tokens = timed_steps(S.model, S.opt, S.data, batches, S.step_loss, tc, S.arith, steps, S.state)
     epoch = S.data.epoch_tokens(batches)
     return figures(seconds, tokens, epoch, hours) | {
         "parameters": sum(p.numel() for p in S.model.parameters()), "variant": cfg.model.variant,

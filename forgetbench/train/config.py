@@ -79,6 +79,17 @@ class TrainMTConfig:
     source: str = ""
 
 
+def train_section(raw, path: Path) -> TrainCfg:
+    """A config's ``train:`` section (``train-mt``'s and ``pretrain-encoder``'s): ``bf16`` checked apart."""
+    train_raw = dict(raw or {}) if isinstance(raw, dict) or raw is None else raw
+    bf16 = train_raw.pop("bf16", "auto") if isinstance(train_raw, dict) else "auto"
+    if not valid_bf16(bf16):
+        raise ForgetbenchError(f"{path}: train.bf16: {bf16!r}; choose auto, true or false")
+    tc = dataclass_from(TrainCfg, train_raw, f"{path}: train")
+    tc.bf16 = bf16
+    return tc
+
+
 def load_config(path: str | Path) -> TrainMTConfig:
     """The training config in ``path``, every key and value checked (one line per problem)."""
     path = Path(path)
@@ -86,13 +97,9 @@ def load_config(path: str | Path) -> TrainMTConfig:
     extra = set(raw) - {"data", "spm", "model", "train"}
     if extra:
         raise ForgetbenchError(f"{path}: unknown section(s) {sorted(extra)}; allowed: data, spm, model, train")
-    train_raw = dict(raw.get("train") or {}) if isinstance(raw.get("train"), dict) else raw.get("train")
-    bf16 = train_raw.pop("bf16", "auto") if isinstance(train_raw, dict) else "auto"
-    if not valid_bf16(bf16):
-        raise ForgetbenchError(f"{path}: train.bf16: {bf16!r}; choose auto, true or false")
-    parts = {key: dataclass_from(cls, train_raw if key == "train" else raw.get(key), f"{path}: {key}")
-             for key, cls in (("data", DataCfg), ("spm", SpmCfg), ("model", ModelCfg), ("train", TrainCfg))}
-    parts["train"].bf16 = bf16
+    parts = {key: dataclass_from(cls, raw.get(key), f"{path}: {key}")
+             for key, cls in (("data", DataCfg), ("spm", SpmCfg), ("model", ModelCfg))}
+    parts["train"] = train_section(raw.get("train"), path)
     for sec, keys in (("spm", ("vocab_size", "sample_per_language")), ("model", ("d_model", "encoder_layers",
                       "decoder_layers", "heads", "ffn", "max_positions")),
                       ("train", ("max_tokens", "max_len", "warmup", "steps", "threads")), ("data", ("max_chars",))):
@@ -163,12 +170,19 @@ _RUN_ONLY = {"steps", "time_budget_minutes", "checkpoint_minutes", "dev_every", 
              "device"}
 
 
+def settings_hash(d: dict) -> str:
+    """The fingerprint of a config's ``asdict`` (any trainer's): every setting but the source and the ``train``
+    keys that only say how long to run or how often to checkpoint/evaluate."""
+    d = dict(d)
+    d.pop("source", None)
+    d["train"] = {k: v for k, v in d["train"].items() if k not in _RUN_ONLY}
+    return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
+
+
 def fingerprint(cfg: TrainMTConfig) -> str:
     """Hash of every setting that shapes the weights (not how long or how often to checkpoint/evaluate), so a
     run can only resume from a checkpoint made with the same data, vocabulary, model and optimiser."""
     d = asdict(cfg)
-    d.pop("source", None)
     if not d["model"]["embeddings"]:
         d["model"].pop("embeddings")  # a plain table: the fingerprint of configs written before the key
-    d["train"] = {k: v for k, v in d["train"].items() if k not in _RUN_ONLY}
-    return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
+    return settings_hash(d)

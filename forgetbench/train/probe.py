@@ -36,25 +36,36 @@ def figures(step_seconds: list[float], step_tokens: list[int], epoch_tokens: int
             "hours_per_epoch": round(per_epoch, 3), "budget_hours": hours, "epochs_in_budget": round(hours / per_epoch, 3)}
 
 
-def probe(cfg: TrainMTConfig, out_dir: str | Path, steps: int = 30, hours: float = 2.5, log=print) -> dict:
+def timed_steps(model, opt, data, batches: list, step_loss, tc, arith, steps: int, state: dict | None = None
+                ) -> tuple[list[float], list[int]]:
+    """Rule 1's timing: ``WARMUP_STEPS`` then ``steps`` training steps on epoch 0's first batches, each seeded as in
+    a run (``state["step"]``, where given, follows them: step losses that read it see the run's step)."""
     import torch
 
     from forgetbench.train.loop import step_seed, train_step
+
+    seconds, tokens = [], []
+    for k in range(min(len(batches), WARMUP_STEPS + steps)):
+        b = data.collate(batches[k])
+        torch.manual_seed(step_seed(tc.seed, k + 1))
+        t0 = time.perf_counter()
+        _, n = train_step(model, opt, b, step_loss, tc.clip)
+        if arith.device_type == "cuda":
+            torch.cuda.synchronize()
+        if state is not None:
+            state["step"] = k + 1
+        if k >= WARMUP_STEPS:
+            seconds.append(time.perf_counter() - t0)
+            tokens.append(n)
+    return seconds, tokens
+
+
+def probe(cfg: TrainMTConfig, out_dir: str | Path, steps: int = 30, hours: float = 2.5, log=print) -> dict:
     from forgetbench.train.mt import setup
 
     S = setup(cfg, Path(out_dir), log)
     batches = S.data.batches(cfg.train.max_tokens, cfg.train.seed, 0)
-    seconds, tokens = [], []
-    for k in range(min(len(batches), WARMUP_STEPS + steps)):
-        b = S.data.collate(batches[k])
-        torch.manual_seed(step_seed(cfg.train.seed, k + 1))
-        t0 = time.perf_counter()
-        _, n = train_step(S.model, S.opt, b, S.step_loss, cfg.train.clip)
-        if S.arith.device_type == "cuda":
-            torch.cuda.synchronize()
-        if k >= WARMUP_STEPS:
-            seconds.append(time.perf_counter() - t0)
-            tokens.append(n)
+    seconds, tokens = timed_steps(S.model, S.opt, S.data, batches, S.step_loss, cfg.train, S.arith, steps)
     if not seconds:
         from forgetbench.errors import ForgetbenchError
 
