@@ -12,7 +12,7 @@ import yaml
 from forgetbench.cli import main
 from forgetbench.errors import ForgetbenchError
 
-from .conftest import CALIB, REPO
+from .conftest import CALIB, REPO, python
 from .test_scripts_smoke import ship_and_check
 from .test_train_mt import _shared
 
@@ -107,6 +107,44 @@ def test_train_mt_logs_the_dev_chrf_of_its_model(tmp_path, capsys):
         hyps = [h.strip() for h in tok.batch_decode(ids, skip_special_tokens=True)]
         assert logged == round(sacrebleu.corpus_chrf(hyps, [refs], char_order=6, word_order=0, beta=3).score, 2), d
     ship_and_check("ship_teacher.py", out, tmp_path / "shipped", ("train_log.jsonl",))
+
+
+def test_a_teacher_trained_in_two_segments_ships_with_both_records_and_one_log(tmp_path):
+    """A run continued by a warm-started second run (another batch size) ships the second's weights, both
+    segments' records, their summed steps and tokens, the epochs those tokens make of the prepared corpus, and one
+    log whose records carry their segment and the tokens seen since the first segment began."""
+    import numpy as np
+    from safetensors.torch import load_file
+
+    _shared(tmp_path / "shared")
+    one, two = tmp_path / "one", tmp_path / "two"
+    assert main(["train-mt", str(_train_config(tmp_path)), "--out", str(one), "--quiet"]) == 0
+    cfg2 = _train_config(tmp_path, max_tokens=1200, lr=3e-4)
+    assert main(["train-mt", str(cfg2), "--out", str(two), "--warm-start", str(one / "model"), "--quiet"]) == 0
+    shipping = python(REPO / "scripts" / "ship_teacher.py", one, two, tmp_path / "shipped", timeout=300)
+    assert shipping.returncode == 0, shipping.stderr
+    shipped = tmp_path / "shipped"
+    a, b = load_file(str(two / "model" / "model.safetensors")), load_file(str(shipped / "model.safetensors"))
+    assert all(torch.equal(b[k], a[k].half()) for k in a)
+    rec = json.loads((shipped / "training.json").read_text())
+    r1, r2 = (json.loads((r / "model" / "training.json").read_text()) for r in (one, two))
+    segs = rec["segments"]
+    assert [(s["steps"], s["tokens"], s["max_tokens"], s["lr"]) for s in segs] == [
+        (100, r1["tokens"], 600, 1e-3), (100, r2["tokens"], 1200, 3e-4)]
+    assert segs[1]["warm_start"]["optimiser"] == "restarted" and segs[0]["warm_start"] is None
+    z = np.load(one / "train.npz")
+    per_epoch = sum(int((np.minimum(np.diff(z[k]), 126) + 2).sum()) for k in ("src_off", "tgt_off"))  # max_len 128
+    tot = r1["tokens"] + r2["tokens"]
+    assert rec["total"] == {"steps": 200, "tokens": tot, "train_seconds": round(r1["train_seconds"] + r2["train_seconds"], 1),
+                            "epoch_tokens": per_epoch, "epochs_seen": round(tot / per_epoch, 2)}
+    log = [json.loads(x) for x in (shipped / "train_log.jsonl").read_text().splitlines()]
+    assert [(r["segment"], r["step"]) for r in log] == [(1, 100), (2, 100)]
+    assert log[1]["tokens_total"] == r1["tokens"] + log[1]["tokens"]
+    other = tmp_path / "other"
+    (other / "model").mkdir(parents=True)
+    (other / "model" / "training.json").write_text(json.dumps(r2 | {"spm_sha256": "0" * 64}))
+    refused = python(REPO / "scripts" / "ship_teacher.py", one, other, tmp_path / "shipped2", timeout=300)
+    assert refused.returncode != 0 and "not one training" in refused.stderr
 
 
 def test_train_mt_stops_at_its_time_budget_and_exports_the_model(tmp_path, monkeypatch):
