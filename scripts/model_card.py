@@ -23,6 +23,95 @@ def _machine(record: dict) -> str:
     return f"{cpu.get('cores', '?')}-core {cpu.get('model', 'CPU')}, flags {', '.join(cpu.get('flags', [])) or 'none listed'}"
 
 
+def _where(t: dict) -> str:
+    devices = {(s.get("arithmetic") or {}).get("device", "cpu").split(":")[0] for s in t.get("segments", [t])}
+    return "on a CPU and then a lent GPU" if devices == {"cpu", "cuda"} else ("on a GPU" if devices == {"cuda"} else
+                                                                             "on this project's CPU")
+
+
+def _train_commands(t: dict) -> list[str]:
+    """The commands that made the weights: one train-mt run, or its segments each warm-started from the last."""
+    segs = t.get("segments")
+    if not segs:
+        return ["forgetbench train-mt configs/teacher.yaml --out runs/teacher   # resumable",
+                "python scripts/ship_teacher.py runs/teacher artifacts/teacher"]
+    out, runs = [], []
+    for i, s in enumerate(segs):
+        run = f"runs/{s['run']}"
+        cfg = Path(s["config"]).name if s["config"] else "teacher.yaml"
+        warm = f" --warm-start {runs[-1]}/model" if runs else ""
+        out.append(f"forgetbench train-mt configs/{cfg} --out {run}{warm}   # segment {i + 1}")
+        runs.append(run)
+    return out + [f"python scripts/ship_teacher.py {' '.join(runs)} artifacts/teacher"]
+
+
+def _training_lines(t: dict, epochs: str) -> list[str]:
+    segs = t.get("segments")
+    if not segs:
+        return [f"- training: {t['steps']} steps ({epochs}), {t['tokens']:,} tokens, {t['train_seconds'] / 60:.1f} min wall "
+                f"time on {t['threads']} CPU thread ({_machine(t)}), stopped by {t['stopped_by']}"]
+    tot = t["total"]
+    out = [f"- training: {tot['steps']:,} steps in {len(segs)} segments, {tot['tokens']:,} tokens = {tot['epochs_seen']} "
+           f"epochs of the corpus ({tot['epoch_tokens']:,} tokens per epoch), {tot['train_seconds'] / 3600:.2f} h wall time "
+           "in all; each segment warm-started from the one before (weights kept, optimiser and schedule restarted):", "",
+           "| segment | config | steps | tokens | wall time | where | arithmetic | tokens/step | peak lr | stopped by |",
+           "|---:|---|---:|---:|---:|---|---|---:|---:|---|"]
+    for i, s in enumerate(segs):
+        a = s.get("arithmetic") or {}
+        where = f"{s.get('cpu') or 'CPU'}, {s.get('threads')} thread" if a.get("device", "cpu") == "cpu" else \
+            f"{a['device']} (host {s.get('cpu')})"
+        out.append(f"| {i + 1} | {Path(s['config']).name} | {s['steps']:,} | {s['tokens']:,} | {s['train_seconds'] / 60:.1f} min | "
+                   f"{where} | {a.get('autocast', '?')} | ≤ {s['max_tokens']:,} | {s['lr']} | {s['stopped_by']} |")
+    return out + [""]
+
+
+def curve_section(m: Path, t: dict, logs: dict, directions: list[str]) -> list[str]:
+    """The training curve: dev chrF per direction against the epochs seen (a table and ``training_curve.svg``)."""
+    per_epoch = (t.get("total") or {}).get("epoch_tokens")
+    rows = [r for _, r in sorted(logs.items()) if "dev_chrf" in r]
+    x = [(r.get("tokens_total", r["tokens"]) / per_epoch) if per_epoch else r["step"] for r in rows]
+    segs = t.get("segments") or [{"dev_sentences": t["config"]["train"]["dev_sentences"]}]
+    n = ", ".join(f"{s['dev_sentences']} in segment {i + 1}" for i, s in enumerate(segs)) if len(segs) > 1 else \
+        str(segs[0]["dev_sentences"])
+    out = ["## Training curve", "",
+           f"Dev chrF of greedy translations of the first held-out training-distribution pairs per direction ({n}), "
+           "against the epochs seen.", ""]
+    if rows and per_epoch:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        plt.rcParams["svg.fonttype"] = "none"
+        fig, ax = plt.subplots(figsize=(7, 3.6))
+        for d in directions:
+            ax.plot(x, [r["dev_chrf"].get(d) for r in rows], marker=".", label=d)
+        for s_end in _segment_ends(t, per_epoch)[:-1]:
+            ax.axvline(s_end, color="grey", lw=0.6, ls=":")
+        ax.set_xlabel("epochs seen (dotted: segment boundaries)")
+        ax.set_ylabel("dev chrF")
+        ax.legend(ncol=3, fontsize=8)
+        ax.grid(alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(m / "training_curve.svg", metadata={"Date": None})
+        plt.close(fig)
+        out += ["![dev chrF against epochs seen](training_curve.svg)", ""]
+    out += ["| segment | step | epochs seen | loss | " + " | ".join(directions) + " |",
+            "|---:|---:|---:|---:|" + "---:|" * len(directions)]
+    for xi, r in zip(x, rows, strict=True):
+        out.append(f"| {r.get('segment', 1)} | {r['step']} | {xi:.2f} | {r['loss']:.3f} | "
+                   + " | ".join(str(r["dev_chrf"].get(d, "–")) for d in directions) + " |")
+    return out
+
+
+def _segment_ends(t: dict, per_epoch: int) -> list[float]:
+    ends, acc = [], 0
+    for s in t.get("segments", []):
+        acc += s["tokens"]
+        ends.append(acc / per_epoch)
+    return ends
+
+
 ALIGNMENT_SENTENCES = 400  # FLORES-101 devtest sentences per language for the embedding-alignment measure
 
 
@@ -68,7 +157,7 @@ def main(model_dir: str, card_run: str) -> None:
     logs = {}
     for line in (m / "train_log.jsonl").read_text().splitlines():
         rec = json.loads(line)
-        logs[rec["step"]] = rec  # a resumed run rewrites the steps after its checkpoint: keep the last
+        logs[(rec.get("segment", 1), rec["step"])] = rec  # a resumed run rewrites the steps after its checkpoint: keep the last
     cfg = t["config"]
     epochs = "within the first epoch" if t["epochs"] == 0 else f"{t['epochs']} full epoch(s)"
     langs = cfg["data"]["languages"]
@@ -78,12 +167,12 @@ def main(model_dir: str, card_run: str) -> None:
     with safe_open(str(m / "model.safetensors"), framework="pt") as f:
         n_params = sum(math.prod(f.get_slice(k).get_shape()) for k in f.keys())
     lines = [
-        "# forgetbench teacher (M2M-100 architecture, trained from scratch on this project's CPU)", "",
+        f"# forgetbench teacher (M2M-100 architecture, trained from scratch {_where(t)})", "",
         "A small multilingual MT model with M2M-100's architecture, SentencePiece vocabulary format and language "
         "tokens, so `M2M100ForConditionalGeneration` / `M2M100Tokenizer` load it like a real M2M-100. It exists so that "
         "forgetbench's default run analyses a real model with a real resource skew; it is not a production translator.", "",
-        "## Reproduce", "", "```bash", "forgetbench train-mt configs/teacher.yaml --out runs/teacher   # resumable",
-        "python scripts/ship_teacher.py runs/teacher artifacts/teacher", "forgetbench eval configs/teacher-card.yaml --out runs/teacher-card",
+        "## Reproduce", "", "```bash", *_train_commands(t),
+        "forgetbench eval configs/teacher-card.yaml --out runs/teacher-card",
         "python scripts/model_card.py artifacts/teacher runs/teacher-card", "```", "",
         "Training is deterministic given the seed (batch order from a seeded permutation, dropout re-seeded every step; "
         "resuming from a checkpoint gives bit-identical weights, tested).", "",
@@ -94,13 +183,15 @@ def main(model_dir: str, card_run: str) -> None:
         + (f", {n_params:,} stored parameters (tied embedding counted once)" if n_params else ""),
         f"- vocabulary: own SentencePiece BPE, {cfg['spm']['vocab_size']} pieces (+ 4 specials, 100 language codes, 8 "
         f"made-up words); SPM SHA-256 `{t['spm_sha256']}`",
-        "- weights: fp16 safetensors (trained in fp32 with bf16 autocast); forgetbench loads them in fp32",
-        f"- training: {t['steps']} steps ({epochs}), "
-        f"{t['tokens']:,} tokens, {t['train_seconds'] / 60:.1f} min wall time on {t['threads']} CPU thread "
-        f"({_machine(t)}), stopped by {t['stopped_by']}",
-        f"- optimiser: AdamW (0.9, 0.98), lr {cfg['train']['lr']} inverse-sqrt after {cfg['train']['warmup']} warm-up steps, "
-        f"label smoothing {cfg['train']['label_smoothing']}, dropout {cfg['model']['dropout']}, ≤ {cfg['train']['max_tokens']} "
-        "padded tokens per batch, both directions of every pair, natural (unbalanced) language distribution", "",
+        "- weights: fp16 safetensors of fp32 master weights (the arithmetic of each segment below); forgetbench loads "
+        "them in fp32",
+        *_training_lines(t, epochs),
+        "- optimiser: AdamW (0.9, 0.98), inverse-sqrt learning rate after warm-up (peak"
+        + ("s and batch sizes per segment above" if t.get("segments") else f" {cfg['train']['lr']} after {cfg['train']['warmup']} "
+           f"warm-up steps, ≤ {cfg['train']['max_tokens']} padded tokens per batch") + "), "
+        f"label smoothing {cfg['train']['label_smoothing']}, dropout {cfg['model']['dropout']}, "
+        "both directions of every pair, natural (unbalanced) language distribution: every pair once per epoch, so the "
+        "model sees the corpus's resource skew, which is what forgetbench measures", "",
         "## Data", "",
         "WMT news test sets 2008–2021 and Tatoeba test v2021-08-07 (English-centric), training only. Every pair whose "
         "English or foreign side occurs in FLORES-101 devtest, NTREX-128 or TICO-19 (any language) was removed: "
@@ -130,13 +221,7 @@ def main(model_dir: str, card_run: str) -> None:
               f"chrF: `{S['signatures']['chrF']}`; "
               f"spBLEU-local: `{S['signatures']['spBLEU']}` (the project's own SPM, not FLORES-101's: comparable within "
               "forgetbench only). Model SHA-256: `" + str(S["signatures"]["models"].get("base")) + "`.", "",
-              "## Training curve (dev chrF on 16 held-out training-distribution sentences)", "",
-              "| step | loss | " + " | ".join(cfg["train"]["dev_directions"]) + " |", "|---:|---:|" + "---:|" * len(cfg["train"]["dev_directions"])]
-    for step in sorted(logs):
-        rec = logs[step]
-        if "dev_chrf" in rec:
-            lines.append(f"| {step} | {rec['loss']:.3f} | " + " | ".join(str(rec["dev_chrf"].get(d, "–"))
-                                                                    for d in cfg["train"]["dev_directions"]) + " |")
+              *curve_section(m, t, logs, cfg["train"]["dev_directions"])]
     lines += embedding_alignment_section(m, langs, t.get("graphmerge"))
     lines += ["", "## Licence and intended use", "",
               "Research only: the WMT test sets carry no explicit licence (research use) and Tatoeba data is CC BY-NC-SA 4.0. "
