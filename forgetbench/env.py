@@ -32,5 +32,6 @@ def cpu() -> dict:
 def environment() -> dict:
     import torch
 
+    gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else []
     return {"torch": torch.__version__, "python": platform.python_version(), "threads": torch.get_num_threads(),
-            "loadavg": os.getloadavg()[0], "cpu": cpu()}
+            "loadavg": os.getloadavg()[0], "cpu": cpu()} | ({"gpus": gpus} if gpus else {})

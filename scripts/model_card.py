@@ -59,7 +59,7 @@ def _training_lines(t: dict, epochs: str) -> list[str]:
     for i, s in enumerate(segs):
         a = s.get("arithmetic") or {}
         where = f"{s.get('cpu') or 'CPU'}, {s.get('threads')} thread" if a.get("device", "cpu") == "cpu" else \
-            f"{a['device']} (host {s.get('cpu')})"
+            f"{', '.join(s.get('gpus') or [a['device']])} (host {s.get('cpu')})"
         out.append(f"| {i + 1} | {Path(s['config']).name} | {s['steps']:,} | {s['tokens']:,} | {s['train_seconds'] / 60:.1f} min | "
                    f"{where} | {a.get('autocast', '?')} | ≤ {s['max_tokens']:,} | {s['lr']} | {s['stopped_by']} |")
     return out + [""]

@@ -35,6 +35,7 @@ def segment(run: Path, rec: dict) -> dict:
     return {"run": run.name, "config": rec["config"].get("source", ""), "steps": rec["steps"], "tokens": rec["tokens"],
             "train_seconds": rec["train_seconds"], "stopped_by": rec["stopped_by"], "threads": rec.get("threads"),
             "arithmetic": rec.get("arithmetic"), "cpu": ((rec.get("environment") or {}).get("cpu") or {}).get("model"),
+            "gpus": (rec.get("environment") or {}).get("gpus", []),
             "torch": (rec.get("environment") or {}).get("torch"), "warm_start": rec.get("warm_start"),
             "max_tokens": tc["max_tokens"], "lr": tc["lr"], "warmup": tc["warmup"],
             "dev_sentences": tc["dev_sentences"]}
