@@ -188,6 +188,36 @@ def test_a_resumed_pretraining_run_equals_an_uninterrupted_one(tmp_path):
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
+def test_an_exported_encoder_continues_from_its_step_with_a_restarted_optimiser(tmp_path, capsys):
+    """``--continue-from``: an encoder exported at step 5 and continued in a new run folder reaches step 12 through
+    the uninterrupted run's objectives and batches (the same tokens, epoch and position in it); only the restarted
+    optimiser, recorded, makes its weights differ. An encoder of other settings is refused in one line."""
+    import json
+
+    from forgetbench.cli import main
+
+    cfg = _tiny_run(tmp_path)
+    straight, cut, cont = tmp_path / "straight", tmp_path / "cut", tmp_path / "cont"
+    assert main(["pretrain-encoder", str(cfg), "--out", str(straight), "--quiet"]) == 0
+    assert main(["pretrain-encoder", str(cfg), "--out", str(cut), "--steps", "5", "--quiet"]) == 0
+    assert main(["pretrain-encoder", str(cfg), "--out", str(cont), "--continue-from", str(cut / "model"), "--quiet"]) == 0
+    a, b = (json.loads((r / "model" / "training.json").read_text()) for r in (straight, cont))
+    assert (b["steps"], b["epochs"], b["tokens"], b["objectives"]) == (a["steps"], a["epochs"], a["tokens"], a["objectives"])
+    assert b["continued_from"]["step"] == 5 and b["continued_from"]["optimiser"] == "restarted"
+    sa, sb = (json.loads((r / "checkpoint" / "state.json").read_text()) for r in (straight, cont))
+    assert (sb["epoch"], sb["batch"]) == (sa["epoch"], sa["batch"])
+    wa, wb = _weights(straight / "model"), _weights(cont / "model")
+    assert not all(torch.equal(wa[k], wb[k]) for k in wa)
+    (tmp_path / "o").mkdir()
+    other = _tiny_run(tmp_path / "o", variant="usl-mlm")
+    capsys.readouterr()
+    assert main(["pretrain-encoder", str(other), "--out", str(tmp_path / "x"), "--continue-from", str(cut / "model"),
+                 "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "pre-trained with other settings" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "x").exists()  # refused before any work
+
+
 def test_bad_pretraining_input_is_one_line_exit_2(tmp_path, capsys):
     from forgetbench.cli import main
     from forgetbench.parsing.pretrained import load_encoder

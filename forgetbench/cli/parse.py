@@ -76,6 +76,10 @@ def cmd_pretrain_encoder(args) -> int:
         if args.steps < 1:
             raise ForgetbenchError(f"pretrain-encoder --steps {args.steps}: must be a positive number of steps")
         cfg.train.steps = args.steps
+    if args.continue_from is not None and not (Path(args.out) / "checkpoint").is_dir():
+        from forgetbench.pretrain.run import continuable
+
+        continuable(cfg, Path(args.continue_from))  # before the run folder is made
     con = Console("pretrain-encoder", quiet=args.quiet)
     if args.probe:
         from forgetbench.pretrain.run import probe
@@ -85,7 +89,7 @@ def cmd_pretrain_encoder(args) -> int:
         r = probe(cfg, args.out, steps=args.steps or 30, hours=args.hours, log=con.line)
         print(f"{r['variant']}: {probe_line(r)}")
         return 0
-    final = pretrain(cfg, args.out, progress=not args.quiet, log=con.line)
+    final = pretrain(cfg, args.out, progress=not args.quiet, log=con.line, continue_folder=args.continue_from)
     con.line(f"encoder: {final}", result=True)
     return 0
 
@@ -100,6 +104,8 @@ def add_commands(sub) -> None:
                                                          "print tokens/s, steps/hour and the epochs --hours buy; trains "
                                                          "nothing")
     pe.add_argument("--hours", type=float, default=2.5, help="with --probe: the wall budget (default: 2.5)")
+    pe.add_argument("--continue-from", help="a new run folder continues this exported encoder of the same config "
+                                            "(RUN/model) from its step; the optimiser restarts")
     pe.add_argument("--quiet", action="store_true", help="no progress bars")
     pe.set_defaults(func=cmd_pretrain_encoder)
     pa = sub.add_parser("parse", help="dependency parsers (biaffine, SynTr, RNGTr, G2GTr): train | eval | predict | compress")

@@ -10,6 +10,7 @@ arithmetic, environment); written to a temporary folder and renamed.
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections import Counter
 from dataclasses import asdict, dataclass
@@ -131,19 +132,65 @@ def setup(cfg: PretrainConfig, out: Path, log=print, resume: bool = True) -> Set
     return Setup(meta, arith, model, opt, state, taken, step_loss, Batches(out, with_trees=model.config.n_rels > 0))
 
 
-def pretrain(cfg: PretrainConfig, out_dir: str | Path, progress: bool = True, log=print) -> Path:
+def continuable(cfg: PretrainConfig, folder: Path) -> dict:
+    """The training record of an exported encoder that a run of ``cfg`` can continue (same fingerprint, fewer
+    steps than the config's), or one line saying why not; checked before any work."""
+    rec_f, weights = folder / "training.json", folder / "model.safetensors"
+    if not rec_f.is_file() or not weights.is_file():
+        raise ForgetbenchError(f"--continue-from {folder}: no training.json and model.safetensors there; give the "
+                               "model folder of a pretrain-encoder run (RUN/model)")
+    rec = json.loads(rec_f.read_text())
+    if rec.get("fingerprint") != fingerprint(cfg):
+        raise ForgetbenchError(f"--continue-from {folder}: pre-trained with other settings (fingerprint "
+                               f"{rec.get('fingerprint')} vs {fingerprint(cfg)}); continue only an encoder of this config")
+    if rec["steps"] >= cfg.train.steps:
+        raise ForgetbenchError(f"--continue-from {folder}: already at step {rec['steps']} of the config's "
+                               f"{cfg.train.steps}; raise train.steps or --steps")
+    return rec
+
+
+def continue_from(S: Setup, cfg: PretrainConfig, folder: Path, log=print) -> dict:
+    """A run folder with no checkpoint continues an exported encoder of this config (``--continue-from``): its
+    weights, and its step, epoch, tokens and objectives taken, so that Algorithm 1's schedule, the learning rate
+    and the batch order go on from its step; the optimiser's moments restart (recorded in the state and the
+    export). The position in the epoch is recomputed from the seeded batch order, which the record does not hold."""
+    from safetensors.torch import load_file
+
+    from forgetbench.io import sha256_file
+
+    rec, weights = continuable(cfg, folder), folder / "model.safetensors"
+    S.model.load_state_dict({k: v.to(S.arith.device) for k, v in load_file(str(weights)).items()}, strict=False)
+    epoch, before = rec["epochs"], 0
+    for e in range(epoch):
+        before += len(S.data.batches(cfg.train.max_tokens, cfg.train.seed, e))
+    S.state.update(step=rec["steps"], epoch=epoch, batch=rec["steps"] - before, tokens=rec["tokens"],
+                   elapsed=float(rec["train_seconds"]))
+    S.taken.update(rec.get("objectives", {}))
+    S.state["continued_from"] = {"from": str(folder), "weights_sha256": sha256_file(weights), "step": rec["steps"],
+                                 "arithmetic": rec.get("arithmetic"), "optimiser": "restarted"}
+    log(f"continuing {folder} from step {rec['steps']} (epoch {epoch}); optimiser restarted")
+    return S.state["continued_from"]
+
+
+def pretrain(cfg: PretrainConfig, out_dir: str | Path, progress: bool = True, log=print,
+             continue_folder: str | Path | None = None) -> Path:
     from forgetbench.train import loop
 
     out, tc = Path(out_dir), cfg.train
     S = setup(cfg, out, log)
     state = S.state
+    if continue_folder is not None and state["step"] == 0 and "continued_from" not in state:
+        continue_from(S, cfg, Path(continue_folder), log)
+    elif continue_folder is not None:
+        log(f"--continue-from {continue_folder} ignored: the run resumes from its own checkpoint at step {state['step']}")
     stopped = loop.run(S.model, S.opt, S.data, S.step_loss, tc, state, out / "checkpoint", out / "train_log.jsonl",
                        None, progress)
     record = {"config": asdict(cfg), "variant": cfg.model.variant, "fingerprint": state["fingerprint"],
               "stopped_by": stopped, "steps": state["step"], "epochs": state["epoch"], "tokens": state["tokens"],
               "train_seconds": round(state["elapsed"], 1), "objectives": dict(S.taken), "data": S.meta,
               "parameters": sum(p.numel() for p in S.model.parameters()), "threads": tc.threads,
-              "arithmetic": S.arith.record(), "environment": environment()}
+              "arithmetic": S.arith.record(), "environment": environment(),
+              "continued_from": state.get("continued_from")}
     final = export(S.model.cpu(), out, S.meta["labels"], record)
     log(f"stopped by {stopped} at step {state['step']}; encoder in {final}")
     return final
