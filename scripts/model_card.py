@@ -82,7 +82,7 @@ def curve_section(m: Path, t: dict, logs: dict, directions: list[str]) -> list[s
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        plt.rcParams["svg.fonttype"] = "none"
+        plt.rcParams["svg.fonttype"], plt.rcParams["svg.hashsalt"] = "none", "forgetbench"  # text as text, stable ids
         fig, ax = plt.subplots(figsize=(7, 3.6))
         for d in directions:
             ax.plot(x, [r["dev_chrf"].get(d) for r in rows], marker=".", label=d)
@@ -174,7 +174,7 @@ def main(model_dir: str, card_run: str) -> None:
         "## Reproduce", "", "```bash", *_train_commands(t),
         "forgetbench eval configs/teacher-card.yaml --out runs/teacher-card",
         "python scripts/model_card.py artifacts/teacher runs/teacher-card", "```", "",
-        "Training is deterministic given the seed (batch order from a seeded permutation, dropout re-seeded every step; "
+        "Training is deterministic given the seed on one device (batch order from a seeded permutation, dropout re-seeded every step; "
         "resuming from a checkpoint gives bit-identical weights, tested).", "",
         "## Model", "",
         f"- architecture: M2M100ForConditionalGeneration, d_model {cfg['model']['d_model']}, "
