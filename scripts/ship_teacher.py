@@ -15,9 +15,10 @@ import shutil
 import sys
 from pathlib import Path
 
-import numpy as np
 import torch
 from transformers import AutoModelForSeq2SeqLM
+
+from forgetbench.train.data import Examples
 
 
 def epoch_tokens(run: Path, max_len: int) -> int | None:
@@ -25,9 +26,8 @@ def epoch_tokens(run: Path, max_len: int) -> int | None:
     f = run / "train.npz"
     if not f.is_file():
         return None
-    z = np.load(f, allow_pickle=False)
-    body = max_len - 2
-    return int((np.minimum(np.diff(z["src_off"]), body) + 2).sum() + (np.minimum(np.diff(z["tgt_off"]), body) + 2).sum())
+    ex = Examples(f, max_len)
+    return int(ex.src_len.sum() + ex.tgt_len.sum())
 
 
 def segment(run: Path, rec: dict) -> dict:

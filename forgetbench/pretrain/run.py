@@ -159,7 +159,7 @@ def continue_from(S: Setup, cfg: PretrainConfig, folder: Path, log=print) -> dic
     from forgetbench.io import sha256_file
 
     rec, weights = continuable(cfg, folder), folder / "model.safetensors"
-    S.model.load_state_dict({k: v.to(S.arith.device) for k, v in load_file(str(weights)).items()}, strict=False)
+    S.model.load_state_dict(load_file(str(weights)), strict=False)  # tied copies are stored once
     epoch, before = rec["epochs"], 0
     for e in range(epoch):
         before += len(S.data.batches(cfg.train.max_tokens, cfg.train.seed, e))
