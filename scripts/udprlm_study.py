@@ -3,7 +3,7 @@ pre-trained encoders, on every shipped treebank; then who pays when each is comp
 
     python scripts/udprlm_study.py --out RUN [--stage pretrain|parsers|eval|compress|table|all]
         [--treebanks en_lines tr_imst wo_wtb af_afribooms ta_ttb] [--pretrain-steps N] [--minutes 15]
-        [--max-epochs N] [--recipes prune-30 prune-45 wanda-45 ptq-int8] [--refine]
+        [--max-epochs N] [--recipes prune-30 prune-45 wanda-45 ptq-int8] [--refine] [--variants mlm usl-mlm ud-prlm]
 
 Stages (each skips what its output folder already holds, so a rerun resumes):
 
@@ -12,7 +12,10 @@ Stages (each skips what its output folder already holds, so a rerun resumes):
 2. **parsers**, per treebank T: the scratch biaffine parser (its own tagger: predicted UPOS, 2-fold jackknife),
    then a biaffine parser on each encoder (``--encoder``, fine-tuned, the scratch parser's tagger and training
    tags: the same UPOS for all); with ``--refine`` an RNGTr refiner on each (trained from empty graphs, its
-   initial parser that biaffine parser). Every parser ``--minutes`` (and ``--max-epochs``), 1 thread, seed 1.
+   initial parser that biaffine parser). Every parser ``--minutes`` (and ``--max-epochs``), 1 thread, seed 1; the
+   scratch run gets its three taggers' time on top (``--minutes`` + 3 × ``--tagger-minutes``), so that its parser
+   trains as long as the others. ``--variants`` limits the pretrain and parsers stages to some encoders (e.g. while
+   another is still pre-training); eval needs them all.
 3. **eval**: test LAS (CoNLL 2018) of every parser and of the USL heads as parsers (``parse eval ENCODER``);
    ``parsing.evaluate.las_gain`` (paired bootstrap, 1,000 resamples) of each encoder's parser against the
    scratch one, of UD-PrLM against MLM-only and against the no-USI ablation, and of each refiner against its
@@ -33,6 +36,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 VARIANTS = ("mlm", "usl-mlm", "ud-prlm")
+JACKKNIFE = 2  # folds of the scratch parser's jackknifed training tags
 TREEBANKS = {"en_lines": "UD_English-LinES", "tr_imst": "UD_Turkish-IMST", "wo_wtb": "UD_Wolof-WTB",
              "af_afribooms": "UD_Afrikaans-AfriBooms", "ta_ttb": "UD_Tamil-TTB"}
 
@@ -57,7 +61,7 @@ def systems(out: Path, code: str, refine: bool) -> dict[str, Path]:
 
 
 def stage_pretrain(a, out: Path) -> None:
-    for v in VARIANTS:
+    for v in a.variants:
         enc = out / f"enc-{v}"
         if (enc / "model" / "config.json").is_file():
             continue
@@ -66,25 +70,27 @@ def stage_pretrain(a, out: Path) -> None:
 
 
 def stage_parsers(a, out: Path) -> None:
-    budget = ["--minutes", str(a.minutes), "--max-epochs", str(a.max_epochs), "--threads", "1", "--seed", "1",
-              "--quiet"]
+    budget = ["--max-epochs", str(a.max_epochs), "--threads", "1", "--seed", "1", "--quiet"]
+    parser_minutes = ["--minutes", str(a.minutes)]
+    scratch_minutes = ["--minutes", str(a.minutes + (JACKKNIFE + 1) * a.tagger_minutes)]
     for code in a.treebanks:
         f, sy = files(a.data, code), systems(out, code, a.refine)
         common = ["--train", str(f["train"]), "--dev", str(f["dev"])]
         if not sy["scratch"].exists():
             cli("parse", "train", *common, "--out", str(sy["scratch"]), "--tags", "predicted", "--tagger-minutes",
-                str(a.tagger_minutes), "--tagger-epochs", str(a.tagger_epochs), "--jackknife", "2", *budget)
-        for v in VARIANTS:
+                str(a.tagger_minutes), "--tagger-epochs", str(a.tagger_epochs), "--jackknife", str(JACKKNIFE),
+                *scratch_minutes, *budget)
+        for v in a.variants:
             if not sy[v].exists():
                 cli("parse", "train", *common, "--out", str(sy[v]), "--tags", "predicted", "--tagger-from",
-                    str(sy["scratch"]), "--encoder", str(out / f"enc-{v}" / "model"), *budget)
+                    str(sy["scratch"]), "--encoder", str(out / f"enc-{v}" / "model"), *parser_minutes, *budget)
         if a.refine:
-            for k in ("scratch", *VARIANTS):
+            for k in ("scratch", *a.variants):
                 r = sy[f"{k}+rngtr"]
                 if not r.exists():
                     enc = ["--encoder", str(out / f"enc-{k}" / "model")] if k != "scratch" else []
                     cli("parse", "train", "--arch", "rngtr", *common, "--out", str(r), "--tags", "predicted",
-                        "--tagger-from", str(sy["scratch"]), "--initial", str(sy[k]), *enc, *budget)
+                        "--tagger-from", str(sy["scratch"]), "--initial", str(sy[k]), *enc, *parser_minutes, *budget)
 
 
 def stage_eval(a, out: Path) -> dict:
@@ -164,6 +170,8 @@ def main(argv=None) -> None:
     ap.add_argument("--max-epochs", type=int, default=200)
     ap.add_argument("--recipes", nargs="+", default=["prune-30", "prune-45", "wanda-45-uniform", "ptq-int8"])
     ap.add_argument("--refine", action="store_true", help="also an RNGTr refiner on every biaffine parser")
+    ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS,
+                    help="the encoders the pretrain and parsers stages build")
     a = ap.parse_args(argv)
     out = a.out.expanduser().resolve()
     out.mkdir(parents=True, exist_ok=True)

@@ -191,10 +191,15 @@ def test_a_resumed_pretraining_run_equals_an_uninterrupted_one(tmp_path):
 def test_an_exported_encoder_continues_from_its_step_with_a_restarted_optimiser(tmp_path, capsys):
     """``--continue-from``: an encoder exported at step 5 and continued in a new run folder reaches step 12 through
     the uninterrupted run's objectives and batches (the same tokens, epoch and position in it); only the restarted
-    optimiser, recorded, makes its weights differ. An encoder of other settings is refused in one line."""
+    optimiser, recorded, makes its weights differ. An encoder of other settings is refused in one line.
+    ``scripts/ship_encoder.py`` ships the two segments as one pre-training (fp16 weights that load as an encoder,
+    each segment's steps and tokens) and refuses a continuation without the segment it continues."""
     import json
 
     from forgetbench.cli import main
+    from forgetbench.parsing.pretrained import load_encoder
+
+    from .conftest import REPO, python
 
     cfg = _tiny_run(tmp_path)
     straight, cut, cont = tmp_path / "straight", tmp_path / "cut", tmp_path / "cont"
@@ -216,6 +221,17 @@ def test_an_exported_encoder_continues_from_its_step_with_a_restarted_optimiser(
     err = capsys.readouterr().err
     assert "pre-trained with other settings" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "x").exists()  # refused before any work
+    ship = REPO / "scripts" / "ship_encoder.py"
+    assert python(ship, cut / "model", cont / "model", tmp_path / "shipped").returncode == 0
+    rec, ws = json.loads((tmp_path / "shipped" / "training.json").read_text()), _weights(tmp_path / "shipped")
+    c = json.loads((cut / "model" / "training.json").read_text())
+    assert [(s["first_step"], s["last_step"], s["tokens"], s["optimiser"]) for s in rec["segments"]] == [
+        (1, 5, c["tokens"], "new"), (6, 12, b["tokens"] - c["tokens"], "restarted")]
+    assert ws.keys() == wb.keys() and all(ws[k].dtype == torch.float16 and torch.equal(ws[k], wb[k].half()) for k in wb)
+    model, _, _ = load_encoder(tmp_path / "shipped")
+    assert all(torch.equal(v, wb[k].half().float()) for k, v in model.state_dict().items() if k in wb)
+    alone = python(ship, cont / "model", tmp_path / "shipped2")
+    assert alone.returncode != 0 and "continues an encoder at step 5" in alone.stderr
 
 
 def test_bad_pretraining_input_is_one_line_exit_2(tmp_path, capsys):
