@@ -394,20 +394,45 @@ def test_a_parser_reads_a_pretrained_encoder_frozen_or_fine_tuned(arch, tmp_path
         code = main(["parse", "eval", str(out), str(tb / "wo_tiny-ud-dev.conllu")])
         r = __import__("json").loads(capsys.readouterr().out.strip().splitlines()[-1])
         assert code == 0 and r["las"] == pytest.approx(rec["dev"]["las"])
-    # the fine-tuned parser goes through the recipe runner, its encoder's layers pruned and quantised too
+    # the fine-tuned parser goes through the recipe runner, its encoder's layers pruned and quantised too (Wanda
+    # reads every projection's inputs: the attention's own modules, not a packed matrix no hook sees)
     rep = tmp_path / f"compress-{arch}"
     assert main(["parse", "compress", "--models", str(runs["1"]), "--test", str(tb / "wo_tiny-ud-dev.conllu"),
-                 "--dev", str(tb / "wo_tiny-ud-train.conllu"), "--recipes", "prune-45", "ptq-int8",
-                 "--out", str(rep)]) == 0
+                 "--dev", str(tb / "wo_tiny-ud-train.conllu"), "--recipes", "prune-45", "wanda-45-uniform",
+                 "ptq-int8", "--out", str(rep)]) == 0
     S = __import__("json").loads((rep / "summary.json").read_text())
-    assert set(S["treebanks"][0]["variants"]) == {"prune-45", "ptq-int8"}
+    assert set(S["treebanks"][0]["variants"]) == {"prune-45", "wanda-45-uniform", "ptq-int8"}
     from forgetbench.compress import PruneConfig, prune
+    from forgetbench.compress.ptq import weight_matrices
 
     model = parsers.load(runs["1"]).model
+    sites = {n for n, _, _ in weight_matrices(model)}
+    assert {f"words.encoder.layers.0.self_attn.{p}_proj.weight" for p in "qkv"} | {
+        "words.encoder.layers.0.self_attn.out_proj.weight"} <= sites
     report = prune(model, PruneConfig(sparsity=0.45, scope="layer"))
-    layer = model.words.encoder.layers[0].linear1.weight
-    assert "pretrained.layers.0" in {u.name for u in report.units}
-    assert float((layer == 0).float().mean()) == pytest.approx(0.45, abs=0.02)
+    unit = next(u for u in report.units if u.name == "pretrained.layers.0")
+    assert unit.sparsity == pytest.approx(0.45, abs=0.01)  # the layer's smallest 45 %, attention maps among them
+    for w in (model.words.encoder.layers[0].linear1.weight, model.words.encoder.layers[0].self_attn.q_proj.weight):
+        assert 0.3 < float((w == 0).float().mean()) < 0.6
+
+
+def test_the_encoder_layer_computes_torchs_layer_and_reads_its_packed_weights():
+    """``parsing.encoder_layer.EncoderLayer`` loads ``nn.TransformerEncoderLayer(norm_first=True)``'s state dict
+    (the packed ``in_proj`` rows split into q, k, v) and gives its outputs, padded keys masked."""
+    from torch import nn
+
+    from forgetbench.parsing.encoder_layer import EncoderLayer
+
+    torch.manual_seed(0)
+    ref = nn.TransformerEncoderLayer(16, 4, 32, 0.1, activation="gelu", batch_first=True, norm_first=True).eval()
+    new = EncoderLayer(16, 4, 32, 0.1).eval()
+    new.load_state_dict(ref.state_dict())  # strict: every key mapped
+    assert torch.equal(new.self_attn.k_proj.weight, ref.self_attn.in_proj_weight[16:32])
+    x, pad = torch.randn(3, 7, 16), torch.zeros(3, 7, dtype=torch.bool)
+    pad[1, 5:], pad[2, 2:] = True, True
+    with torch.no_grad():
+        want, got = ref(x, src_key_padding_mask=pad), new(x, pad)
+    assert torch.allclose(got[~pad], want[~pad], atol=1e-5)
 
 
 def test_an_architecture_that_reads_its_own_features_refuses_an_encoder(tmp_path, capsys):

@@ -3,7 +3,8 @@ UD-PrLM (USL + USI + MLM; Sun, Li, Zhao) — one of the encoders a parser can re
 
 Shapes: B sentences, N subword positions (``<s> pieces </s>``, padding), d = ``d_model``, R labels.
 
-- **Encoder**: token + learned position embeddings, ``layers`` Transformer layers (pre-norm, GELU) → H^(L).
+- **Encoder**: token + learned position embeddings, ``layers`` Transformer layers (pre-norm, GELU;
+  ``parsing.encoder_layer``) → H^(L).
 - **USL** (universal structure learning): the biaffine parser's scorer on H^(L) (``parsing.modules``: MLPs of
   ``arc_mlp`` and ``rel_mlp`` units, the paper's 128 and 64): arc scores S_arc [B, N(dep), N(head)] with padding
   heads at −10⁹, label scores S_label [B, N, N, R]. Its loss: cross-entropy of the gold head over each
@@ -27,6 +28,7 @@ import torch
 from torch import nn
 
 from forgetbench.errors import ForgetbenchError
+from forgetbench.parsing.encoder_layer import EncoderLayer
 from forgetbench.parsing.modules import biaffine_heads, biaffine_scores
 
 IGNORE = -100
@@ -58,9 +60,8 @@ class EncoderConfig:
         return asdict(self)
 
 
-def _layer(c: EncoderConfig) -> nn.TransformerEncoderLayer:
-    return nn.TransformerEncoderLayer(c.d_model, c.heads, c.ffn, c.dropout, activation="gelu", batch_first=True,
-                                      norm_first=True)
+def _layer(c: EncoderConfig) -> EncoderLayer:
+    return EncoderLayer(c.d_model, c.heads, c.ffn, c.dropout)
 
 
 def structure_tensor(arc: torch.Tensor, rel: torch.Tensor) -> torch.Tensor:
