@@ -6,7 +6,8 @@ Each MODEL is a ``pretrain-encoder`` model folder (``config.json``, ``model.safe
 ``training.json``); several are the segments of one pre-training, in order, each continued from the one before
 (``--continue-from``: a run on a lent GPU finished on the CPU, say). A segment is accepted only if its record's
 ``continued_from`` names the step and the weights' SHA-256 of the segment before it. The weights, config and
-vocabulary are the last segment's; ``training.json`` is its record plus ``segments`` (each one's steps, tokens,
+vocabulary are the last segment's (its weights as ``parsing.pretrained.load_encoder`` reads them, in the current
+layer's names); ``training.json`` is its record plus ``segments`` (each one's steps, tokens,
 wall time, device and arithmetic) and ``shipped`` (float16, and the SHA-256 of the float32 weights it rounds).
 """
 
@@ -15,9 +16,11 @@ import shutil
 import sys
 from pathlib import Path
 
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 
 from forgetbench.io import sha256_file
+from forgetbench.parsing.pretrained import load_encoder
+from forgetbench.train.loop import _unique_tensors
 
 
 def segments(models: list[Path]) -> list[dict]:
@@ -47,7 +50,7 @@ def main(*args: str) -> None:
     if out.exists():
         sys.exit(f"{out} exists; remove it first")
     segs, last = segments(models), models[-1]
-    weights = load_file(str(last / "model.safetensors"))
+    weights = _unique_tensors(load_encoder(last)[0])  # read as the current layer reads it (packed q, k, v split)
     out.mkdir(parents=True)
     save_file({k: v.half() if v.is_floating_point() else v for k, v in weights.items()}, str(out / "model.safetensors"))
     for f in ("config.json", "spm.model"):
