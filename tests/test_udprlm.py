@@ -382,7 +382,7 @@ def test_a_parser_reads_a_pretrained_encoder_frozen_or_fine_tuned(arch, tmp_path
     for scale, out in runs.items():
         w = load_file(str(out / "model.safetensors"))
         got = {k[len("words.encoder."):]: v for k, v in w.items() if k.startswith("words.encoder.")}
-        assert got.keys() == before.keys()
+        assert got.keys() == {k for k in before if not k.startswith("mlm_")}  # the MLM head, unused, is not kept
         same = all(torch.equal(got[k], before[k]) for k in got)
         assert same == (scale == "0"), scale  # frozen: the encoder's own weights; fine-tuned: moved
         assert (out / "spm.model").read_bytes() == (enc / "spm.model").read_bytes()
@@ -465,3 +465,25 @@ def test_encoder_learning_rates_decay_layer_by_layer():
     assert sum(len(g["params"]) for g in groups) == len(list(m.parameters()))
     frozen = encoder_groups(m, 1.0, 0.0, 1.0)
     assert len(frozen) == 1 and not enc.embed.weight.requires_grad
+
+
+@pytest.mark.parametrize("variant", ["mlm", "usl-mlm", "ud-prlm"])
+def test_a_parser_holds_only_the_encoder_it_runs(variant):
+    """``PretrainedWords`` keeps what ``representations`` computes: never the MLM head, and the USL head only with
+    USI (UD-PrLM), so compression never meets a matrix no input reaches. The whole encoder's state dict loads
+    (strictly) into it, the heads ignored, and the representations are the whole encoder's."""
+    from forgetbench.parsing.pretrained import PretrainedWords
+
+    n_rels = 0 if variant == "mlm" else 4
+    c = EncoderConfig(vocab_size=40, n_rels=n_rels, d_model=16, layers=1, heads=2, ffn=32, dropout=0.0,
+                      max_positions=16, arc_mlp=8, rel_mlp=8, usi=variant == "ud-prlm")
+    torch.manual_seed(0)
+    whole = PretrainedEncoder(c).eval()
+    words = PretrainedWords(c).eval()
+    words.encoder.load_state_dict(whole.state_dict())
+    kept = {k.split(".")[0] for k in words.encoder.state_dict()}
+    assert not kept & {"mlm_dense", "mlm_norm", "mlm_bias"}
+    assert ({"mlp", "scorer"} <= kept) == (variant == "ud-prlm")
+    ids = torch.tensor([[2, 7, 8, 9, 3, 0]])
+    with torch.no_grad():
+        assert torch.equal(words.encoder.representations(ids)[0], whole.representations(ids)[0])

@@ -144,6 +144,23 @@ class PretrainedEncoder(nn.Module):
             h = self.integrate(h, mask)
         return h, mask
 
+    def keep_representations_only(self) -> None:
+        """Drop the heads ``representations`` does not run — the MLM head, and the USL head of an encoder without
+        USI — so that a downstream model holds (and compression sees) only what it computes; their weights in a
+        state dict being loaded (the whole encoder's, or a parser saved with them) are ignored."""
+        gone = ["mlm_dense", "mlm_norm", "mlm_bias"] + (["mlp", "scorer"] if self.config.n_rels and not self.config.usi
+                                                        else [])
+        for name in gone:
+            delattr(self, name)
+
+        def ignore_gone(_module, state_dict, prefix, *_args):
+            for k in [k for k in state_dict if k.startswith(prefix)]:
+                rest = k[len(prefix):]
+                if any(rest == g or rest.startswith(g + ".") for g in gone):
+                    del state_dict[k]
+
+        self.register_load_state_dict_pre_hook(ignore_gone)
+
 
 MAX_PIECES_PER_WORD = 16  # a word's pieces beyond these are dropped (its first piece is what a parser reads)
 
@@ -189,6 +206,7 @@ class PretrainedWords(nn.Module):
     def __init__(self, cfg: EncoderConfig):
         super().__init__()
         self.encoder = PretrainedEncoder(cfg)
+        self.encoder.keep_representations_only()
 
     @property
     def dim(self) -> int:
