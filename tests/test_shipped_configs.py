@@ -152,3 +152,32 @@ def test_the_pretraining_configs_differ_only_in_the_variant():
     assert raws["mlm"] == raws["usl-mlm"] == raws["ud-prlm"]
     cfg = load_pretrain_config(d / "ud-prlm.yaml")  # treebank folders checked: each has its train split
     assert len(cfg.data.treebanks) == 5 and cfg.train.threads == 1
+
+
+def test_the_shipped_encoders_are_one_study_pre_trained_from_these_configs():
+    """``artifacts/encoders/{mlm,usl-mlm,ud-prlm}``: each loads as its variant; the three share the vocabulary,
+    data, seed and 6,000 steps of ``configs/pretrain`` (their settings are the configs' but for the variant, the
+    host's paths and a lent GPU's time budget), their segments cover steps 1–6,000, and each is under 30 MB of
+    fp16."""
+    import json
+
+    from forgetbench.parsing.pretrained import load_encoder
+
+    spms, configs = set(), {}
+    for v in ("mlm", "usl-mlm", "ud-prlm"):
+        d = REPO / "artifacts" / "encoders" / v
+        model, sp, labels = load_encoder(d)
+        rec = json.loads((d / "training.json").read_text())
+        assert model.config.variant == rec["variant"] == v and rec["steps"] == 6000 and sp.get_piece_size() == 8000
+        segs = rec["segments"]
+        assert segs[0]["first_step"] == 1 and segs[-1]["last_step"] == 6000
+        assert all(a["last_step"] + 1 == b["first_step"] for a, b in zip(segs, segs[1:], strict=False))
+        assert (d / "model.safetensors").stat().st_size < 30e6 and rec["shipped"]["dtype"] == "float16"
+        spms.add((d / "spm.model").read_bytes())
+        cfg = rec["config"]
+        assert cfg["model"].pop("variant") == v
+        configs[v] = {k: cfg[k] for k in ("spm", "model", "objective")} | {
+            "train": {k: x for k, x in cfg["train"].items() if k != "time_budget_minutes"}, "data": {k: x for k, x in cfg["data"].items() if k not in ("shared", "treebanks")}}
+        shipped = yaml.safe_load((REPO / "configs" / "pretrain" / f"{v}.yaml").read_text())
+        assert shipped["train"]["steps"] == 6000 and shipped["train"]["seed"] == cfg["train"]["seed"]
+    assert len(spms) == 1 and configs["mlm"] == configs["usl-mlm"] == configs["ud-prlm"]
