@@ -90,7 +90,8 @@ def stage_parsers(a, out: Path) -> None:
                 if not r.exists():
                     enc = ["--encoder", str(out / f"enc-{k}" / "model")] if k != "scratch" else []
                     cli("parse", "train", "--arch", "rngtr", *common, "--out", str(r), "--tags", "predicted",
-                        "--tagger-from", str(sy["scratch"]), "--initial", str(sy[k]), *enc, *parser_minutes, *budget)
+                        "--tagger-from", str(sy["scratch"]), "--initial", str(sy[k]), "--refiner-graphs", "empty", *enc,
+                        *parser_minutes, *budget)
 
 
 def stage_eval(a, out: Path) -> dict:
