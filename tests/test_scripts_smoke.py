@@ -228,13 +228,17 @@ def test_udprlm_study_end_to_end_on_a_tiny_treebank(tmp_path):
     out = tmp_path / "run"
     text = _run(REPO / "scripts" / "udprlm_study.py", "--out", out, "--treebanks", "wo_wtb", "--configs", configs,
                 "--data", tmp_path / "ud", "--minutes", "2", "--tagger-minutes", "0.2", "--tagger-epochs", "1",
-                "--max-epochs", "1", "--recipes", "prune-45", "ptq-int8")
+                "--max-epochs", "1", "--recipes", "prune-45", "wanda-45-uniform", "ptq-int8", "--refine")
     res = json.loads((out / "study.json").read_text())["wo_wtb"]
-    assert set(res["scores"]) == {"scratch", "mlm", "usl-mlm", "ud-prlm", "usl-mlm USL head", "ud-prlm USL head"}
+    systems = {"scratch", "mlm", "usl-mlm", "ud-prlm"}
+    assert set(res["scores"]) == systems | {f"{k}+rngtr" for k in systems} | {"usl-mlm USL head", "ud-prlm USL head"}
     assert set(res["gains"]) == {"mlm − scratch", "usl-mlm − scratch", "ud-prlm − scratch", "ud-prlm − mlm",
-                                 "ud-prlm − usl-mlm"}
+                                 "ud-prlm − usl-mlm"} | {f"{k}+rngtr − {k}" for k in systems}
+    refiner = json.loads((out / "parsers" / "wo_wtb" / "ud-prlm-rngtr" / "training.json").read_text())
+    assert refiner["arch"] == "rngtr" and refiner["encoder"]["variant"] == "ud-prlm"  # on its encoder, from empty graphs
     for g in res["gains"].values():
         assert g["delta_ci"][0] <= g["delta"] + 1e-9 <= g["delta_ci"][1] + 2e-9
     S = json.loads((out / "compress" / "wo_wtb" / "summary.json").read_text())
-    assert {(Path(c["reference"]).name, c["recipe"]) for c in S["contrasts"]} == {("mlm", "prune-45"), ("mlm", "ptq-int8")}
+    assert {(Path(c["reference"]).name, c["recipe"]) for c in S["contrasts"]} == {
+        ("mlm", r) for r in ("prune-45", "wanda-45-uniform", "ptq-int8")}  # Wanda reaches every encoder's matrices
     assert "Who pays" in text and "ud-prlm − mlm" in text
