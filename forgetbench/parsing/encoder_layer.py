@@ -3,16 +3,16 @@
 ``nn.TransformerEncoderLayer`` keeps its query, key and value maps in one packed ``in_proj_weight`` that is not a
 module, and its ``nn.MultiheadAttention`` applies ``out_proj`` without calling it: pruning and int8 weight
 quantisation (``compress.ptq.weight_matrices``: Linear and LSTM matrices) never see the first, and no forward hook
-fires on the second, so data-aware pruning and activation quantisation of a parser on a pre-trained encoder
-failed or missed them. This layer computes the same function with its own modules:
+fires on the second, so neither data-aware pruning nor activation quantisation of a parser on a pre-trained
+encoder could reach them. This layer computes the same function with its own modules:
 
 - ``EncoderLayer`` (pre-norm, GELU; ``nn.TransformerEncoderLayer(norm_first=True)``'s parameter names):
   x + dropout1(self_attn(norm1(x))), then x + dropout2(linear2(dropout(gelu(linear1(norm2(x)))))).
 - ``SelfAttention``: ``q_proj``, ``k_proj``, ``v_proj``, ``out_proj``; per head softmax(Q Kᵀ / √d_head) V with the
   padded keys at −∞, dropout on the attention weights; both products with ``torch.matmul``, so the attention
   sites of ``compress.sites`` (Q·Kᵀ, softmax·V) apply as in the MT models' eager attention.
-- A state dict written by ``nn.TransformerEncoderLayer`` (``self_attn.in_proj_weight`` / ``in_proj_bias``, the
-  encoders exported before this layer) loads: a load hook splits the packed rows into q, k and v, in that order.
+- A state dict written by ``nn.TransformerEncoderLayer`` (``self_attn.in_proj_weight`` / ``in_proj_bias``) loads:
+  a load hook splits the packed rows into q, k and v, in that order.
 """
 
 from __future__ import annotations
