@@ -145,6 +145,8 @@ def test_parse_compress_report(tmp_path):
     assert v["ptq-int8"]["sizes"]["nominal_ratio"] == 0.25 and v["ptq-int8"]["sizes"]["int8_ratio"] < 0.5  # embeddings + biaffine stay fp32
     assert v["prune-45"]["sizes"]["nominal_ratio"] == 0.55 and v["prune-45"]["sizes"]["sparse"]["sparse_tensors"] > 0
     assert "real artefact (vs fp32)" in (tmp_path / "rep" / "report.md").read_text()
+    # the treebank column names the test file, the model column the parser's folder
+    assert (tmp_path / "rep" / "parse_compression.csv").read_text().splitlines()[1].startswith("dev,a,gold,base,")
     # every LAS change with its paired bootstrap interval
     for d in v.values():
         lo, hi = d["rel_las_ci"]
@@ -218,4 +220,4 @@ def test_the_parse_report_writes_a_base_las_of_zero(tmp_path):
                         "variants": {"prune-45": v}}]}
     write_parse_report(S, tmp_path / "rep")
     row = (tmp_path / "rep" / "parse_compression.csv").read_text().splitlines()[2]
-    assert row.startswith("m,gold,prune-45,0.80,") and ",– ," in row
+    assert row.startswith("m,m,gold,prune-45,0.80,") and ",– ," in row  # no test file kept: the model's name

@@ -25,24 +25,29 @@ def _p(p) -> str:
     return "–" if p is None else f"{p:.3f}"
 
 
+def _treebank(tb: dict) -> str:
+    """The test file a row was scored on (its stem, e.g. ``ta_ttb-ud-test``); the model folder where none is kept."""
+    return Path(tb["test"]).stem if tb.get("test") else Path(tb["model"]).name
+
+
 def write_parse_report(S: dict, out: Path) -> None:
     """summary.json, parse_compression.csv, parse_relation_classes.csv, report.md and report.html of ``forgetbench
     parse compress`` (+ parse_contrasts.csv and a "which forgets more" table when models share a test file)."""
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_json(out / "summary.json", S)
-    head = ["treebank", "tags", "variant", "LAS", "UAS", "CLAS", "rel. LAS % [95 % CI]", "p", "sentences losing LAS % [95 % CI]",
+    head = ["treebank", "model", "tags", "variant", "LAS", "UAS", "CLAS", "rel. LAS % [95 % CI]", "p", "sentences losing LAS % [95 % CI]",
             "nominal size", "real artefact (vs fp32)", "sent/s"]
     rows = []
     for tb in S["treebanks"]:
-        name = Path(tb["model"]).name
+        name, model = _treebank(tb), Path(tb["model"]).name
         b = tb["base"]
         tags = tb.get("tags", "gold")
-        rows.append([name, tags, "base", f"{b['las']:.2f}", f"{b['uas']:.2f}", f"{b['clas']:.2f}", "–", "–", "–", "1.00",
+        rows.append([name, model, tags, "base", f"{b['las']:.2f}", f"{b['uas']:.2f}", f"{b['clas']:.2f}", "–", "–", "–", "1.00",
                      "1.00", f"{b['sent_per_s']:.1f}"])
         for v, d in tb["variants"].items():
             sz = d.get("sizes", {})
             real = min((sz[k], k[:-6]) for k in ("int8_ratio", "sparse_ratio") if k in sz) if sz else None
-            rows.append([name, tags, v, f"{d['las']:.2f}", f"{d['uas']:.2f}", f"{d['clas']:.2f}",
+            rows.append([name, model, tags, v, f"{d['las']:.2f}", f"{d['uas']:.2f}", f"{d['clas']:.2f}",
                          f"{_num(d['rel_las'])} {_ci(d.get('rel_las_ci'))}", _p(d.get("las_p")),
                          f"{d['losers_pct']:.1f} {_ci(d.get('losers_pct_ci'), 1)}", f"{sz.get('nominal_ratio', float('nan')):.2f}",
                          f"{real[0]:.3f} ({real[1]})" if real else "–", f"{d['sent_per_s']:.1f}"])
@@ -58,8 +63,8 @@ def write_parse_report(S: dict, out: Path) -> None:
         buf = io.StringIO()
         csv.writer(buf).writerows([c_head, *c_rows])
         atomic_write_text(out / "parse_contrasts.csv", buf.getvalue())
-    r_head = ["treebank", "variant", "relation class", "words", "LAS base", "LAS", "change, points [95 % CI]"]
-    r_rows = [[Path(tb["model"]).name, v, k, str(x["words"]), f"{x['las_base']:.2f}", f"{x['las']:.2f}",
+    r_head = ["treebank", "model", "variant", "relation class", "words", "LAS base", "LAS", "change, points [95 % CI]"]
+    r_rows = [[_treebank(tb), Path(tb["model"]).name, v, k, str(x["words"]), f"{x['las_base']:.2f}", f"{x['las']:.2f}",
                f"{x['delta']:+.2f} {_ci(x['delta_ci'])}"]
               for tb in S["treebanks"] for v, d in tb["variants"].items() for k, x in d.get("relation_classes", {}).items()]
     if r_rows:
@@ -85,7 +90,7 @@ def write_parse_report(S: dict, out: Path) -> None:
 
     table = _table(head, rows) + (f"<h2>Which forgets more</h2>{_table(c_head, c_rows)}" if c_rows else "") + (
         f"<h2>LAS per relation class</h2>{_table(r_head, r_rows)}" if r_rows else "")
-    worst = "".join(f"<h3>{e(Path(tb['model']).name)} — {e(v)}: most-losing sentences</h3><ul>"
+    worst = "".join(f"<h3>{e(_treebank(tb))}, {e(Path(tb['model']).name)} — {e(v)}: most-losing sentences</h3><ul>"
                     + "".join(f"<li>{e(w['sentence'])} (LAS {w['las_base']:.0f} → {w['las']:.0f})</li>" for w in d["worst"])
                     + "</ul>" for tb in S["treebanks"] for v, d in tb["variants"].items())
     atomic_write_text(out / "report.html", f"<!doctype html><meta charset='utf-8'><title>parser compression</title>"
