@@ -343,7 +343,7 @@ def test_ntrex_tico_tatoeba_loaders(tmp_path):
         open_benchmark("t", "tico19", tmp_path / "tico").pair("de", "fr")
 
 
-def test_sweep_with_gender_and_word_sense_benchmarks(tiny_dir, tmp_path):
+def test_sweep_with_gender_and_word_sense_benchmarks(tiny_dir, tmp_path, capsys):
     extra = (f"bias:\n  mt_gender: {{path: {REPO / 'data' / 'mt_gender'}, languages: [de, ru], sentences: 6, "
              f"aligner_context: {FLORES}}}\n"
              f"  mucow: {{path: {REPO / 'data' / 'mucow'}, pairs: [en-de], sentences: 5}}\n")
@@ -364,6 +364,20 @@ def test_sweep_with_gender_and_word_sense_benchmarks(tiny_dir, tmp_path):
     assert ac["items"] == 3 * 2 * 6 and set(ac["base"]) == {"fast_align", "cross_attention"}
     st = Store(run / "store.sqlite")
     assert len(st.stats("gender_pred")) == 3 * 2 * 6
+    readings = {n: st.stats(n) for n in ("gender_pred", "gender_pred_fastalign")}
+    assert S["bias"]["gender_readers"] == st.meta("gender_readers") and len(readings["gender_pred_fastalign"]) == 36
+    # readings by other readers: the report refuses them; a rerun deletes them, says so and reads the items again
+    st.set_meta("gender_readers", "older rules")
+    st.add_stats([("base", "mt_gender", "en", "de", 0, "gender_pred", 3.0)])  # a reading those rules made
+    st.close()
+    capsys.readouterr()
+    assert main(["report", str(run)]) == 2
+    assert "read by other gender readers (older rules" in capsys.readouterr().err
+    assert main(["sweep", str(cfg), "--out", str(run), "--quiet"]) == 0
+    assert "reading them again (72 readings)" in capsys.readouterr().err
+    st = Store(run / "store.sqlite")
+    assert {n: st.stats(n) for n in readings} == readings and st.meta("gender_readers") != "older rules"
+    st.close()
 
 
 def test_piece_to_word_alignment_map(tiny_dir):

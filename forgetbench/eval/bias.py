@@ -26,6 +26,7 @@ from forgetbench.errors import ForgetbenchError
 from forgetbench.eval.alignment import align_words, fastalign_align, source_index, tokens
 from forgetbench.eval.gender_metrics import GenderItem, gender_scores, resampled_scores
 from forgetbench.eval.gender_readers import read_gender
+from forgetbench.eval.gender_readers import version as readers_version
 from forgetbench.eval.store import Store
 from forgetbench.eval.translate import Job, pair_batches
 from forgetbench.eval.word_sense import (
@@ -40,6 +41,8 @@ from forgetbench.io import sha256_file
 from forgetbench.stats import mean, rel
 
 FASTALIGN_STAT = "gender_pred_fastalign"
+GENDER_STATS = ("gender_pred", FASTALIGN_STAT)
+READERS_META = "gender_readers"
 GENDER_CODE = {"unknown": 0.0, "male": 1.0, "female": 2.0, "neutral": 3.0}
 GENDER_NAME = {v: k for k, v in GENDER_CODE.items()}
 
@@ -140,6 +143,27 @@ def dibimt_jobs(path: Path, languages: list[str] | None, sentences: int | None) 
 def jobs(bias: BiasConfig | None) -> list[Job]:
     return [] if bias is None else [*bias.gender_jobs, *(j for _, j in bias.mucow.values()),
                                     *(j for _, j in bias.dibimt.values())]
+
+
+def renew_readings(store: Store) -> int:
+    """Before a sweep's work: keep the store's gender readings only if the current readers made them
+    (``gender_readers.version``, kept in the store's meta). Readings by other readers, or by readers of unknown
+    version (a store older than the record), are deleted, so the bias units read the items again; returns how many
+    were deleted. The store then records the current readers."""
+    now, was = readers_version(), store.meta(READERS_META)
+    dropped = store.drop_stats(GENDER_STATS) if was != now else 0
+    if was != now:
+        store.set_meta(READERS_META, now)
+    return dropped
+
+
+def stale_readings(store: Store) -> str | None:
+    """The readers that made a store's gender readings where they are not the current ones (``None``: current, or no
+    readings at all)."""
+    if not store.stats_count(GENDER_STATS):
+        return None
+    was = store.meta(READERS_META)
+    return None if was == readers_version() else (was or "unrecorded")
 
 
 def gender_pass(store: Store, variant: str, model, tokenizer, bias: BiasConfig, batch_size: int = 32,

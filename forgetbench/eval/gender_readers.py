@@ -30,12 +30,29 @@ Rules shared by the readers (each with real MT sentences of its shape in the tes
 
 from __future__ import annotations
 
+import hashlib
 import re
 from functools import cache
+from importlib import metadata
+from pathlib import Path
 
 COVERED = ("de", "fr", "es", "it", "ru", "uk", "pl", "cs", "he", "ar")
 
 _PUNCT = re.compile(r"^[\W_]+|[\W_]+$", re.UNICODE)
+
+
+def version() -> str:
+    """What decides a reading: this module's source (SHA-256, first 16 hex digits) and the installed pymorphy3 with
+    its Russian and Ukrainian dictionaries. A run store keeps it beside its readings, so that a sweep resumed under
+    other readers reads its MT-Gender items again instead of mixing two sets of rules."""
+    src = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+    libs = []
+    for dist in ("pymorphy3", "pymorphy3-dicts-ru", "pymorphy3-dicts-uk"):
+        try:
+            libs.append(f"{dist} {metadata.version(dist)}")
+        except metadata.PackageNotFoundError:
+            libs.append(f"{dist} absent")
+    return f"{src}; " + ", ".join(libs)
 
 
 def _clean(w: str) -> str:

@@ -127,6 +127,18 @@ class Store:
         with self.db:
             self.db.executemany("INSERT OR REPLACE INTO sentence_stats VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
 
+    def stats_count(self, names: tuple[str, ...]) -> int:
+        """How many statistics called one of ``names`` the store holds."""
+        q = f"SELECT count(*) FROM sentence_stats WHERE name IN ({','.join('?' * len(names))})"
+        return self.db.execute(q, names).fetchone()[0]
+
+    def drop_stats(self, names: tuple[str, ...]) -> int:
+        """Delete every statistic called one of ``names`` (one transaction); the passes that compute them find them
+        missing and compute them again. Returns how many were deleted."""
+        with self.db:
+            cur = self.db.execute(f"DELETE FROM sentence_stats WHERE name IN ({','.join('?' * len(names))})", names)
+        return cur.rowcount
+
     def reset_claims(self) -> None:
         """A new attempt: no unit claimed (the table is made anew, so a store of an older layout gets this one)."""
         with self.db:

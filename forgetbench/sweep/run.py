@@ -23,6 +23,7 @@ import os
 import re
 import shutil
 import statistics
+import sys
 import threading
 import time
 from pathlib import Path
@@ -282,7 +283,8 @@ def load_variant(cfg: SweepConfig, run_dir: Path, name: str, placement: Placemen
 
 def prepare_run(cfg: SweepConfig, run_dir: Path, placement: Placement | None = None) -> None:
     """Rank 0, before any other process opens the store: the store (schema, WAL), the config, a new attempt. A run
-    resumed on other numerics (device kind, GPU model, dtype: ``models.hardware`` rule 4) is refused."""
+    resumed on other numerics (device kind, GPU model, dtype: ``models.hardware`` rule 4) is refused; gender
+    readings made by other readers are deleted, to be read again (``bias.renew_readings``)."""
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "variants").mkdir(exist_ok=True)
     store = Store(run_dir / "store.sqlite")
@@ -303,6 +305,9 @@ def prepare_run(cfg: SweepConfig, run_dir: Path, placement: Placement | None = N
         store.set_meta("numerics", now)
         _check_same_work(cfg, run_dir, store.meta("work"), bool(known))
         store.set_meta("work", work_settings(cfg.raw))
+        if dropped := biasmod.renew_readings(store):
+            print(f"forgetbench: note: {run_dir}: the gender readers changed since its MT-Gender items were read; "
+                  f"reading them again ({dropped} readings)", file=sys.stderr)
         atomic_write_text(run_dir / "config.yaml", yaml.safe_dump(cfg.raw, sort_keys=False, allow_unicode=True))
         store.set_meta("config_source", str(cfg.source))
         store.set_meta("quick_look", cfg.quick_look)

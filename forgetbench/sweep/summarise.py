@@ -41,10 +41,18 @@ def summarise(cfg: SweepConfig, run_dir: str | Path, run_info: dict | None = Non
         raise ForgetbenchError(f"{run_dir}: cross-attention λ is missing for analysed sentences ({lacking}); the analysis "
                                "settings changed since the sweep: rerun `forgetbench sweep` with this config on the run "
                                "folder to compute them")
+    stale = biasmod.stale_readings(store)
+    if stale is not None:
+        store.close()
+        raise ForgetbenchError(f"{run_dir}: its MT-Gender items were read by other gender readers ({stale}; now "
+                               f"{biasmod.readers_version()}); rerun `forgetbench sweep` with this config on the run "
+                               "folder to read them again")
     speed, signals, hardware, batches, maps = ({v: x for v in series if (x := store.meta(f"{kind}:{v}")) is not None}
                                                for kind in ("speed", "signals", "hardware", "batch_size", "attention"))
     bias_summary = biasmod.analyse_bias(store, cfg.bias, cfg.base, series, cfg.thresholds.resamples,
                                         cfg.thresholds.seed, bases)
+    if bias_summary and store.stats_count(biasmod.GENDER_STATS):
+        bias_summary["gender_readers"] = biasmod.readers_version()
     backends = {s: known[s].get("backend", "torch") for s in series}
     store.close()
     run = {"threads": cfg.threads, "generation": cfg.generation, "seconds": None, "processes": None,
