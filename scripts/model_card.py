@@ -1,7 +1,9 @@
-"""Write the shipped teacher's model card from its training record and a `forgetbench eval` run.
+"""Write the shipped teacher's model card from its training record and a `forgetbench eval` run (greedy), and,
+given, a second run of the same sentences under M2M-100's beam-5 decoding.
 
     forgetbench eval configs/teacher-card.yaml --out runs/teacher-card
-    python scripts/model_card.py artifacts/teacher runs/teacher-card
+    forgetbench eval configs/teacher-card-beam5.yaml --out runs/teacher-card-beam5   # optional
+    python scripts/model_card.py artifacts/teacher runs/teacher-card [runs/teacher-card-beam5]
 """
 
 import json
@@ -150,7 +152,94 @@ def embedding_alignment_section(m: Path, langs: list[str], graphmerge: dict | No
     return out
 
 
-def main(model_dir: str, card_run: str) -> None:
+SPBLEU_FLOOR = 5.0  # the card counts the directions at or above this spBLEU-local
+
+
+def _pair_stats(store, spb, src: str, tgt: str) -> tuple[dict, list[str]]:
+    """chrF3 and spBLEU-local sufficient statistics per sentence of one direction of a card run (its base series),
+    against the FLORES-101 devtest references; the indices in order."""
+    from forgetbench.eval import bootstrap as bs
+    from forgetbench.eval.metrics import CHRF3
+
+    rows = store.translations("base", "flores101", src, tgt)
+    flores = Path(__file__).resolve().parents[1] / "data" / "flores101"
+    refs = (flores / language(tgt).flores_file).read_text(encoding="utf-8").splitlines()
+    hyps, refs = [r["hyp"] for r in rows], [refs[r["idx"]] for r in rows]
+    return {"chrF": bs.sentence_stats(CHRF3, hyps, refs),
+            "spBLEU": bs.sentence_stats(spb.bleu, spb.segment(hyps), spb.segment(refs))}, [r["idx"] for r in rows]
+
+
+def decoding_section(greedy_run: Path, beam_run: Path, spm_path: Path) -> list[str]:
+    """Greedy against beam 5 on the same sentences: per thesis tier and over all directions, the mean corpus chrF3 and
+    spBLEU-local of each and beam − greedy with its stratified paired bootstrap 95 % interval (each direction's
+    sentences resampled within it, the same resamples for both decodings); the directions at or above
+    ``SPBLEU_FLOOR`` spBLEU-local under each; per language, the beam-5 scores."""
+    import numpy as np
+
+    from forgetbench.eval import bootstrap as bs
+    from forgetbench.eval.metrics import CHRF3, SpBLEU
+    from forgetbench.eval.store import Store
+
+    Sg = json.loads((greedy_run / "report" / "summary.json").read_text())
+    Sb = json.loads((beam_run / "report" / "summary.json").read_text())
+    nb = Sb["run"]["generation"]["num_beams"]
+    if Sg["signatures"]["models"].get("base") != Sb["signatures"]["models"].get("base") or \
+            Sg["run"]["generation"]["num_beams"] != 1:
+        raise SystemExit(f"{beam_run}: not the card run's model under another beam, or {greedy_run} is not greedy")
+    spb = SpBLEU(spm_path)
+    metrics = {"chrF": CHRF3, "spBLEU": spb.bleu}
+    stores = [Store(greedy_run / "store.sqlite"), Store(beam_run / "store.sqlite")]
+    per_dir = {}
+    for p in Sb["pairs"]:
+        (g, gi), (b, bi) = (_pair_stats(st, spb, p["src"], p["tgt"]) for st in stores)
+        if gi != bi:
+            raise SystemExit(f"{p['src']}-{p['tgt']}: the two runs translated different sentences")
+        w = bs.counts(len(gi), bs.RESAMPLES, [bs.SEED, len(per_dir)])
+        per_dir[(p["src"], p["tgt"])] = {k: (metrics[k]._compute_score_from_stats(g[k].sum(0)).score,
+                                             metrics[k]._compute_score_from_stats(b[k].sum(0)).score,
+                                             bs.scores_from(metrics[k], w @ b[k]) - bs.scores_from(metrics[k], w @ g[k]))
+                                         for k in metrics}
+    for st in stores:
+        st.close()
+    foreign = lambda d: d[1] if d[0] == "en" else d[0]  # noqa: E731
+    groups = {f"{t} (thesis tier)": [d for d in per_dir if language(foreign(d)).tier == t] for t in ("High", "Medium", "Low")}
+    groups["all directions"] = list(per_dir)
+    out = ["", f"## Greedy and beam-{nb} decoding", "",
+           "Every forgetbench sweep decodes greedily (`num_beams: 1`, as above); the M2M-100 release evaluates with "
+           "`fairseq-generate --beam 5`. The same sentences under both (run `" + Sb["name"] + "`: "
+           f"`num_beams: {nb}`, transformers' beam search, length penalty 1.0, "
+           f"{Sb['run']['seconds'] / 60:.0f} min, {Sb['run']['threads']} thread); means over the group's directions, "
+           "beam − greedy with its stratified paired bootstrap 95 % interval "
+           f"({bs.RESAMPLES:,} resamples, the same for both decodings).", "",
+           f"| directions (language's tier) | n | chrF greedy | chrF beam {nb} | beam − greedy [95 % CI] | spBLEU-local "
+           f"greedy | spBLEU-local beam {nb} | beam − greedy [95 % CI] |", "|---|---:|---:|---:|---|---:|---:|---|"]
+    for name, ds in groups.items():
+        if not ds:
+            continue
+        cells = []
+        for k in metrics:
+            g = float(np.mean([per_dir[d][k][0] for d in ds]))
+            b = float(np.mean([per_dir[d][k][1] for d in ds]))
+            ci = bs.group_mean([per_dir[d][k][2] for d in ds])
+            cells += [f"{g:.2f}", f"{b:.2f}", f"{b - g:+.2f} [{ci.low:+.2f}, {ci.high:+.2f}]"]
+        out.append(f"| {name} | {len(ds)} | " + " | ".join(cells) + " |")
+    over = [[d for d in per_dir if per_dir[d]["spBLEU"][j] >= SPBLEU_FLOOR] for j in (0, 1)]
+    moved = sorted(set(over[1]) ^ set(over[0]))
+    out += ["", f"Directions with spBLEU-local ≥ {SPBLEU_FLOOR:g}: {len(over[0])} of {len(per_dir)} greedy, "
+            f"{len(over[1])} of {len(per_dir)} with beam {nb}"
+            + (" (" + ", ".join(f"{s}-{t} {per_dir[(s, t)]['spBLEU'][0]:.2f} → {per_dir[(s, t)]['spBLEU'][1]:.2f}"
+                                for s, t in moved) + ")" if moved else "") + ".", "",
+            f"| language | en→X chrF beam {nb} | en→X spBLEU-local beam {nb} | X→en chrF beam {nb} | X→en spBLEU-local "
+            f"beam {nb} |",
+            "|---|---:|---:|---:|---:|"]
+    for c in dict.fromkeys(foreign(d) for d in per_dir):
+        a, b = per_dir.get(("en", c)), per_dir.get((c, "en"))
+        sc = lambda x, k: f"{x[k][1]:.1f}" if x else "–"  # noqa: E731
+        out.append(f"| {language(c).name} | {sc(a, 'chrF')} | {sc(a, 'spBLEU')} | {sc(b, 'chrF')} | {sc(b, 'spBLEU')} |")
+    return out
+
+
+def main(model_dir: str, card_run: str, beam_run: str | None = None) -> None:
     m, r = Path(model_dir), Path(card_run)
     t = json.loads((m / "training.json").read_text())
     S = json.loads((r / "report" / "summary.json").read_text())
@@ -173,7 +262,9 @@ def main(model_dir: str, card_run: str) -> None:
         "forgetbench's default run analyses a real model with a real resource skew; it is not a production translator.", "",
         "## Reproduce", "", "```bash", *_train_commands(t),
         "forgetbench eval configs/teacher-card.yaml --out runs/teacher-card",
-        "python scripts/model_card.py artifacts/teacher runs/teacher-card", "```", "",
+        *(["forgetbench eval configs/teacher-card-beam5.yaml --out runs/teacher-card-beam5"] if beam_run else []),
+        "python scripts/model_card.py artifacts/teacher runs/teacher-card" + (" runs/teacher-card-beam5" if beam_run else ""),
+        "```", "",
         "Training is deterministic given the seed on one device (batch order from a seeded permutation, dropout re-seeded every step; "
         "resuming from a checkpoint gives bit-identical weights, tested).", "",
         "## Model", "",
@@ -222,6 +313,8 @@ def main(model_dir: str, card_run: str) -> None:
               f"spBLEU-local: `{S['signatures']['spBLEU']}` (the project's own SPM, not FLORES-101's: comparable within "
               "forgetbench only). Model SHA-256: `" + str(S["signatures"]["models"].get("base")) + "`.", "",
               *curve_section(m, t, logs, cfg["train"]["dev_directions"])]
+    if beam_run:
+        lines += decoding_section(r, Path(beam_run), m / "sentencepiece.bpe.model")
     lines += embedding_alignment_section(m, langs, t.get("graphmerge"))
     lines += ["", "## Licence and intended use", "",
               "Research only: the WMT test sets carry no explicit licence (research use) and Tatoeba data is CC BY-NC-SA 4.0. "
@@ -231,4 +324,4 @@ def main(model_dir: str, card_run: str) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:3])
+    main(*sys.argv[1:4])

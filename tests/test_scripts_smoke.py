@@ -148,12 +148,26 @@ tiers: {{training: {{counts: {teacher / "training.json"}, thresholds: [1000, 100
     run = tmp_path / "run"
     assert main(["sweep", str(cfg), "--out", str(run), "--quiet"]) == 0
     S = json.loads((run / "report" / "summary.json").read_text())
+    beam_cfg = tmp_path / "beam.yaml"  # the same sentences under beam search, base only
+    beam_cfg.write_text("\n".join(line.replace("num_beams: 1", "num_beams: 2") for line in cfg.read_text().splitlines()
+                                  if not line.startswith(("variants:", "contrasts:"))) + "\nvariants: {base: null}\n")
+    beam = tmp_path / "beam"
+    assert main(["sweep", str(beam_cfg), "--out", str(beam), "--quiet"]) == 0
+    B = {(p["src"], p["tgt"]): p["scores"]["base"] for p in json.loads((beam / "report" / "summary.json").read_text())["pairs"]}
     (teacher / "README.md").unlink()
-    _run(REPO / "scripts" / "model_card.py", teacher, run)
+    _run(REPO / "scripts" / "model_card.py", teacher, run, beam)
     card = (teacher / "README.md").read_text()
     sc = {(p["src"], p["tgt"]): p["scores"]["base"] for p in S["pairs"]}
     row = " | ".join(f"{sc[k][m]:.1f}" for k in (("en", "de"), ("de", "en")) for m in ("chrF", "spBLEU"))
     assert f"| German | de | 49,147 | High | High | {row} |" in card and "| Russian | ru |" in card
+    # greedy against beam: the group means are the two runs' corpus scores, each difference inside its interval
+    assert f"| German | {' | '.join(f'{B[k][m]:.1f}' for k in (('en', 'de'), ('de', 'en')) for m in ('chrF', 'spBLEU'))} |" in card
+    high = next(line for line in card.splitlines() if line.startswith("| High (thesis tier) | 2 |")).split(" | ")
+    g, b = (sum(x[k]["chrF"] for k in (("en", "de"), ("de", "en"))) / 2 for x in (sc, B))
+    assert (high[2], high[3]) == (f"{g:.2f}", f"{b:.2f}")
+    lo, hi = (float(v) for v in high[4].split("[")[1].rstrip("]").split(", "))
+    assert lo - 0.01 <= b - g <= hi + 0.01
+    assert f"of 4 greedy, {sum(v['spBLEU'] >= 5 for v in B.values())} of 4 with beam 2" in card
     assert "## Cross-lingual embedding alignment" in card and "| Russian | Latin–Cyrillic |" in card
     speed = tmp_path / "speed.json"
     speed.write_text(_run("-m", "benchmarks.batch1_speed", teacher, student, art / "student-nokd", "--sentences", "4",
