@@ -155,7 +155,7 @@ def embedding_alignment_section(m: Path, langs: list[str], graphmerge: dict | No
 SPBLEU_FLOOR = 5.0  # the card counts the directions at or above this spBLEU-local
 
 
-def _pair_stats(store, spb, src: str, tgt: str) -> tuple[dict, list[str]]:
+def _pair_stats(store, spb, src: str, tgt: str) -> tuple[dict, list[int]]:
     """chrF3 and spBLEU-local sufficient statistics per sentence of one direction of a card run (its base series),
     against the FLORES-101 devtest references; the indices in order."""
     from forgetbench.eval import bootstrap as bs
