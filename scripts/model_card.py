@@ -155,18 +155,10 @@ def embedding_alignment_section(m: Path, langs: list[str], graphmerge: dict | No
 SPBLEU_FLOOR = 5.0  # the card counts the directions at or above this spBLEU-local
 
 
-def _pair_stats(store, spb, src: str, tgt: str) -> tuple[dict, list[int]]:
-    """chrF3 and spBLEU-local sufficient statistics per sentence of one direction of a card run (its base series),
-    against the FLORES-101 devtest references; the indices in order."""
-    from forgetbench.eval import bootstrap as bs
-    from forgetbench.eval.metrics import CHRF3
-
+def _pair_rows(store, src: str, tgt: str) -> tuple[list[int], list[str]]:
+    """The indices and hypotheses of one direction of a card run (its base series), in index order."""
     rows = store.translations("base", "flores101", src, tgt)
-    flores = Path(__file__).resolve().parents[1] / "data" / "flores101"
-    refs = (flores / language(tgt).flores_file).read_text(encoding="utf-8").splitlines()
-    hyps, refs = [r["hyp"] for r in rows], [refs[r["idx"]] for r in rows]
-    return {"chrF": bs.sentence_stats(CHRF3, hyps, refs),
-            "spBLEU": bs.sentence_stats(spb.bleu, spb.segment(hyps), spb.segment(refs))}, [r["idx"] for r in rows]
+    return [r["idx"] for r in rows], [r["hyp"] for r in rows]
 
 
 def decoding_section(greedy_run: Path, beam_run: Path, spm_path: Path) -> list[str]:
@@ -177,6 +169,7 @@ def decoding_section(greedy_run: Path, beam_run: Path, spm_path: Path) -> list[s
     import numpy as np
 
     from forgetbench.eval import bootstrap as bs
+    from forgetbench.eval.analysis import score_stats
     from forgetbench.eval.metrics import CHRF3, SpBLEU
     from forgetbench.eval.store import Store
 
@@ -189,11 +182,15 @@ def decoding_section(greedy_run: Path, beam_run: Path, spm_path: Path) -> list[s
     spb = SpBLEU(spm_path)
     metrics = {"chrF": CHRF3, "spBLEU": spb.bleu}
     stores = [Store(greedy_run / "store.sqlite"), Store(beam_run / "store.sqlite")]
-    per_dir = {}
+    flores, per_dir = Path(__file__).resolve().parents[1] / "data" / "flores101", {}
     for p in Sb["pairs"]:
-        (g, gi), (b, bi) = (_pair_stats(st, spb, p["src"], p["tgt"]) for st in stores)
+        (gi, gh), (bi, bh) = (_pair_rows(st, p["src"], p["tgt"]) for st in stores)
         if gi != bi:
             raise SystemExit(f"{p['src']}-{p['tgt']}: the two runs translated different sentences")
+        lines = (flores / language(p["tgt"]).flores_file).read_text(encoding="utf-8").splitlines()
+        refs = [lines[i] for i in gi]
+        seg_refs = spb.segment(refs)
+        g, b = score_stats(spb, gh, refs, seg_refs), score_stats(spb, bh, refs, seg_refs)
         w = bs.counts(len(gi), bs.RESAMPLES, [bs.SEED, len(per_dir)])
         per_dir[(p["src"], p["tgt"])] = {k: (metrics[k]._compute_score_from_stats(g[k].sum(0)).score,
                                              metrics[k]._compute_score_from_stats(b[k].sum(0)).score,

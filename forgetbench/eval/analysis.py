@@ -181,6 +181,13 @@ def sentences_analysed(job, base_hyps: dict[int, str], spbleu: SpBLEU, th: Thres
     return spbleu.bleu._compute_score_from_stats(stats.sum(0)).score >= th.bleu_filter
 
 
+def score_stats(spbleu: SpBLEU, hyps: list[str], refs: list[str], seg_refs: list[str]) -> dict[str, np.ndarray]:
+    """Per-sentence sufficient statistics of chrF3 and spBLEU (``seg_refs``: ``refs`` segmented once by the caller,
+    who compares several systems on them)."""
+    return {"chrF": bs.sentence_stats(CHRF3, hyps, refs),
+            "spBLEU": bs.sentence_stats(spbleu.bleu, spbleu.segment(hyps), seg_refs)}
+
+
 def pair_results(run: RunData, spbleu: SpBLEU) -> tuple[list[PairResult], list[SentenceDelta], RelSamples]:
     th, base, variants = run.thresholds, run.base, run.variants
     pairs, sentences, samples = [], [], {}
@@ -196,9 +203,7 @@ def pair_results(run: RunData, spbleu: SpBLEU) -> tuple[list[PairResult], list[S
             continue
         rs = [refs[i] for i in common]
         seg_refs = spbleu.segment(rs)
-        stats = {v: {"chrF": bs.sentence_stats(CHRF3, [rows[v][i][0] for i in common], rs),
-                     "spBLEU": bs.sentence_stats(spbleu.bleu, spbleu.segment([rows[v][i][0] for i in common]), seg_refs)}
-                 for v in variants}
+        stats = {v: score_stats(spbleu, [rows[v][i][0] for i in common], rs, seg_refs) for v in variants}
         scores = {v: {m: metrics[m]._compute_score_from_stats(stats[v][m].sum(0)).score for m in metrics} for v in variants}
         run.weights[key] = bs.counts(len(common), th.resamples, [th.seed, k_job])
         run.columns[key] = {i: c for c, i in enumerate(common)}

@@ -150,10 +150,11 @@ def renew_readings(store: Store) -> int:
     (``gender_readers.version``, kept in the store's meta). Readings by other readers, or by readers of unknown
     version (a store older than the record), are deleted, so the bias units read the items again; returns how many
     were deleted. The store then records the current readers."""
-    now, was = readers_version(), store.meta(READERS_META)
-    dropped = store.drop_stats(GENDER_STATS) if was != now else 0
-    if was != now:
-        store.set_meta(READERS_META, now)
+    now = readers_version()
+    if store.meta(READERS_META) == now:
+        return 0
+    dropped = store.drop_stats(GENDER_STATS)
+    store.set_meta(READERS_META, now)
     return dropped
 
 

@@ -41,6 +41,7 @@ COVERED = ("de", "fr", "es", "it", "ru", "uk", "pl", "cs", "he", "ar")
 _PUNCT = re.compile(r"^[\W_]+|[\W_]+$", re.UNICODE)
 
 
+@cache
 def version() -> str:
     """What decides a reading: this module's source (SHA-256, first 16 hex digits) and the installed pymorphy3 with
     its Russian and Ukrainian dictionaries. A run store keeps it beside its readings, so that a sweep resumed under
