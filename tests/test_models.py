@@ -31,6 +31,40 @@ def test_small100_tokenizer_reproduces_the_documented_format(tiny_dir):
     assert m2m("Hello world")["input_ids"] == [m2m.get_lang_id("en"), *body, m2m.eos_token_id]
 
 
+def test_small100_sources_carry_each_pairs_target_code_whatever_came_before(tiny_dir):
+    """Pairs one after another (a sweep's order): the teacher-forced labels of en-fr set the tokenizer's target
+    language; the next pair's sources must still start with that pair's own target code."""
+    from forgetbench.models.generation import encode_sources, target_ids
+
+    s100 = load_tokenizer(tiny_dir, small100=True)
+    body = s100.convert_tokens_to_ids(s100.sp_model.encode("Hello world", out_type=str))
+    for src, tgt in [("en", "fr"), ("en", "de"), ("de", "en"), ("en", "ru")]:
+        ids = encode_sources(s100, ["Hello world"], src, tgt, return_tensors=None, padding=False)["input_ids"]
+        assert ids == [[s100.get_lang_id(tgt), *body, s100.eos_token_id]], (src, tgt)
+        target_ids(s100, ["Bonjour"], tgt)
+
+
+def test_small100_calibration_batches_carry_their_pairs_target_code(tiny_dir):
+    from forgetbench.compress.calibration import seq2seq_calibration
+
+    s100 = load_tokenizer(tiny_dir, small100=True)
+    s100.tgt_lang = "ru"  # left by an earlier use
+    rows = [("en", "fr", "Hello world", "Bonjour"), ("en", "de", "Good day", "Guten Tag"), ("de", "en", "Hallo", "Hi")]
+    seen = []
+
+    class Recorder(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.zeros(1))
+
+        def forward(self, input_ids, labels, **kw):
+            seen.append((input_ids[0, 0].item(), labels[0, -1].item()))
+
+    seq2seq_calibration(s100, rows)(Recorder())
+    # pairs in sorted order: de-en, en-de, en-fr; labels end in </s> (no target code in SMaLL-100 labels)
+    assert seen == [(s100.get_lang_id(t), s100.eos_token_id) for t in ("en", "de", "fr")]
+
+
 def test_load_with_cpu_and_disk_offload_matches_plain(tiny_dir, tmp_path):
     m0, tok, sig = load(tiny_dir)
     assert len(sig.weights_sha256) == 64 and str(sig).startswith(f"model:{tiny_dir}|config:")

@@ -18,7 +18,7 @@ from tqdm.auto import tqdm
 
 from forgetbench.errors import ForgetbenchError
 from forgetbench.io import read_text, sha256_file, training_counts
-from forgetbench.models.generation import encode_sources, target_ids
+from forgetbench.models.generation import encode_sources, set_source_language, target_ids
 from forgetbench.models.hardware import input_device
 from forgetbench.models.tokenizers import is_nllb
 
@@ -80,7 +80,8 @@ def seq2seq_calibration(tokenizer, rows: list[Row], batch_size: int = 16, max_le
                 enc = dict(encode_sources(tokenizer, [r[2] for r in rs], s, t, max_length))
                 enc["labels"] = target_ids(tokenizer, [r[3] for r in rs], t, max_length)
             else:
-                tokenizer.src_lang, tokenizer.tgt_lang = s, t
+                set_source_language(tokenizer, s, t)
+                tokenizer.tgt_lang = t
                 enc = tokenizer([r[2] for r in rs], text_target=[r[3] for r in rs], padding=True, truncation=True,
                                 max_length=max_length, return_tensors="pt")
             with torch.no_grad():

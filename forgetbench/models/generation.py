@@ -22,8 +22,14 @@ def is_small100(tokenizer) -> bool:
 
 
 def set_source_language(tokenizer, src_lang: str, tgt_lang: str) -> None:
-    """The code the source starts with: ``src_lang`` (M2M-100) or ``tgt_lang`` (SMaLL-100)."""
-    tokenizer.src_lang = tgt_lang if is_small100(tokenizer) else src_lang
+    """The code the source starts with: ``src_lang`` (M2M-100) or ``tgt_lang`` (SMaLL-100). A SMaLL-100 tokenizer
+    reads its ``tgt_lang`` when it builds the source prefix, so that is set first: left at an earlier pair's target
+    (``target_ids`` sets it), it would prefix this pair's sources with that pair's code."""
+    if is_small100(tokenizer):
+        tokenizer.tgt_lang = tgt_lang
+        tokenizer.src_lang = tgt_lang
+    else:
+        tokenizer.src_lang = src_lang
 
 
 def encode_sources(tokenizer, texts: list[str], src_lang: str, tgt_lang: str, max_length: int = 256, **kw):
