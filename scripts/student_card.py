@@ -95,7 +95,8 @@ def main(model_dir: str, me: str, twin: str, wall_s: str, speed_json: str, *eval
         + (f", teacher cache {t['cache']['seconds'] / 60:.1f} min" if is_kd else "")
         + f", training {t['train_seconds'] / 60:.1f} min for {t['steps']} steps) on {t['threads']} CPU thread, "
         f"{t['environment']['cpu']['model']} ({t['environment']['cpu']['cores']} cores, flags "
-        f"{', '.join(t['environment']['cpu']['flags']) or 'none'}), the KD and no-KD runs side by side (one per core).", "",
+        f"{', '.join(t['environment']['cpu']['flags']) or 'none'}), load average {t['environment']['loadavg']:.2f} at "
+        "the start (other runs beside it lengthen the wall time).", "",
         "## Model", "",
         f"- {t['parameters']:,} parameters (tied embedding once); {size / 2**20:.1f} MiB on disk (fp16 safetensors) vs the "
         f"teacher's {tsize / 2**20:.1f} MiB ({size / tsize:.2f}×)",
@@ -135,11 +136,11 @@ def main(model_dir: str, me: str, twin: str, wall_s: str, speed_json: str, *eval
     lines += [f"| {g} | {_f(first['groups'][g]['kl'], 3)} | {_f(last['groups'][g]['kl'], 3)} | "
               f"{_f(first['groups'][g]['ce'], 3)} | {_f(last['groups'][g]['ce'], 3)} |"
               for g in GROUP_ORDER if g in first["groups"]]
-    for s, name in zip(sums, [r.split("/")[-1] for r in evals], strict=True):
+    for s in sums:
         bench = s["pairs"][0]["benchmark"]
         n = {p["n"] for p in s["pairs"]}
         lines += ["", f"## Scores per pair group: {bench} ({len(s['pairs'])} directions, {'/'.join(map(str, sorted(n)))} "
-                      f"sentences each; run `{name}`)", "",
+                      f"sentences each; `configs/{s['name']}.yaml`)", "",
                   "Own tiers from training pairs (High ≥ 30k, Medium ≥ 10k, Low ≥ 1k, Very-Low < 1k; English High). "
                   "Intervals: stratified paired bootstrap (1000 resamples) of the mean corpus-score difference over the "
                   "group's pairs.", ""]
