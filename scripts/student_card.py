@@ -140,7 +140,7 @@ def main(model_dir: str, me: str, twin: str, wall_s: str, speed_json: str, *eval
         bench = s["pairs"][0]["benchmark"]
         n = {p["n"] for p in s["pairs"]}
         lines += ["", f"## Scores per pair group: {bench} ({len(s['pairs'])} directions, {'/'.join(map(str, sorted(n)))} "
-                      f"sentences each; `configs/{s['name']}.yaml`)", "",
+                      f"sentences each; config `{s['name']}`)", "",
                   "Own tiers from training pairs (High ≥ 30k, Medium ≥ 10k, Low ≥ 1k, Very-Low < 1k; English High). "
                   "Intervals: stratified paired bootstrap (1000 resamples) of the mean corpus-score difference over the "
                   "group's pairs.", ""]

@@ -177,7 +177,7 @@ tiers: {{training: {{counts: {teacher / "training.json"}, thresholds: [1000, 100
     tim = S["run"]["timings_rank0"]
     rate = {v: f"{tim[v]['translated'] / tim[v]['translate_s']:.2f}" for v in ("student-kd", "base")}
     assert f"- speed, batched (batch 64, the sweep's translation pass): {rate['student-kd']} vs {rate['base']}" in scard
-    assert "## Scores per pair group: flores101 (4 directions, 3 sentences each; `configs/distill-eval.yaml`)" in scard
+    assert "## Scores per pair group: flores101 (4 directions, 3 sentences each; config `distill-eval`)" in scard
     h2h = S["pair_groups"]["training"]["H2H"]
     assert f"| H2H | 2 | 6 | {h2h['scores']['base']['chrF']:.2f} | {h2h['scores']['student-kd']['chrF']:.2f} |" in scard
 
