@@ -165,7 +165,8 @@ def decoding_section(greedy_run: Path, beam_run: Path, spm_path: Path) -> list[s
     """Greedy against beam 5 on the same sentences: per thesis tier and over all directions, the mean corpus chrF3 and
     spBLEU-local of each and beam − greedy with its stratified paired bootstrap 95 % interval (each direction's
     sentences resampled within it, the same resamples for both decodings); the directions at or above
-    ``SPBLEU_FLOOR`` spBLEU-local under each; per language, the beam-5 scores."""
+    ``SPBLEU_FLOOR`` spBLEU-local under each; the hypotheses' length in characters, beam over greedy (chrF3 weighs
+    recall: shorter hypotheses lose); per language, the beam-5 scores."""
     import numpy as np
 
     from forgetbench.eval import bootstrap as bs
@@ -182,7 +183,7 @@ def decoding_section(greedy_run: Path, beam_run: Path, spm_path: Path) -> list[s
     spb = SpBLEU(spm_path)
     metrics = {"chrF": CHRF3, "spBLEU": spb.bleu}
     stores = [Store(greedy_run / "store.sqlite"), Store(beam_run / "store.sqlite")]
-    flores, per_dir = Path(__file__).resolve().parents[1] / "data" / "flores101", {}
+    flores, per_dir, chars = Path(__file__).resolve().parents[1] / "data" / "flores101", {}, {}
     for p in Sb["pairs"]:
         (gi, gh), (bi, bh) = (_pair_rows(st, p["src"], p["tgt"]) for st in stores)
         if gi != bi:
@@ -191,6 +192,7 @@ def decoding_section(greedy_run: Path, beam_run: Path, spm_path: Path) -> list[s
         refs = [lines[i] for i in gi]
         seg_refs = spb.segment(refs)
         g, b = score_stats(spb, gh, refs, seg_refs), score_stats(spb, bh, refs, seg_refs)
+        chars[(p["src"], p["tgt"])] = (sum(map(len, gh)), sum(map(len, bh)))
         w = bs.counts(len(gi), bs.RESAMPLES, [bs.SEED, len(per_dir)])
         per_dir[(p["src"], p["tgt"])] = {k: (metrics[k]._compute_score_from_stats(g[k].sum(0)).score,
                                              metrics[k]._compute_score_from_stats(b[k].sum(0)).score,
@@ -209,7 +211,8 @@ def decoding_section(greedy_run: Path, beam_run: Path, spm_path: Path) -> list[s
            "beam − greedy with its stratified paired bootstrap 95 % interval "
            f"({bs.RESAMPLES:,} resamples, the same for both decodings).", "",
            f"| directions (language's tier) | n | chrF greedy | chrF beam {nb} | beam − greedy [95 % CI] | spBLEU-local "
-           f"greedy | spBLEU-local beam {nb} | beam − greedy [95 % CI] |", "|---|---:|---:|---:|---|---:|---:|---|"]
+           f"greedy | spBLEU-local beam {nb} | beam − greedy [95 % CI] | length beam / greedy |",
+           "|---|---:|---:|---:|---|---:|---:|---|---:|"]
     for name, ds in groups.items():
         if not ds:
             continue
@@ -219,7 +222,8 @@ def decoding_section(greedy_run: Path, beam_run: Path, spm_path: Path) -> list[s
             b = float(np.mean([per_dir[d][k][1] for d in ds]))
             ci = bs.group_mean([per_dir[d][k][2] for d in ds])
             cells += [f"{g:.2f}", f"{b:.2f}", f"{b - g:+.2f} [{ci.low:+.2f}, {ci.high:+.2f}]"]
-        out.append(f"| {name} | {len(ds)} | " + " | ".join(cells) + " |")
+        ratio = sum(chars[d][1] for d in ds) / max(1, sum(chars[d][0] for d in ds))
+        out.append(f"| {name} | {len(ds)} | " + " | ".join(cells) + f" | {ratio:.3f} |")
     over = [[d for d in per_dir if per_dir[d]["spBLEU"][j] >= SPBLEU_FLOOR] for j in (0, 1)]
     moved = sorted(set(over[1]) ^ set(over[0]))
     out += ["", f"Directions with spBLEU-local ≥ {SPBLEU_FLOOR:g}: {len(over[0])} of {len(per_dir)} greedy, "

@@ -128,6 +128,7 @@ def test_model_and_student_cards_state_the_runs_numbers(tmp_path):
     import shutil
 
     from forgetbench.cli import main
+    from forgetbench.eval.store import Store
 
     art = REPO / "artifacts"
     teacher, student = shutil.copytree(art / "teacher", tmp_path / "teacher"), shutil.copytree(art / "student-kd",
@@ -167,6 +168,13 @@ tiers: {{training: {{counts: {teacher / "training.json"}, thresholds: [1000, 100
     assert (high[2], high[3]) == (f"{g:.2f}", f"{b:.2f}")
     lo, hi = (float(v) for v in high[4].split("[")[1].rstrip("]").split(", "))
     assert lo - 0.01 <= b - g <= hi + 0.01
+    chars = []
+    for r in (run, beam):
+        st = Store(r / "store.sqlite")
+        chars.append(sum(len(x["hyp"]) for s, t in (("en", "de"), ("de", "en"))
+                         for x in st.translations("base", "flores101", s, t)))
+        st.close()
+    assert high[-1].rstrip(" |") == f"{chars[1] / chars[0]:.3f}"  # hypotheses' length, beam over greedy
     assert f"of 4 greedy, {sum(v['spBLEU'] >= 5 for v in B.values())} of 4 with beam 2" in card
     assert "## Cross-lingual embedding alignment" in card and "| Russian | Latin–Cyrillic |" in card
     speed = tmp_path / "speed.json"
