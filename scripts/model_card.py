@@ -6,6 +6,7 @@ given, a second run of the same sentences under M2M-100's beam-5 decoding.
     python scripts/model_card.py artifacts/teacher runs/teacher-card [runs/teacher-card-beam5]
 """
 
+import io
 import json
 import math
 import statistics
@@ -15,6 +16,7 @@ from pathlib import Path
 from safetensors import safe_open
 
 from forgetbench.eval.languages import language
+from forgetbench.io import atomic_write_bytes, atomic_write_text
 
 
 def _machine(record: dict) -> str:
@@ -95,8 +97,10 @@ def curve_section(m: Path, t: dict, logs: dict, directions: list[str]) -> list[s
         ax.legend(ncol=3, fontsize=8)
         ax.grid(alpha=0.3)
         fig.tight_layout()
-        fig.savefig(m / "training_curve.svg", metadata={"Date": None})
+        svg = io.BytesIO()
+        fig.savefig(svg, format="svg", metadata={"Date": None})
         plt.close(fig)
+        atomic_write_bytes(m / "training_curve.svg", svg.getvalue())
         out += ["![dev chrF against epochs seen](training_curve.svg)", ""]
     out += ["| segment | step | epochs seen | loss | " + " | ".join(directions) + " |",
             "|---:|---:|---:|---:|" + "---:|" * len(directions)]
@@ -320,7 +324,7 @@ def main(model_dir: str, card_run: str, beam_run: str | None = None) -> None:
     lines += ["", "## Licence and intended use", "",
               "Research only: the WMT test sets carry no explicit licence (research use) and Tatoeba data is CC BY-NC-SA 4.0. "
               "The model reproduces the resource skew of its data on purpose; do not use it to translate anything that matters."]
-    (m / "README.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    atomic_write_text(m / "README.md", "\n".join(lines) + "\n")
     print(f"wrote {m / 'README.md'}")
 
 

@@ -18,13 +18,12 @@ from pathlib import Path
 
 from safetensors.torch import save_file
 
-from forgetbench.io import sha256_file
+from forgetbench.io import atomic_directory, sha256_file
 from forgetbench.parsing.pretrained import load_encoder
 from forgetbench.train.loop import _unique_tensors
 
 
-def segments(models: list[Path]) -> list[dict]:
-    recs = [json.loads((m / "training.json").read_text()) for m in models]
+def segments(models: list[Path], recs: list[dict]) -> list[dict]:
     segs, step0, tokens0, seconds0 = [], 0, 0, 0.0  # a continuation's record counts from step 0
     for i, (m, r) in enumerate(zip(models, recs, strict=True)):
         cont = r.get("continued_from")
@@ -49,15 +48,17 @@ def main(*args: str) -> None:
     models, out = [Path(a) for a in args[:-1]], Path(args[-1])
     if out.exists():
         sys.exit(f"{out} exists; remove it first")
-    segs, last = segments(models), models[-1]
+    recs = [json.loads((m / "training.json").read_text()) for m in models]
+    segs, last = segments(models, recs), models[-1]
     weights = _unique_tensors(load_encoder(last)[0])  # read as the current layer reads it (packed q, k, v split)
-    out.mkdir(parents=True)
-    save_file({k: v.half() if v.is_floating_point() else v for k, v in weights.items()}, str(out / "model.safetensors"))
-    for f in ("config.json", "spm.model"):
-        shutil.copyfile(last / f, out / f)
-    rec = json.loads((last / "training.json").read_text())
-    rec |= {"segments": segs, "shipped": {"dtype": "float16", "float32_sha256": sha256_file(last / "model.safetensors")}}
-    (out / "training.json").write_text(json.dumps(rec, indent=1) + "\n")
+    rec = recs[-1] | {"segments": segs,
+                      "shipped": {"dtype": "float16", "float32_sha256": sha256_file(last / "model.safetensors")}}
+    with atomic_directory(out) as tmp:  # a kill leaves no half-shipped folder
+        save_file({k: v.half() if v.is_floating_point() else v for k, v in weights.items()},
+                  str(tmp / "model.safetensors"))
+        for f in ("config.json", "spm.model"):
+            shutil.copyfile(last / f, tmp / f)
+        (tmp / "training.json").write_text(json.dumps(rec, indent=1) + "\n")
     print(f"shipped {out}: {sum(v.numel() for v in weights.values()):,} parameters, "
           f"{(out / 'model.safetensors').stat().st_size / 2**20:.1f} MiB, {rec['steps']} steps in {len(segs)} segment(s)")
 

@@ -11,18 +11,20 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForSeq2SeqLM
 
+from forgetbench.io import atomic_directory
+
 
 def main(run: str, out: str) -> None:
     run_p, out_p = Path(run), Path(out)
     if out_p.exists():
         sys.exit(f"{out_p} exists; remove it first")
     model = AutoModelForSeq2SeqLM.from_pretrained(str(run_p / "model"), dtype=torch.float32)
-    out_p.mkdir(parents=True)
-    model.half().save_pretrained(out_p)
-    for f in ("vocab.json", "sentencepiece.bpe.model", "tokenizer_config.json", "training.json", "signals.jsonl"):
-        shutil.copyfile(run_p / "model" / f, out_p / f)
-    for f in ("train_log.jsonl", "quotas.json"):
-        shutil.copyfile(run_p / f, out_p / f)
+    with atomic_directory(out_p) as tmp:  # a kill leaves no half-shipped folder
+        model.half().save_pretrained(tmp)
+        for f in ("vocab.json", "sentencepiece.bpe.model", "tokenizer_config.json", "training.json", "signals.jsonl"):
+            shutil.copyfile(run_p / "model" / f, tmp / f)
+        for f in ("train_log.jsonl", "quotas.json"):
+            shutil.copyfile(run_p / f, tmp / f)
     t = json.loads((out_p / "training.json").read_text())
     print(f"shipped {out_p}: {t['parameters']:,} parameters, "
           f"{(out_p / 'model.safetensors').stat().st_size / 2**20:.1f} MiB, {t['steps']} steps")

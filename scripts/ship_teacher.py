@@ -18,6 +18,7 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForSeq2SeqLM
 
+from forgetbench.io import atomic_directory
 from forgetbench.train.data import Examples
 
 
@@ -52,28 +53,28 @@ def main(*args: str) -> None:
         sys.exit("the segments' SentencePiece models differ: they are not one training")
     last = runs[-1]
     model = AutoModelForSeq2SeqLM.from_pretrained(str(last / "model"), dtype=torch.float32)
-    out_p.mkdir(parents=True)
-    model.half().save_pretrained(out_p)
-    for f in ("vocab.json", "sentencepiece.bpe.model", "tokenizer_config.json"):
-        shutil.copyfile(last / "model" / f, out_p / f)
-    segs = [segment(r, t) for r, t in zip(runs, recs, strict=True)]
-    per_epoch = next((e for r in runs if (e := epoch_tokens(r, recs[-1]["config"]["train"]["max_len"]))), None)
-    total = {"steps": sum(s["steps"] for s in segs), "tokens": sum(s["tokens"] for s in segs),
-             "train_seconds": round(sum(s["train_seconds"] for s in segs), 1), "epoch_tokens": per_epoch,
-             "epochs_seen": round(sum(s["tokens"] for s in segs) / per_epoch, 2) if per_epoch else None}
-    if len(runs) == 1:  # one run: its record and log as they are
-        shutil.copyfile(last / "model" / "training.json", out_p / "training.json")
-        shutil.copyfile(last / "train_log.jsonl", out_p / "train_log.jsonl")
-    else:
-        (out_p / "training.json").write_text(json.dumps(recs[-1] | {"segments": segs, "total": total}, indent=1) + "\n")
-        lines, offset = [], 0
-        for i, (r, s) in enumerate(zip(runs, segs, strict=True)):
-            for line in (r / "train_log.jsonl").read_text().splitlines():
-                rec = json.loads(line)
-                if rec["step"] <= s["steps"]:  # records past the segment's last checkpoint are not in its weights
-                    lines.append(json.dumps(rec | {"segment": i + 1, "tokens_total": offset + rec["tokens"]}))
-            offset += s["tokens"]
-        (out_p / "train_log.jsonl").write_text("\n".join(lines) + "\n")
+    with atomic_directory(out_p) as tmp:  # a kill leaves no half-shipped folder
+        model.half().save_pretrained(tmp)
+        for f in ("vocab.json", "sentencepiece.bpe.model", "tokenizer_config.json"):
+            shutil.copyfile(last / "model" / f, tmp / f)
+        segs = [segment(r, t) for r, t in zip(runs, recs, strict=True)]
+        per_epoch = next((e for r in runs if (e := epoch_tokens(r, recs[-1]["config"]["train"]["max_len"]))), None)
+        total = {"steps": sum(s["steps"] for s in segs), "tokens": sum(s["tokens"] for s in segs),
+                 "train_seconds": round(sum(s["train_seconds"] for s in segs), 1), "epoch_tokens": per_epoch,
+                 "epochs_seen": round(sum(s["tokens"] for s in segs) / per_epoch, 2) if per_epoch else None}
+        if len(runs) == 1:  # one run: its record and log as they are
+            shutil.copyfile(last / "model" / "training.json", tmp / "training.json")
+            shutil.copyfile(last / "train_log.jsonl", tmp / "train_log.jsonl")
+        else:
+            (tmp / "training.json").write_text(json.dumps(recs[-1] | {"segments": segs, "total": total}, indent=1) + "\n")
+            lines, offset = [], 0
+            for i, (r, s) in enumerate(zip(runs, segs, strict=True)):
+                for line in (r / "train_log.jsonl").read_text().splitlines():
+                    rec = json.loads(line)
+                    if rec["step"] <= s["steps"]:  # records past the segment's last checkpoint are not in its weights
+                        lines.append(json.dumps(rec | {"segment": i + 1, "tokens_total": offset + rec["tokens"]}))
+                offset += s["tokens"]
+            (tmp / "train_log.jsonl").write_text("\n".join(lines) + "\n")
     print(f"shipped {out_p}: {sum(p.numel() for p in model.parameters()):,} parameters, "
           f"{(out_p / 'model.safetensors').stat().st_size / 2**20:.1f} MiB, {total['steps']} steps in {len(runs)} segment(s)"
           + (f", {total['epochs_seen']} epochs" if total["epochs_seen"] else ""))

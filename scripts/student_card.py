@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from forgetbench.eval.languages import PAIR_GROUPS
+from forgetbench.io import atomic_write_text
 
 GROUP_ORDER = [*PAIR_GROUPS, "low", "all"]
 
@@ -150,7 +151,7 @@ def main(model_dir: str, me: str, twin: str, wall_s: str, speed_json: str, *eval
               "## Licence and intended use", "",
               "Research only (the training data includes Tatoeba, CC BY-NC-SA 4.0). Like its teacher, it reproduces a "
               "resource skew on purpose; do not use it to translate anything that matters."]
-    (m / "README.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    atomic_write_text(m / "README.md", "\n".join(lines) + "\n")
     print(f"wrote {m / 'README.md'}")
 
 

@@ -145,6 +145,10 @@ def test_a_teacher_trained_in_two_segments_ships_with_both_records_and_one_log(t
     (other / "model" / "training.json").write_text(json.dumps(r2 | {"spm_sha256": "0" * 64}))
     refused = python(REPO / "scripts" / "ship_teacher.py", one, other, tmp_path / "shipped2", timeout=300)
     assert refused.returncode != 0 and "not one training" in refused.stderr
+    (two / "train_log.jsonl").rename(two / "log.moved")  # fails after the weights are written: nothing is shipped
+    failed = python(REPO / "scripts" / "ship_teacher.py", one, two, tmp_path / "shipped3", timeout=300)
+    assert failed.returncode != 0 and "train_log.jsonl" in failed.stderr
+    assert sorted(p.name for p in tmp_path.iterdir() if "shipped3" in p.name) == []
 
 
 def test_train_mt_stops_at_its_time_budget_and_exports_the_model(tmp_path, monkeypatch):
