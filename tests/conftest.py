@@ -106,3 +106,21 @@ def tiny_parser(tmp_path_factory):
     train(tr, dv, d / "p", minutes=60, max_epochs=1, max_tokens=200, progress=False, lstm_hidden=16, arc_mlp=16,
           rel_mlp=8, word_dim=8, char_dim=4, char_hidden=8, tag_dim=4)
     return d
+
+
+def same(a, b, path="summary"):
+    """Equal, floats to 1e-6 relative: λ's variances differ in their last digits where the cross-attention pass of
+    a group ran apart from its translation or in other batches (other encoder states), as between any two process
+    counts."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        assert a.keys() == b.keys(), path
+        for k in a:
+            same(a[k], b[k], f"{path}.{k}")
+    elif isinstance(a, list) and isinstance(b, list):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            same(x, y, f"{path}[{i}]")
+    elif isinstance(a, float) and isinstance(b, float):
+        assert a == pytest.approx(b, rel=1e-6, abs=1e-9), path
+    else:
+        assert a == b, path

@@ -12,6 +12,8 @@ from forgetbench.eval.word_sense import (
     tokens,
 )
 
+from .conftest import REPO
+
 
 def test_gender_metrics_equal_hand_computation():
     items = ([GenderItem("male", "male", "pro")] * 4 + [GenderItem("female", "male", "anti")] * 3
@@ -47,6 +49,24 @@ def test_resampled_gender_scores_equal_gender_scores_of_each_resample():
             for k in ("accuracy", "psi", "psi_star"):
                 want = getattr(ref, k)
                 assert (np.isnan(got[k][r]) if want is None else got[k][r] == want), (n, r, k)
+
+
+def test_a_smaller_mt_gender_sample_is_the_start_of_a_larger_one():
+    """MT-Gender samples alternate pro- and anti-stereotypical items in file order, so a stored translation's index
+    names the same item at every sample size (odd ones included); each sample is balanced to within one item."""
+    from forgetbench.eval.bias import gender_jobs, read_mt_gender
+
+    folder = REPO / "data" / "mt_gender"
+    full = [r for r in read_mt_gender(folder) if r.gold in ("male", "female")]
+    largest, _ = gender_jobs(folder, ["de"], 41)
+    for n in (1, 2, 3, 5, 6, 40):
+        rows, jobs = gender_jobs(folder, ["de", "fr"], n)
+        assert rows == largest[:n] and [len(j.lines()[0]) for j in jobs] == [n, n]
+        pro = sum(r.stereotype == "pro" for r in rows)
+        assert pro - (n - pro) in (0, 1)
+    assert [r.stereotype for r in largest[:4]] == ["pro", "anti", "pro", "anti"]
+    assert [r for r in full if r.stereotype == "pro"][:21] == [r for r in largest if r.stereotype == "pro"]
+    assert gender_jobs(folder, ["de"], None)[0] == full
 
 
 def test_mucow_scoring_fixture():

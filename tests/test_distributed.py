@@ -13,7 +13,7 @@ import textwrap
 
 import pytest
 
-from .conftest import FLORES, REPO
+from .conftest import FLORES, REPO, same
 
 KILL_AFTER_FIRST_UNIT = """
 import forgetbench.sweep.run as R
@@ -79,23 +79,6 @@ def launch(tmp_path, configs, out, patches=None, lost_after=3):
 def _summary(run):
     S = json.loads((run / "report" / "summary.json").read_text())
     return S, {k: v for k, v in S.items() if k != "run"}
-
-
-def same(a, b, path="summary"):
-    """Equal, floats to 1e-6 relative: λ's variances differ in their last digits where the cross-attention pass of
-    a group ran apart from its translation (another batch of encoder states), as between any two process counts."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        assert a.keys() == b.keys(), path
-        for k in a:
-            same(a[k], b[k], f"{path}.{k}")
-    elif isinstance(a, list) and isinstance(b, list):
-        assert len(a) == len(b), path
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            same(x, y, f"{path}[{i}]")
-    elif isinstance(a, float) and isinstance(b, float):
-        assert a == pytest.approx(b, rel=1e-6, abs=1e-9), path
-    else:
-        assert a == b, path
 
 
 def _rows(run):

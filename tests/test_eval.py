@@ -20,7 +20,7 @@ from forgetbench.eval.sentence_stats import lid_pass
 from forgetbench.eval.store import Store
 from forgetbench.eval.translate import Job
 
-from .conftest import FLORES, REPO, flores_sweep, run_killed
+from .conftest import FLORES, REPO, flores_sweep, run_killed, same
 
 
 def test_language_table_and_tiers():
@@ -468,6 +468,32 @@ def test_a_changed_config_extends_a_run_only_with_extend(tiny_dir, tmp_path, cap
     assert main(["sweep", str(other), "--out", str(run), "--quiet"]) == 0
     assert main(["sweep", str(more), "--out", str(run), "--quiet", "--extend"]) == 0
     assert len(Store(run / "store.sqlite").translations()) == n * 3 // 2
+
+
+def test_a_run_read_with_fewer_sentences_than_it_holds_analyses_those_alone(tiny_dir, tmp_path):
+    """A run extended to fewer sentences per pair than its store holds (``--extend``, or a quick look with
+    ``--sentences``) analyses the config's sentences alone, the bias benchmarks' too (a smaller MT-Gender sample is
+    the start of a larger one): its summary is a fresh run's on those sentences."""
+    extra = (f"bias:\n  mt_gender: {{path: {REPO / 'data' / 'mt_gender'}, languages: [de], sentences: 5, "
+             f"aligner_context: {FLORES}}}\n"
+             f"  mucow: {{path: {REPO / 'data' / 'mucow'}, pairs: [en-de], sentences: 5}}\n")
+    base = _sweep_config(tmp_path, tiny_dir, name="x", sentences=5, pairs="[en-de, de-en]", extra=extra)
+    fewer = tmp_path / "fewer" / "x.yaml"
+    fewer.parent.mkdir()
+    fewer.write_text(base.read_text().replace("sentences: 5", "sentences: 3"))
+    assert main(["sweep", str(fewer), "--out", str(tmp_path / "fresh"), "--quiet"]) == 0
+    run = tmp_path / "run"
+    assert main(["sweep", str(base), "--out", str(run), "--quiet"]) == 0
+    assert main(["sweep", str(fewer), "--out", str(run), "--quiet", "--extend"]) == 0
+    assert len(Store(run / "store.sqlite").translations("base", "flores101")) == 2 * 5  # the store keeps them all
+
+    def analysis(r):
+        S = json.loads((r / "report" / "summary.json").read_text())
+        return {k: v for k, v in S.items() if k not in ("run", "speed")}
+
+    same(analysis(run), analysis(tmp_path / "fresh"))  # λ to 1e-6: its batches differ, as between process counts
+    assert main(["sweep", str(base), "--out", str(run), "--quiet", "--sentences", "3"]) == 0  # a quick look
+    same(analysis(run) | {"quick_look": None}, analysis(tmp_path / "fresh") | {"quick_look": None})
 
 
 def test_a_speed_up_is_paired_repeated_and_reported_with_its_interval():

@@ -113,8 +113,11 @@ class RunData:
     def load(cls, store: Store, jobs: list[Job], base: str, variants: list[str], thresholds: Thresholds,
              views: list[TierView]) -> RunData:
         hyps: dict = {}
+        limits = {(j.benchmark.name, j.src, j.tgt): j.limit for j in jobs}  # a job reads its sentences alone
         for v in variants:
             for r in store.translations(v):
+                if (lim := limits.get((r["benchmark"], r["src"], r["tgt"]))) is not None and r["idx"] >= lim:
+                    continue
                 hyps.setdefault((r["benchmark"], r["src"], r["tgt"]), {}).setdefault(v, {})[r["idx"]] = (r["hyp"], r["chrf"])
         return cls(jobs, base, variants, thresholds, views, hyps, store.stats("on_target"), store.stats("xattn_var"),
                    store.variants())
@@ -175,7 +178,7 @@ def sentences_analysed(job, base_hyps: dict[int, str], spbleu: SpBLEU, th: Thres
     and the pair is not excluded as two-script. ``base_hyps``: idx -> the base's hypothesis, every sentence."""
     if is_two_script_excluded(job, th) or not base_hyps:
         return False
-    refs, order = job.lines()[1], sorted(base_hyps)
+    refs, order = job.lines()[1], sorted(i for i in base_hyps if job.limit is None or i < job.limit)
     stats = bs.sentence_stats(spbleu.bleu, spbleu.segment([base_hyps[i] for i in order]),
                               spbleu.segment([refs[i] for i in order]))
     return spbleu.bleu._compute_score_from_stats(stats.sum(0)).score >= th.bleu_filter

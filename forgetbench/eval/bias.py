@@ -103,12 +103,18 @@ class BiasConfig:
 
 def gender_jobs(folder: Path, languages: list[str], sentences: int | None) -> tuple[list[GenderRow], list[Job]]:
     """MT-Gender's items with a male or female gold — with ``sentences``, a balanced sample (ψ* and ΔS need both
-    pro- and anti-stereotypical items) — and one translation job per target language."""
+    pro- and anti-stereotypical items) — and one translation job per target language.
+
+    The sample is the first ``sentences`` of one fixed order: pro- and anti-stereotypical items alternating (in
+    file order, a pro item first), then the rest of the longer kind. A smaller sample is thus the start of a larger
+    one, and a stored translation's index names the same item whatever the sample size (a run extended to fewer
+    items, a quick look)."""
     rows = [r for r in read_mt_gender(folder) if r.gold in ("male", "female")]
     if sentences is not None:
-        pro = [r for r in rows if r.stereotype == "pro"][: sentences // 2]
-        anti = [r for r in rows if r.stereotype == "anti"][: sentences - sentences // 2]
-        rows = [r for pair in zip(pro, anti, strict=False) for r in pair] + pro[len(anti):] + anti[len(pro):]
+        pro = [r for r in rows if r.stereotype == "pro"]
+        anti = [r for r in rows if r.stereotype == "anti"]
+        rows = ([r for pair in zip(pro, anti, strict=False) for r in pair] + pro[len(anti):] + anti[len(pro):])[
+            :sentences]
     source = SourceSet("mt_gender", tuple(r.sentence for r in rows), sha256_file(folder / "en.txt"))
     return rows, [Job(source, "en", lang) for lang in languages]
 
@@ -173,7 +179,7 @@ def gender_pass(store: Store, variant: str, model, tokenizer, bias: BiasConfig, 
     process's share of ``bias.gender_jobs``; all by default)."""
     for job in bias.gender_jobs if jobs is None else [j for j in bias.gender_jobs if j in jobs]:
         key = (job.benchmark.name, job.src, job.tgt)
-        hyps = store.missing_stat("gender_pred", variant, *key)
+        hyps = store.missing_stat("gender_pred", variant, *key, below=len(bias.gender_rows))
         todo = list(hyps)
         srcs = [r.sentence for r in bias.gender_rows]
         for batch in tqdm(pair_batches(todo, srcs, hyps, batch_size), desc=f"gender {variant} en-{job.tgt}",
@@ -209,9 +215,9 @@ def fastalign_gender_pass(store: Store, variants: list[str], bias: BiasConfig, j
                                                                            strict=True)]
         key = (job.benchmark.name, job.src, job.tgt)
         for v in variants:
-            if not store.missing_stat(FASTALIGN_STAT, v, *key):
+            if not store.missing_stat(FASTALIGN_STAT, v, *key, below=len(bias.gender_rows)):
                 continue  # aligned already (a variant's items are aligned together, so all or none)
-            hyps = {r["idx"]: tokens(r["hyp"]) for r in store.translations(v, *key)}
+            hyps = {r["idx"]: tokens(r["hyp"]) for r in store.translations(v, *key, below=len(bias.gender_rows))}
             idx = sorted(hyps)
             tgt_idx = profession_links([bias.gender_rows[i] for i in idx], [hyps[i] for i in idx], ctx)
             store.add_stats([(v, *key, i, FASTALIGN_STAT,
@@ -264,7 +270,7 @@ def analyse_bias(store: Store, bias: BiasConfig | None, base: str, variants: lis
     preds = store.stats("gender_pred")
     ef = store.stats(FASTALIGN_STAT)
     if ef:
-        agree = [preds[k] == val for k, val in ef.items() if k in preds]
+        agree = [preds[k] == val for k, val in ef.items() if k in preds and k[4] < len(bias.gender_rows)]
         out["aligner_comparison"] = {"items": len(agree), "same_gender_read_pct": 100 * sum(agree) / len(agree) if agree else None}
         for v in variants:
             by = {}
@@ -306,7 +312,7 @@ def analyse_bias(store: Store, bias: BiasConfig | None, base: str, variants: lis
     for pair, (items, job) in bias.mucow.items():
         res, outcomes = {}, {}
         for v in variants:
-            hyps = {r["idx"]: r["hyp"] for r in store.translations(v, job.benchmark.name)}
+            hyps = {r["idx"]: r["hyp"] for r in store.translations(v, job.benchmark.name, below=len(items))}
             idx = sorted(hyps)
             if not idx:
                 continue
@@ -345,7 +351,7 @@ def dibimt_results(store: Store, items: list, job: Job, base: str, variants: lis
 
     judged = {}
     for v in variants:
-        hyps = {r["idx"]: r["hyp"] for r in store.translations(v, job.benchmark.name)}
+        hyps = {r["idx"]: r["hyp"] for r in store.translations(v, job.benchmark.name, below=len(items))}
         judged[v] = {i: (items[i], *dibimt_outcome(items[i], h, job.tgt)) for i, h in hyps.items()}
     common = sorted(set.intersection(*(set(j) for j in judged.values()))) if judged else []
     if not common:

@@ -25,7 +25,7 @@ def lid_pass(store: Store, variants: list[str], jobs: list[Job]) -> None:
             store.add_stats([(REF, *key, i, "on_target", None if cov.identifier == "undefined" else float(lid.matches(p, job.tgt)))
                              for i, p in zip(todo, pred, strict=True)])
         for v in variants:
-            rows = store.missing_stat("on_target", v, *key)
+            rows = store.missing_stat("on_target", v, *key, below=job.limit)
             todo = list(rows)
             if todo:
                 pred = lid.identify([rows[i] for i in todo], cov.identifier)
@@ -40,7 +40,7 @@ def xattn_pass(store: Store, variant: str, model, tokenizer, jobs: list[Job], ba
     plan = []
     for job in jobs:
         key = (job.benchmark.name, job.src, job.tgt)
-        rows = store.missing_stat("xattn_var", variant, *key)
+        rows = store.missing_stat("xattn_var", variant, *key, below=job.limit)
         todo = list(rows)
         if todo:
             plan.append((job, key, rows, todo))

@@ -7,6 +7,9 @@ batch in flight and a rerun never duplicates rows (primary key + ``INSERT OR IGN
 Processes sharing one run claim its units of work here (``claim``: one ``INSERT OR IGNORE``, so exactly one
 process wins each unit; ``finish`` marks it done). Claims belong to one attempt: the process that starts a run
 clears them (``reset_claims``), and a unit whose work is stored already finishes at once when claimed again.
+
+A store may hold more sentences of a pair than the run now reads (a run extended to fewer sentences, a quick look):
+a job's rows are those below its limit, and its readers ask for them (``below``).
 """
 
 from __future__ import annotations
@@ -96,11 +99,14 @@ class Store:
         return self.db.execute("SELECT count(*) FROM translations").fetchone()[0]
 
     def translations(self, variant: str | None = None, benchmark: str | None = None, src: str | None = None,
-                     tgt: str | None = None) -> list[sqlite3.Row]:
+                     tgt: str | None = None, below: int | None = None) -> list[sqlite3.Row]:
+        """Stored rows, in key order; ``below``: only sentences with idx < below (a job's own: its limit)."""
         q, args = "SELECT * FROM translations WHERE 1=1", []
         for col, val in (("variant", variant), ("benchmark", benchmark), ("src", src), ("tgt", tgt)):
             if val:
                 q, args = q + f" AND {col}=?", [*args, val]
+        if below is not None:
+            q, args = q + " AND idx<?", [*args, below]
         self.db.row_factory = sqlite3.Row
         try:
             return self.db.execute(q + " ORDER BY variant, benchmark, src, tgt, idx", args).fetchall()
@@ -112,14 +118,16 @@ class Store:
                               (name, variant, benchmark, src, tgt))
         return {r[0] for r in cur}
 
-    def missing_stat(self, name: str, variant: str, benchmark: str, src: str, tgt: str) -> dict[int, str]:
+    def missing_stat(self, name: str, variant: str, benchmark: str, src: str, tgt: str,
+                     below: int | None = None) -> dict[int, str]:
         """The translations of one (variant, benchmark, pair) that have no statistic ``name`` yet:
-        idx -> hypothesis, in idx order. Every per-sentence pass asks this to resume where it stopped."""
+        idx -> hypothesis, in idx order (``below``: idx < below only). Every per-sentence pass asks this to resume
+        where it stopped."""
         cur = self.db.execute(
             "SELECT t.idx, t.hyp FROM translations t LEFT JOIN sentence_stats s ON s.name=? AND s.variant=t.variant "
             "AND s.benchmark=t.benchmark AND s.src=t.src AND s.tgt=t.tgt AND s.idx=t.idx "
-            "WHERE t.variant=? AND t.benchmark=? AND t.src=? AND t.tgt=? AND s.idx IS NULL ORDER BY t.idx",
-            (name, variant, benchmark, src, tgt))
+            "WHERE t.variant=? AND t.benchmark=? AND t.src=? AND t.tgt=? AND s.idx IS NULL AND t.idx<? ORDER BY t.idx",
+            (name, variant, benchmark, src, tgt, 2**62 if below is None else below))
         return dict(cur.fetchall())
 
     def add_stats(self, rows: list[tuple]) -> None:

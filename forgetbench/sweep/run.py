@@ -386,7 +386,7 @@ class _Worker:
     def cross_attention(self, series: str, job, model, tok, states: dict | None = None) -> None:
         """λ of one job: the torch model's attention, teacher-forced on the hypotheses the analysis reads."""
         cfg = self.cfg
-        base = self.store.translations(cfg.base, job.benchmark.name, job.src, job.tgt)
+        base = self.store.translations(cfg.base, job.benchmark.name, job.src, job.tgt, below=job.limit)
         if sentences_analysed(job, {r["idx"]: r["hyp"] for r in base}, self.spbleu, cfg.thresholds):
             xattn_pass(self.store, series, model, tok, [job], cfg.generation["batch_size"], False, states)
 
@@ -470,7 +470,7 @@ def attention_maps_pass(cfg: SweepConfig, run_dir: Path, store: Store, placement
 
     def base_rows_of(b, job, key):
         if (b, key) not in analysed:
-            rows_b = {r["idx"]: r for r in store.translations(b, *key)}
+            rows_b = {r["idx"]: r for r in store.translations(b, *key, below=job.limit)}
             ok = sentences_analysed(job, {i: r["hyp"] for i, r in rows_b.items()}, spb, cfg.thresholds)
             analysed[(b, key)] = rows_b if ok else None
         return analysed[(b, key)]
@@ -490,7 +490,7 @@ def attention_maps_pass(cfg: SweepConfig, run_dir: Path, store: Store, placement
             base_rows = base_rows_of(b, job, key)
             if base_rows is None:
                 continue
-            comp = {r["idx"]: r for r in store.translations(v, *key)}
+            comp = {r["idx"]: r for r in store.translations(v, *key, below=job.limit)}
             rows[key] = (job, base_rows, comp)
             deltas += [(key, i, comp[i]["chrf"] - base_rows[i]["chrf"]) for i in sorted(comp) if i in base_rows]
         picked = pick_examples(deltas, on_target, b, v, cfg.thresholds.delta, mc.sentences)

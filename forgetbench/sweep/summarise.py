@@ -25,7 +25,7 @@ def summarise(cfg: SweepConfig, run_dir: str | Path, run_info: dict | None = Non
     missing = [v for v in series if v not in known]
     if missing:
         raise ForgetbenchError(f"{run_dir}: variants {missing} have no results yet; rerun the sweep to finish them")
-    unfinished = sum(len(store.missing_stat("on_target", v, j.benchmark.name, j.src, j.tgt)) for v in series
+    unfinished = sum(len(store.missing_stat("on_target", v, j.benchmark.name, j.src, j.tgt, below=j.limit)) for v in series
                      for j in cfg.jobs)
     if unfinished:
         store.close()
