@@ -48,6 +48,22 @@ def test_pair_difference_agrees_with_sacrebleu_paired_bootstrap(better, expect_s
     assert (hi - lo) / 2 == pytest.approx(theirs.ci, rel=0.25)
 
 
+def test_a_system_equal_to_its_base_is_never_significant():
+    """sacrebleu's p-value for two identical systems is 1 / (R + 1): every resampled difference is 0 and none exceeds
+    the observed 0. A zero observed difference is no evidence: ``paired_p`` gives 1, and the pair is "n.s."."""
+    from sacrebleu.significance import PairedTest
+
+    refs, a, _ = _systems()
+    bleu = BLEU(tokenize="none", force=True)
+    test = PairedTest([("baseline", a), ("system", list(a))], {"BLEU": BLEU(tokenize="none", force=True)},
+                      references=[refs], test_type="bs", n_samples=1000)
+    assert test()[1]["BLEU"][1].p_value == pytest.approx(1 / 1001)  # the degenerate case this departs from
+    st = bs.sentence_stats(bleu, a, refs)
+    same, _ = bs.paired_corpus(bleu, st, st.copy(), bs.counts(len(refs), 1000, 1))
+    assert same.delta == 0 and same.p == 1.0
+    assert bs.benjamini_hochberg([same.p] * 28, 0.05)[0] == [False] * 28
+
+
 def test_chrf_resample_of_everything_is_the_corpus_score():
     refs, a, _ = _systems(n=40)
     chrf = CHRF(char_order=6, word_order=0, beta=3)

@@ -260,7 +260,7 @@ def mark_significance(run: RunData, pairs: list[PairResult]) -> None:
             reject, _ = bs.benjamini_hochberg([p.intervals[v][m].p for p in kept], run.thresholds.fdr)
             for p, r in zip(kept, reject, strict=True):
                 d = p.intervals[v][m].delta
-                p.significance.setdefault(v, {})[m] = ("worse" if d < 0 else "better") if r else "n.s."
+                p.significance.setdefault(v, {})[m] = ("worse" if d < 0 else "better") if r and d != 0 else "n.s."
 
 
 @dataclass

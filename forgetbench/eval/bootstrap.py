@@ -120,7 +120,11 @@ def chrf_rows(metric: CHRF, summed: np.ndarray) -> np.ndarray:
 
 
 def paired_p(base_scores: np.ndarray, comp_scores: np.ndarray, observed: float) -> float:
-    """sacrebleu's paired bootstrap p-value (Moses' bootstrap-hypothesis-difference-significance)."""
+    """sacrebleu's paired bootstrap p-value (Moses' bootstrap-hypothesis-difference-significance), except that a zero
+    observed difference gives 1: sacrebleu gives two identical systems 1 / (R + 1), as every centred resampled
+    difference is 0 and none exceeds 0, which would count a variant that changed nothing as significant."""
+    if observed == 0:
+        return 1.0
     diffs = np.abs(comp_scores - base_scores)
     null = diffs - diffs.mean()
     return float((np.sum(null > abs(observed)) + 1) / (len(null) + 1))
