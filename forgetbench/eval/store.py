@@ -126,8 +126,9 @@ class Store:
         cur = self.db.execute(
             "SELECT t.idx, t.hyp FROM translations t LEFT JOIN sentence_stats s ON s.name=? AND s.variant=t.variant "
             "AND s.benchmark=t.benchmark AND s.src=t.src AND s.tgt=t.tgt AND s.idx=t.idx "
-            "WHERE t.variant=? AND t.benchmark=? AND t.src=? AND t.tgt=? AND s.idx IS NULL AND t.idx<? ORDER BY t.idx",
-            (name, variant, benchmark, src, tgt, 2**62 if below is None else below))
+            "WHERE t.variant=? AND t.benchmark=? AND t.src=? AND t.tgt=? AND s.idx IS NULL"
+            + ("" if below is None else " AND t.idx<?") + " ORDER BY t.idx",
+            (name, variant, benchmark, src, tgt, *(() if below is None else (below,))))
         return dict(cur.fetchall())
 
     def add_stats(self, rows: list[tuple]) -> None:
