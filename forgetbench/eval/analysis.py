@@ -175,10 +175,11 @@ def is_two_script_excluded(job, th: Thresholds) -> bool:
 def sentences_analysed(job, base_hyps: dict[int, str], spbleu: SpBLEU, th: Thresholds) -> bool:
     """Whether a pair's sentences enter the per-sentence analyses (ΔchrF groups, λ): the base's corpus spBLEU on
     them, computed as ``pair_results`` computes it (summed sentence statistics, index order), passes the filter
-    and the pair is not excluded as two-script. ``base_hyps``: idx -> the base's hypothesis, every sentence."""
+    and the pair is not excluded as two-script. ``base_hyps``: idx -> the base's hypothesis, every sentence of the
+    job (its callers read them with ``below=job.limit``)."""
     if is_two_script_excluded(job, th) or not base_hyps:
         return False
-    refs, order = job.lines()[1], sorted(i for i in base_hyps if job.limit is None or i < job.limit)
+    refs, order = job.lines()[1], sorted(base_hyps)
     stats = bs.sentence_stats(spbleu.bleu, spbleu.segment([base_hyps[i] for i in order]),
                               spbleu.segment([refs[i] for i in order]))
     return spbleu.bleu._compute_score_from_stats(stats.sum(0)).score >= th.bleu_filter
