@@ -27,13 +27,13 @@ def test_shipped_config_loads(path: Path):
     elif "spm" in raw:
         if not SHARED:
             pytest.skip("training configs read ../shared/data")
-        from dataclasses import asdict
+        from forgetbench.train.config import config_record, load_config
 
-        from forgetbench.train.config import load_config
-
-        cfg = asdict(load_config(path))
-        assert Path(cfg["data"]["shared"]).is_dir()
-        paths = ("shared", "sample")  # resolved against the config's folder
+        cfg = config_record(load_config(path))
+        assert not raw["data"]["shared"] or Path(cfg["data"]["shared"]).is_dir()
+        paths = ("shared", "sample", "corpora", "from")  # resolved against the config's folder
+        for f in [*cfg["data"]["corpora"].values(), cfg["spm"].get("from", REPO)]:
+            assert Path(f).exists() and Path(f).is_absolute()
         for section, values in raw.items():  # every value written reaches the loaded config
             assert {k: cfg[section][k] for k in values if k not in paths} == {k: v for k, v in values.items()
                                                                                if k not in paths}

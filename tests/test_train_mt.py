@@ -95,3 +95,63 @@ def test_autocast_follows_the_cpus_amx_and_is_recorded(monkeypatch, tmp_path):
     for bad in ({"device": "gpu"}, {"bf16": "yes"}, {"bf16": 1}):
         with pytest.raises(ForgetbenchError, match="train.(device|bf16)"):
             choose(bad.get("device", "cpu"), bad.get("bf16", "auto"))
+
+
+def test_a_model_continues_on_own_data_in_its_own_vocabulary(tmp_path):
+    """``spm: {from: MODEL}``: a run on other data takes MODEL's vocabulary (files copied, no SPM trained), so
+    ``--warm-start MODEL`` is accepted; its cached ids are MODEL's tokenizer's ids of the new corpus. Without it
+    the warm start is refused with the line that names ``spm.from``. A reused vocabulary is fingerprinted by
+    content, not path; configs without the key keep their fingerprint."""
+    import json
+    import shutil
+    from dataclasses import asdict
+
+    import numpy as np
+    from transformers import M2M100Tokenizer
+
+    from forgetbench.train.config import fingerprint, settings_hash
+
+    de = _shared(tmp_path / "shared")
+    base = train(_config(tmp_path, 4), tmp_path / "base", progress=False, log=lambda *_: None)
+    own = tmp_path / "own.tsv"
+    pairs = [(" ".join(e.split()[::-1]), " ".join(x.split()[::-1])) for e, x in de[:24]]  # in no evaluation set
+    own.write_text("".join(f"{e}\t{x}\n" for e, x in pairs), encoding="utf-8")
+
+    def config(name, **spm):
+        raw = {"data": {"shared": "", "languages": ["de"], "corpora": {"de": str(own)}, "dev_per_language": 2},
+               "spm": spm or {"vocab_size": 300, "sample_per_language": 1000},
+               "model": {"d_model": 32, "encoder_layers": 1, "decoder_layers": 1, "heads": 2, "ffn": 64},
+               "train": {"seed": 3, "max_tokens": 600, "warmup": 4, "steps": 2, "checkpoint_minutes": 0,
+                         "dev_every": 0, "threads": 1, "lr": 2e-4}}
+        (tmp_path / name).write_text(yaml.safe_dump(raw))
+        return load_config(tmp_path / name)
+
+    with pytest.raises(ForgetbenchError, match=r"spm: \{from: .*base/model\} to train on that model's vocabulary"):
+        train(config("own.yaml"), tmp_path / "refused", progress=False, log=lambda *_: None, warm_from=base)
+
+    cfg = config("reuse.yaml", **{"from": str(base)})
+    out = train(cfg, tmp_path / "tuned", progress=False, log=lambda *_: None, warm_from=base)
+    for f in ("sentencepiece.bpe.model", "vocab.json"):
+        assert (out / f).read_bytes() == (base / f).read_bytes()
+    info, first = (json.loads((d / "training.json").read_text()) for d in (out, base))
+    assert info["spm_sha256"] == first["spm_sha256"] and info["warm_start"]["optimiser"] == "restarted"
+    assert info["config"]["spm"] == {"from": str(base)}
+    tok = M2M100Tokenizer.from_pretrained(str(base))
+    z = np.load(tmp_path / "tuned" / "train.npz")
+    cached = {tuple(z["src"][a:b]) for a, b in zip(z["src_off"][:-1], z["src_off"][1:], strict=True)}
+    assert cached and cached <= {tuple(tok.convert_tokens_to_ids(tok.tokenize(t))) for p in pairs for t in p}
+
+    moved = tmp_path / "elsewhere"
+    shutil.copytree(base, moved)
+    assert fingerprint(config("moved.yaml", **{"from": str(moved)})) == fingerprint(cfg)
+    plain = _config(tmp_path, 4)
+    d = asdict(plain)
+    d["spm"].pop("from_model")
+    d["model"].pop("embeddings")
+    assert fingerprint(plain) == settings_hash(d)
+
+    for spm, said in (({"from": str(base), "vocab_size": 300}, r"\['vocab_size'\] do not apply"),
+                      ({"from": str(tmp_path / "shared")}, "no sentencepiece.bpe.model and vocab.json there"),
+                      ({"from_model": str(base)}, "the key is spm.from")):
+        with pytest.raises(ForgetbenchError, match=said):
+            config("bad.yaml", **spm)

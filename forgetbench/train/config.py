@@ -3,6 +3,7 @@ checkpoint to the settings that shape its weights.
 
     data:  {shared: ../../shared/data, languages: [de, fr], dev_per_language: 100, max_chars: 300}
     spm:   {vocab_size: 8000, character_coverage: 0.9995, sample_per_language: 20000}
+           # or {from: ../artifacts/teacher}: that model's vocabulary, none trained (to fine-tune it on own data)
     model: {d_model: 256, encoder_layers: 4, decoder_layers: 3, heads: 4, ffn: 1024, dropout: 0.1,
             embeddings: {graphmerge: {hops: 2}}}   # embeddings optional (train.graphmerge)
     train: {seed: 1, max_tokens: 4096, lr: 0.001, warmup: 1000, steps: 3600, ...}
@@ -35,6 +36,7 @@ class SpmCfg:
     vocab_size: int = 8000
     character_coverage: float = 0.9995
     sample_per_language: int = 20000
+    from_model: str = ""  # YAML ``from``: a model folder whose vocabulary the run takes instead of training one
 
 
 @dataclass
@@ -97,8 +99,11 @@ def load_config(path: str | Path) -> TrainMTConfig:
     extra = set(raw) - {"data", "spm", "model", "train"}
     if extra:
         raise ForgetbenchError(f"{path}: unknown section(s) {sorted(extra)}; allowed: data, spm, model, train")
-    parts = {key: dataclass_from(cls, raw.get(key), f"{path}: {key}")
-             for key, cls in (("data", DataCfg), ("spm", SpmCfg), ("model", ModelCfg))}
+    spm_raw, reused = _spm_from(raw.get("spm"), path)
+    parts = {key: dataclass_from(cls, part, f"{path}: {key}")
+             for key, cls, part in (("data", DataCfg, raw.get("data")), ("spm", SpmCfg, spm_raw),
+                                    ("model", ModelCfg, raw.get("model")))}
+    parts["spm"].from_model = reused
     parts["train"] = train_section(raw.get("train"), path)
     for sec, keys in (("spm", ("vocab_size", "sample_per_language")), ("model", ("d_model", "encoder_layers",
                       "decoder_layers", "heads", "ffn", "max_positions")),
@@ -121,6 +126,29 @@ def load_config(path: str | Path) -> TrainMTConfig:
     cfg = TrainMTConfig(**parts, source=str(path))
     cfg.data_note = resolve_corpus(cfg.data, path)  # not a field: a warning for the command to print
     return cfg
+
+
+VOCABULARY_FILES = ("sentencepiece.bpe.model", "vocab.json")
+
+
+def _spm_from(raw, path: Path) -> tuple[object, str]:
+    """``spm: {from: DIR}``: DIR (resolved against the config's folder) must hold an M2M-100 vocabulary
+    (``VOCABULARY_FILES``), and no other ``spm`` key may be given, since none of them applies. Returns the section
+    left for the dataclass and DIR ("" without ``from``)."""
+    if not isinstance(raw, dict) or ("from" not in raw and "from_model" not in raw):
+        return raw, ""
+    raw = dict(raw)
+    if "from_model" in raw:
+        raise ForgetbenchError(f"{path}: spm: unknown key 'from_model'; the key is spm.from: MODEL_FOLDER")
+    folder = _beside(path, expect(raw.pop("from"), str, f"{path}: spm.from"))
+    if raw:
+        raise ForgetbenchError(f"{path}: spm.from takes {folder}'s vocabulary as it is: {sorted(raw)} do not apply; "
+                               "drop them")
+    missing = [f for f in VOCABULARY_FILES if not (Path(folder) / f).is_file()]
+    if missing:
+        raise ForgetbenchError(f"{path}: spm.from {folder}: no {' and '.join(missing)} there; give an M2M-100 "
+                               "model folder (e.g. artifacts/teacher or a train-mt run's model)")
+    return {}, folder
 
 
 def _beside(path: Path, p: str) -> str:
@@ -179,10 +207,29 @@ def settings_hash(d: dict) -> str:
     return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def spm_settings(spm: SpmCfg) -> dict:
+    """What of ``spm`` shapes a run: a reused vocabulary by its files' content (not where they lie), else the
+    training settings (as in configs written before ``spm.from``)."""
+    if not spm.from_model:
+        return {k: v for k, v in asdict(spm).items() if k != "from_model"}
+    from forgetbench.io import sha256_file
+
+    return {"from": {f: sha256_file(Path(spm.from_model) / f) for f in VOCABULARY_FILES}}
+
+
+def config_record(cfg: TrainMTConfig) -> dict:
+    """The config as a run's ``training.json`` records it: ``spm`` as written (``{from: DIR}`` or the training
+    settings), every other section whole."""
+    d = asdict(cfg)
+    d["spm"] = {"from": cfg.spm.from_model} if cfg.spm.from_model else spm_settings(cfg.spm)
+    return d
+
+
 def fingerprint(cfg: TrainMTConfig) -> str:
     """Hash of every setting that shapes the weights (not how long or how often to checkpoint/evaluate), so a
     run can only resume from a checkpoint made with the same data, vocabulary, model and optimiser."""
     d = asdict(cfg)
+    d["spm"] = spm_settings(cfg.spm)
     if not d["model"]["embeddings"]:
         d["model"].pop("embeddings")  # a plain table: the fingerprint of configs written before the key
     return settings_hash(d)

@@ -19,19 +19,21 @@ import numpy as np
 import torch
 
 from forgetbench.errors import ForgetbenchError
-from forgetbench.io import atomic_write_json, atomic_write_text, sha256_file
-from forgetbench.train.config import TrainMTConfig
+from forgetbench.io import atomic_write_bytes, atomic_write_json, atomic_write_text, sha256_file
+from forgetbench.train.config import VOCABULARY_FILES, TrainMTConfig, spm_settings
 from forgetbench.train.corpus import build_corpus
 
 
 def prepare(cfg: TrainMTConfig, out: Path, log=print) -> dict:
-    """Corpus, SPM and token ids; cached in ``out`` (skipped when already there)."""
+    """Corpus, SPM and token ids; cached in ``out`` (skipped when already there). With ``spm.from`` the SPM and
+    ``vocab.json`` are that model's, copied (the ids of every piece and language code as its embeddings know
+    them); else an SPM is trained on a sample of the corpus."""
     from transformers import M2M100Tokenizer
 
     from forgetbench.models.vocabulary import train_spm, write_m2m_vocab
 
     meta_path = out / "prepared.json"
-    key = hashlib.sha256(json.dumps([asdict(cfg.data), asdict(cfg.spm), cfg.train.seed, cfg.train.max_len],
+    key = hashlib.sha256(json.dumps([asdict(cfg.data), spm_settings(cfg.spm), cfg.train.seed, cfg.train.max_len],
                                     sort_keys=True).encode()).hexdigest()[:16]
     if meta_path.is_file():
         meta = json.loads(meta_path.read_text())
@@ -45,16 +47,20 @@ def prepare(cfg: TrainMTConfig, out: Path, log=print) -> dict:
                                      cfg.data.max_chars, cfg.train.seed, corpora=cfg.data.corpora)
     log(f"corpus: {sum(stats.train.values()):,} training pairs; dropped for evaluation-set overlap: "
         f"{sum(stats.dropped_eval_overlap.values()):,}")
-    rng = random.Random(cfg.train.seed)
-    sample = []
-    for pairs in train.values():
-        sub = pairs if len(pairs) <= cfg.spm.sample_per_language else rng.sample(pairs, cfg.spm.sample_per_language)
-        sample += [x for _, x in sub]
-        sample += [e for e, _ in sub[: max(1, len(sub) // len(train))]]  # English share ~ one language
-    rng.shuffle(sample)
     tok_dir = out / "tokenizer"
-    vocab_size = write_m2m_vocab(train_spm(sample, cfg.spm.vocab_size, character_coverage=cfg.spm.character_coverage),
-                                 tok_dir)
+    if cfg.spm.from_model:
+        vocab_size = _copy_vocabulary(Path(cfg.spm.from_model), tok_dir)
+        log(f"vocabulary: {cfg.spm.from_model}'s ({vocab_size:,} ids), none trained")
+    else:
+        rng = random.Random(cfg.train.seed)
+        sample = []
+        for pairs in train.values():
+            sub = pairs if len(pairs) <= cfg.spm.sample_per_language else rng.sample(pairs, cfg.spm.sample_per_language)
+            sample += [x for _, x in sub]
+            sample += [e for e, _ in sub[: max(1, len(sub) // len(train))]]  # English share ~ one language
+        rng.shuffle(sample)
+        vocab_size = write_m2m_vocab(train_spm(sample, cfg.spm.vocab_size,
+                                               character_coverage=cfg.spm.character_coverage), tok_dir)
     tok = M2M100Tokenizer(str(tok_dir / "vocab.json"), str(tok_dir / "sentencepiece.bpe.model"))
     tok.save_pretrained(tok_dir)
 
@@ -78,6 +84,17 @@ def prepare(cfg: TrainMTConfig, out: Path, log=print) -> dict:
             "spm_sha256": sha256_file(tok_dir / "sentencepiece.bpe.model"), "prepared_with": key}
     atomic_write_json(meta_path, meta)
     return meta
+
+
+def _copy_vocabulary(folder: Path, tok_dir: Path) -> int:
+    """``folder``'s SPM and ``vocab.json`` into ``tok_dir``; returns the model vocab size as ``write_m2m_vocab``
+    counts it (pieces + language codes + made-up words)."""
+    from forgetbench.models.vocabulary import N_LANG_TOKENS, N_MADEUP
+
+    tok_dir.mkdir(parents=True, exist_ok=True)
+    for f in VOCABULARY_FILES:
+        atomic_write_bytes(tok_dir / f, (folder / f).read_bytes())
+    return len(json.loads((tok_dir / "vocab.json").read_text(encoding="utf-8"))) + N_LANG_TOKENS + N_MADEUP
 
 
 def _save_ids(path: Path, src, tgt, sl, tl) -> None:

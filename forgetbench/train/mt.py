@@ -24,7 +24,7 @@ from forgetbench.errors import ForgetbenchError
 from forgetbench.io import atomic_write_json
 from forgetbench.train import loop
 from forgetbench.train.arithmetic import choose
-from forgetbench.train.config import TrainMTConfig, fingerprint, load_config
+from forgetbench.train.config import TrainMTConfig, config_record, fingerprint, load_config
 from forgetbench.train.data import Examples, prepare
 from forgetbench.train.export import export_model
 
@@ -138,7 +138,8 @@ def warm_start(model, folder: Path, spm_sha256: str, log=print) -> dict:
                                "a model folder written by train-mt (e.g. artifacts/teacher)")
     if sha256_file(spm) != spm_sha256:
         raise ForgetbenchError(f"--warm-start {folder}: its SentencePiece vocabulary differs from this run's (the "
-                               "config's data or spm settings differ); warm-start only from a model of this config")
+                               "config's data or spm settings differ); give the config spm: {from: "
+                               f"{folder}}} to train on that model's vocabulary (a new --out)")
     state = {k: v.float() for k, v in load_file(str(weights)).items()}
     own = model.state_dict()
     bad = sorted(k for k, v in state.items() if k in own and own[k].shape != v.shape)
@@ -182,7 +183,7 @@ def train(cfg: TrainMTConfig, out_dir: str | Path, progress: bool = True, log=pr
     if graph is not None:
         graphmerge.bake(model)
     final = export_model(model, tok, out, {
-        "config": asdict(cfg), "stopped_by": stopped, "steps": state["step"], "epochs": state["epoch"],
+        "config": config_record(cfg), "stopped_by": stopped, "steps": state["step"], "epochs": state["epoch"],
         "warm_start": warm,
         "tokens": state["tokens"], "train_seconds": round(state["elapsed"], 1),
         "threads": tc.threads, "arithmetic": arith.record(), "corpus": S.meta["corpus"], "spm_sha256": S.meta["spm_sha256"],
