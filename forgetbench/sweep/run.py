@@ -183,14 +183,17 @@ def deployment_pass(cfg: SweepConfig, run_dir: Path, store: Store, placement: Pl
     """Per variant, once (``speed:<variant>`` in the store): its deployable form — CTranslate2 int8 where
     CTranslate2 is installed, else torch fp32 — its size on disk (CTranslate2 stores a pruned model's zeros
     densely; the sparse artefact's size is the variants table's) and its batch-1 and batched speed on the first
-    pair's first sentences: ``speed.rounds`` timings each, the base's alone, every other variant's interleaved
-    with the base's (``eval.speed`` rule 2: the speed-up with its interval). A fake-quantised variant's form is
+    pair's first sentences: ``speed.rounds`` timings each, every other variant's interleaved with the base's
+    (``eval.speed`` rule 2: the speed-up with its interval), the base's alone only where no variant is timed
+    (else one alone, for its record: its row pools every timing of it). A fake-quantised variant's form is
     its int8 artefact (static scales), which no runtime here executes: its size only (timing the torch emulation
     would set an emulation's speed beside deployment speeds; ``benchmarks/backends.py`` measures its decode cost
     against the base's torch loop)."""
     have_ct2, gen, known = ct2.available(), cfg.generation, store.variants()
     job, n, rounds, bs, new = cfg.jobs[0], cfg.speed_sentences, cfg.speed_rounds, gen["batch_size"], gen["max_new_tokens"]
     base = None  # the base's deployable form, loaded once
+    beside = not fake_quantised(cfg.variants.get(cfg.base)) and any(
+        v != cfg.base and not fake_quantised(r) for v, r in cfg.variants.items())  # variants timed with the base
 
     def one(tr, tok):
         return batch1_speed(tr, tok, job, n, new)
@@ -213,10 +216,11 @@ def deployment_pass(cfg: SweepConfig, run_dir: Path, store: Store, placement: Pl
             return runs[kind][-1]["seconds"]
 
         extra, extra_b = {}, {}
-        if name == cfg.base:
-            times = [own("one") for _ in range(rounds)]
-            times_b = [own("batched") for _ in range(rounds)]
-            extra, extra_b = {"rounds": rounds, "round_seconds": times}, {"round_seconds": times_b}
+        if name == cfg.base:  # its rounds alone; one where variants are timed beside it (pooled with theirs)
+            alone = 1 if beside else rounds
+            times = [own("one") for _ in range(alone)]
+            times_b = [own("batched") for _ in range(alone)]
+            extra, extra_b = {"rounds": alone, "round_seconds": times}, {"round_seconds": times_b}
         elif not fake_quantised(cfg.variants.get(cfg.base)):
             if base is None:
                 base = _deployable(cfg, run_dir, cfg.base, placement, have_ct2, known)[:2]
