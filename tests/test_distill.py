@@ -151,7 +151,9 @@ def test_small100_inputs_round_trip_through_the_tokenizer(tiny_dir):
 
 # ---------------------------------------------------------------- runs on a toy corpus
 
-def toy_setup(w: Path, tiny_dir, source="cache", steps=8, extra_train="", languages=("de", "sw"), kd_extra="") -> Path:
+def toy_setup(w: Path, tiny_dir, source="cache", steps=8, extra_train="", languages=("de", "sw"), kd_extra="",
+              bf16="false") -> Path:
+    """A toy distillation config; float32 unless ``bf16`` says otherwise, so its numbers hold on any host."""
     rows = calib_rows()
     w.mkdir(parents=True, exist_ok=True)
     for lang, n in (("de", 40), ("sw", 5)):
@@ -167,7 +169,7 @@ def toy_setup(w: Path, tiny_dir, source="cache", steps=8, extra_train="", langua
                 tiers: [10, 20, 30]}}
         kd: {{source: {source}, top_k: 4, tail_samples: 4{kd_extra}}}
         train: {{max_tokens: 512, warmup: 5, phase1_steps: 3, steps: {steps}, log_every: 2, signal_every: 4,
-                 signal_sentences: 2{extra_train}}}
+                 signal_sentences: 2, bf16: {bf16}{extra_train}}}
         """))
     return cfg
 
@@ -432,6 +434,40 @@ def test_a_bfloat16_hardware_block_trains_with_bf16_autocast_and_its_own_fingerp
     log = [json.loads(x) for x in (tmp_path / "run" / "train_log.jsonl").read_text().splitlines()]
     assert log and all(math.isfinite(r["loss"]) for r in log)
     assert (out / "model.safetensors").is_file()
+
+
+def test_bf16_auto_follows_the_cpus_amx_decides_before_the_fingerprint_and_is_recorded(tiny_dir, tmp_path,
+                                                                                     monkeypatch):
+    """``train.bf16: auto`` (the default) is train-mt's rule: bfloat16 autocast on a CPU with AMX, float32 without
+    (mocked flags); the decision replaces ``auto`` before the fingerprint (a run resumes only in the arithmetic it
+    ran) and goes to ``training.json``; ``hardware.dtype: bfloat16`` wins; a bad value is one line."""
+    import forgetbench.env as env
+    from forgetbench.distill.config import fingerprint, load_distill_config
+    from forgetbench.distill.run import cpu_arithmetic, distill
+    from forgetbench.errors import ForgetbenchError
+
+    def flags(*f):
+        monkeypatch.setattr(env, "cpu", lambda: {"model": "test", "cores": 2, "flags": list(f)})
+
+    path = _edit(toy_setup(tmp_path, tiny_dir, steps=4, bf16="auto"), ", bf16: auto", "")
+    assert load_distill_config(path).train.bf16 == "auto"  # the default
+    flags("avx2", "avx512f", "amx_bf16")
+    assert cpu_arithmetic(load_distill_config(path), cuda=False) == {
+        "device": "cpu", "autocast": "bfloat16", "why": "auto: bfloat16 autocast on a CPU with AMX"}
+    assert cpu_arithmetic(load_distill_config(path), cuda=True) is None  # accelerate's mixed precision there
+    flags("avx2")
+    cfg = load_distill_config(path)
+    out = distill(cfg, tmp_path / "run", progress=False, log=lambda *_: None)
+    rec = json.loads((out / "training.json").read_text())
+    assert cfg.train.bf16 is False and rec["arithmetic"]["autocast"] == "none (float32)"
+    assert "without AMX" in rec["arithmetic"]["why"]
+    fp32 = tmp_path / "fp32.yaml"
+    fp32.write_text(path.read_text().replace("signal_sentences: 2", "signal_sentences: 2, bf16: false"))
+    assert rec["fingerprint"] == fingerprint(load_distill_config(fp32))
+    bf = load_distill_config(_edit(path, "name: toy-cache", "name: toy-cache\nhardware: {device: cpu, dtype: bfloat16}"))
+    assert cpu_arithmetic(bf, cuda=False)["why"] == "hardware.dtype: bfloat16"
+    with pytest.raises(ForgetbenchError, match="train.bf16: 'sometimes'; choose auto, true or false"):
+        load_distill_config(_edit(path, "signal_sentences: 2", "signal_sentences: 2, bf16: sometimes"))
 
 
 def test_a_datasets_folder_is_a_corpus_giving_the_ids_of_its_tsv(tiny_dir, tmp_path):

@@ -97,7 +97,7 @@ class DistillTrainCfg:
     label_smoothing: float = 0.1
     dropout: float = 0.1
     clip: float = 1.0
-    bf16: bool = False  # bf16 autocast on CPUs without native bf16 (AVX-512-BF16, AMX) is ~8x slower
+    bf16: bool | str = "auto"  # auto | true | false: bfloat16 autocast on the CPU, chosen as train-mt's (train.arithmetic)
     threads: int = 1
     checkpoint_minutes: float = 5.0
     log_every: int = 50
@@ -135,8 +135,8 @@ def load_distill_config(path: str | Path) -> DistillConfig:
     if set(raw) - keys:
         raise ForgetbenchError(f"{path}: unknown key(s) {sorted(set(raw) - keys)}; allowed: {', '.join(sorted(keys))}")
     parts = {k: dataclass_from(cls, raw.get(k), f"{path}: {k}") for k, cls in
-             (("teacher", TeacherCfg), ("student", StudentCfg), ("data", DistillDataCfg), ("kd", KDCfg),
-              ("train", DistillTrainCfg))}
+             (("teacher", TeacherCfg), ("student", StudentCfg), ("data", DistillDataCfg), ("kd", KDCfg))}
+    parts["train"] = distill_train_section(raw.get("train"), path)
     base = path.parent.resolve()
     cfg = DistillConfig(name=str(raw.get("name") or path.stem), **parts, source=str(path),
                         hardware=parse_hardware(raw.get("hardware"), f"{path}: hardware", base))
@@ -194,6 +194,19 @@ def load_distill_config(path: str | Path) -> DistillConfig:
     if cfg.kd.cache:
         cfg.kd.cache = _resolve(base, cfg.kd.cache)
     return cfg
+
+
+def distill_train_section(raw, path: Path) -> DistillTrainCfg:
+    """``train:``, its ``bf16`` (auto, true or false) checked apart."""
+    from forgetbench.train.arithmetic import valid_bf16
+
+    train_raw = dict(raw or {}) if isinstance(raw, dict) or raw is None else raw
+    bf16 = train_raw.pop("bf16", "auto") if isinstance(train_raw, dict) else "auto"
+    if not valid_bf16(bf16):
+        raise ForgetbenchError(f"{path}: train.bf16: {bf16!r}; choose auto, true or false")
+    tc = dataclass_from(DistillTrainCfg, train_raw, f"{path}: train")
+    tc.bf16 = bf16
+    return tc
 
 
 def _check_choices(path: Path, cfg: DistillConfig) -> None:

@@ -121,16 +121,32 @@ def check(cfg: DistillConfig, device_map=None, placement: Placement | None = Non
     return Checked(teacher, init, tok, teacher_sha, t_small, keys)
 
 
+def cpu_arithmetic(cfg: DistillConfig, cuda: bool) -> dict | None:
+    """A student trained on the CPU: bfloat16 autocast where ``hardware.dtype`` is bfloat16, else as ``train.bf16``
+    decides (``train.arithmetic``: auto = with AMX only); None on CUDA (accelerate's mixed precision). The
+    decision replaces ``auto`` in the config, so the fingerprint holds the arithmetic that ran: a run resumes only
+    in its own."""
+    if cuda:
+        return None
+    from forgetbench.train.arithmetic import choose
+
+    if cfg.hardware.dtype == "bfloat16":
+        return {"device": "cpu", "autocast": "bfloat16", "why": "hardware.dtype: bfloat16"}
+    return choose("cpu", cfg.train.bf16, f"{cfg.source}: train").record()
+
+
 def distill(cfg: DistillConfig, out_dir: str | Path, progress: bool = True, log=print) -> Path:
     from accelerate import Accelerator
 
     placement = place(cfg.hardware, f"{cfg.source}: hardware")
     half = {"bfloat16": "bf16", "float16": "fp16"}.get(cfg.hardware.dtype, "no")
     acc = Accelerator(cpu=not placement.cuda, mixed_precision=half if placement.cuda else "no")
-    if cfg.hardware.dtype == "bfloat16" and not placement.cuda:
-        cfg.train.bf16 = True  # on the CPU: the student's forward in bf16 autocast (train.bf16)
     torch.set_num_threads(cfg.train.threads)
     ch = check(cfg, placement=placement)
+    arithmetic = cpu_arithmetic(cfg, placement.cuda)
+    if arithmetic is not None:  # on the CPU: the forwards in bf16 autocast or not, decided before the fingerprint
+        cfg.train.bf16 = arithmetic["autocast"] == "bfloat16"
+        log(f"arithmetic: cpu, {arithmetic['autocast']} ({arithmetic['why']})")
     mapped = cfg.teacher.device_map is not None or cfg.hardware.device_map is not None
     if not mapped and acc.device.type != "cpu":  # no map given: the teacher beside the student
         ch.teacher.to(acc.device)
@@ -212,6 +228,8 @@ def distill(cfg: DistillConfig, out_dir: str | Path, progress: bool = True, log=
                   "parameters": parameter_count(unwrapped), "quotas": data.quotas, "tiers": data.tiers,
                   "alpha": alpha.alpha if alpha is not None else cfg.kd.alpha,
                   "cache": None if cache_man is None else {k: v for k, v in cache_man.items() if k != "shards"},
+                  "arithmetic": arithmetic or {"device": str(acc.device), "autocast": f"mixed precision {half}",
+                                               "why": "hardware.dtype on CUDA (accelerate)"},
                   "environment": environment()}
         final = export_model(unwrapped, tok, out, record, (out / "signals.jsonl",))
         log(f"stopped by {stopped} at step {state['step']}; student in {final}")

@@ -9,7 +9,8 @@ Rules (``choose``):
    CPU with AMX (``amx_bf16`` in its flags), and trains in float32 elsewhere: without AMX, bfloat16 matmuls
    run emulated and a training step is *slower* than float32 — on an AVX2-only AMD EPYC a step of the
    20 M-parameter teacher shape under CPU autocast took over 10× the float32 step (docs/BENCHMARKS.md). Measured
-   on an AMX Xeon: 1.7× (8 M parameters) to 2.5× (36 M) faster than float32.
+   on an AMX Xeon (``benchmarks/train_step.py``, 1 thread): 1.4–1.6× (8 M parameters) and 1.6–1.9× (36 M) faster
+   than float32. ``distill`` follows the same rule (its ``train.bf16``).
 3. The weights and the optimiser stay float32 either way (autocast computes the matmuls in bfloat16); the
    choice and its reason go to the log and to ``training.json`` (``arithmetic``).
 """
