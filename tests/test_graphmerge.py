@@ -83,16 +83,38 @@ def test_the_weighted_sum_variant_has_no_parameters():
     assert torch.allclose(ws(E), M @ M @ E, atol=1e-6)
 
 
-def _gm_config(tmp_path, name, **gm):
+def _gm_config(tmp_path, name, train=None, **gm):
+    """A toy GraphMerge config, float32 unless ``train`` says otherwise (its numbers hold on any host)."""
     cfg = {"data": {"shared": str(tmp_path / "shared"), "languages": ["de", "fr"], "dev_per_language": 2},
            "spm": {"vocab_size": 300, "sample_per_language": 1000},
            "model": {"d_model": 32, "encoder_layers": 1, "decoder_layers": 1, "heads": 2, "ffn": 64,
                      "embeddings": {"graphmerge": {"hops": 2, "min_count": 1, "dropout": 0.0} | gm}},
            "train": {"seed": 3, "max_tokens": 600, "warmup": 4, "steps": 6, "checkpoint_minutes": 0,
-                     "dev_every": 0, "threads": 1}}
+                     "dev_every": 0, "threads": 1, "bf16": False} | (train or {})}
     p = tmp_path / f"{name}.yaml"
     p.write_text(yaml.safe_dump(cfg))
     return p
+
+
+def test_graphmerge_trains_under_bfloat16_autocast(tmp_path):
+    """Under bf16 autocast (forced here, so every host runs it; ``auto`` takes it on AMX and CUDA) the hops'
+    sparse product stays float32, backward included: the steps run, and they move the hop layers and the table."""
+    import json
+
+    from forgetbench.train import loop
+    from forgetbench.train.config import fingerprint
+    from forgetbench.train.mt import load_config, setup, train
+
+    _shared(tmp_path / "shared")
+    cfg = load_config(_gm_config(tmp_path, "b", train={"bf16": True, "steps": 2}))
+    fresh = setup(cfg, tmp_path / "fresh", log=lambda *_: None).model
+    out = train(cfg, tmp_path / "run", progress=False, log=lambda *_: None)
+    assert json.loads((out / "training.json").read_text())["arithmetic"]["autocast"] == "bfloat16"
+    S = setup(cfg, tmp_path / "run", log=lambda *_: None)
+    loop.resume(S.model, S.opt, tmp_path / "run" / "checkpoint", fingerprint(cfg), lambda *_: None)
+    for name in ("graphmerge.neighbour.0.weight", "graphmerge.own.1.weight", "model.shared.weight"):
+        trained, init = S.model.get_parameter(name), fresh.get_parameter(name)
+        assert torch.isfinite(trained).all() and not torch.equal(trained, init), name
 
 
 def test_export_is_the_final_table_and_translates_as_the_training_time_model(tmp_path):

@@ -44,7 +44,8 @@ class GraphMerge(nn.Module):
         H = E
         for h in range(self.hops):
             H = self.dropout(H)
-            AH = torch.sparse.mm(self.adjacency, H.float()).to(H.dtype)
+            with torch.autocast(H.device.type, enabled=False):  # sparse × dense in float32, backward included
+                AH = torch.sparse.mm(self.adjacency, H.float()).to(H.dtype)
             if self.mode == "weighted-sum":
                 H = 0.5 * (AH + H)
                 continue
