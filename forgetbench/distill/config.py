@@ -38,6 +38,7 @@ from forgetbench.configs import dataclass_from, expect, is_type, load_yaml_mappi
 from forgetbench.errors import ForgetbenchError
 from forgetbench.models.hardware import Hardware, parse_hardware
 from forgetbench.models.hub import resolve_model
+from forgetbench.train.config import train_section
 
 SAMPLING = ("uniform", "temperature")
 KD_SOURCES = ("cache", "online", "none")
@@ -136,7 +137,7 @@ def load_distill_config(path: str | Path) -> DistillConfig:
         raise ForgetbenchError(f"{path}: unknown key(s) {sorted(set(raw) - keys)}; allowed: {', '.join(sorted(keys))}")
     parts = {k: dataclass_from(cls, raw.get(k), f"{path}: {k}") for k, cls in
              (("teacher", TeacherCfg), ("student", StudentCfg), ("data", DistillDataCfg), ("kd", KDCfg))}
-    parts["train"] = distill_train_section(raw.get("train"), path)
+    parts["train"] = train_section(raw.get("train"), path, DistillTrainCfg)
     base = path.parent.resolve()
     cfg = DistillConfig(name=str(raw.get("name") or path.stem), **parts, source=str(path),
                         hardware=parse_hardware(raw.get("hardware"), f"{path}: hardware", base))
@@ -194,19 +195,6 @@ def load_distill_config(path: str | Path) -> DistillConfig:
     if cfg.kd.cache:
         cfg.kd.cache = _resolve(base, cfg.kd.cache)
     return cfg
-
-
-def distill_train_section(raw, path: Path) -> DistillTrainCfg:
-    """``train:``, its ``bf16`` (auto, true or false) checked apart."""
-    from forgetbench.train.arithmetic import valid_bf16
-
-    train_raw = dict(raw or {}) if isinstance(raw, dict) or raw is None else raw
-    bf16 = train_raw.pop("bf16", "auto") if isinstance(train_raw, dict) else "auto"
-    if not valid_bf16(bf16):
-        raise ForgetbenchError(f"{path}: train.bf16: {bf16!r}; choose auto, true or false")
-    tc = dataclass_from(DistillTrainCfg, train_raw, f"{path}: train")
-    tc.bf16 = bf16
-    return tc
 
 
 def _check_choices(path: Path, cfg: DistillConfig) -> None:

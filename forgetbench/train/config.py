@@ -81,13 +81,14 @@ class TrainMTConfig:
     source: str = ""
 
 
-def train_section(raw, path: Path) -> TrainCfg:
-    """A config's ``train:`` section (``train-mt``'s and ``pretrain-encoder``'s): ``bf16`` checked apart."""
+def train_section(raw, path: Path, cls=TrainCfg):
+    """A config's ``train:`` section as ``cls`` (``train-mt``'s and ``pretrain-encoder``'s ``TrainCfg``, ``distill``'s
+    own): ``bf16`` checked apart."""
     train_raw = dict(raw or {}) if isinstance(raw, dict) or raw is None else raw
     bf16 = train_raw.pop("bf16", "auto") if isinstance(train_raw, dict) else "auto"
     if not valid_bf16(bf16):
         raise ForgetbenchError(f"{path}: train.bf16: {bf16!r}; choose auto, true or false")
-    tc = dataclass_from(TrainCfg, train_raw, f"{path}: train")
+    tc = dataclass_from(cls, train_raw, f"{path}: train")
     tc.bf16 = bf16
     return tc
 
