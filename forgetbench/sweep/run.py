@@ -192,8 +192,8 @@ def deployment_pass(cfg: SweepConfig, run_dir: Path, store: Store, placement: Pl
     have_ct2, gen, known = ct2.available(), cfg.generation, store.variants()
     job, n, rounds, bs, new = cfg.jobs[0], cfg.speed_sentences, cfg.speed_rounds, gen["batch_size"], gen["max_new_tokens"]
     base = None  # the base's deployable form, loaded once
-    beside = not fake_quantised(cfg.variants.get(cfg.base)) and any(
-        v != cfg.base and not fake_quantised(r) for v, r in cfg.variants.items())  # variants timed with the base
+    base_timed = not fake_quantised(cfg.variants.get(cfg.base))  # else no variant has a base to be timed beside
+    beside = base_timed and any(v != cfg.base and not fake_quantised(r) for v, r in cfg.variants.items())
 
     def one(tr, tok):
         return batch1_speed(tr, tok, job, n, new)
@@ -221,7 +221,7 @@ def deployment_pass(cfg: SweepConfig, run_dir: Path, store: Store, placement: Pl
             times = [own("one") for _ in range(alone)]
             times_b = [own("batched") for _ in range(alone)]
             extra, extra_b = {"rounds": alone, "round_seconds": times}, {"round_seconds": times_b}
-        elif not fake_quantised(cfg.variants.get(cfg.base)):
+        elif base_timed:
             if base is None:
                 base = _deployable(cfg, run_dir, cfg.base, placement, have_ct2, known)[:2]
             b_tr, b_tok = base
