@@ -177,3 +177,40 @@ def test_shards_skip_a_cut_line_and_merge_idempotently(tmp_path):
     merge_shards(tmp_path, store)
     assert store.db.execute("SELECT count(*) FROM translations").fetchone()[0] == 2 and store.meta("k") == {"v": 1}
     store.close()
+
+
+HEARTBEAT_IN_A_STORE_CALL_AT_EXIT = """
+import datetime, os, sys, time
+import forgetbench.sweep.distributed as D
+D.HEARTBEAT_S = 0.05
+c = D.Cluster(0, 1, dict(os.environ, MASTER_ADDR="127.0.0.1", FORGETBENCH_STORE_PORT=sys.argv[1]))
+kv = c._hb_kv
+class InStoreCall:  # the heartbeat's store call (C++, lock released) returns while the interpreter finalises
+    def add(self, key, n):
+        try:
+            kv.wait(["never"], datetime.timedelta(seconds=1))
+        except Exception:
+            pass
+c._hb_kv = InStoreCall()
+class SlowFinalisation:
+    def __del__(self, sleep=time.sleep):
+        sleep(3)
+slow = SlowFinalisation()
+time.sleep(0.2)
+if sys.argv[2] == "close":
+    c.close()
+else:
+    sys.exit(1)  # an error's way out, close never called: the atexit hook joins the thread
+"""
+
+
+@pytest.mark.parametrize("way_out", ["close", "error"])
+def test_the_heartbeat_thread_never_outlives_the_interpreter(tmp_path, way_out):
+    """Rule 4: a heartbeat still inside a store call at exit aborted the process (exit -6, "terminate called
+    without an active exception"); the thread is joined first, whichever way the process ends."""
+    script = tmp_path / "hb.py"
+    script.write_text(HEARTBEAT_IN_A_STORE_CALL_AT_EXIT)
+    p = subprocess.run([sys.executable, str(script), str(_free_port()), way_out], cwd=REPO, capture_output=True,
+                       text=True, timeout=120, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert p.returncode == (0 if way_out == "close" else 1), (p.returncode, p.stderr[-500:])
+    assert "terminate called" not in p.stderr

@@ -24,7 +24,11 @@ Rules:
 4. **Heartbeats.** Each rank adds 1 to ``hb:<rank>`` every ``HEARTBEAT_S`` from a thread. A rank whose count has
    not moved for ``lost_after`` seconds (``FORGETBENCH_LOST_AFTER_S``, default 60) is lost: its claimed units
    count as free and are claimed with ``compare_set(c:lost → c:rank)``. A rank that has ended sets ``x:<rank>``
-   and is never counted lost.
+   and is never counted lost. The heartbeat thread is joined before the process ends (``Cluster.close``, also
+   registered with ``atexit`` for every other way out): a thread still inside a store call while the interpreter
+   finalises is ended by ``pthread_exit`` through the binding's C++ frames, which aborts the process
+   (``terminate called without an active exception``, exit -6). Its connection's calls time out after
+   ``HEARTBEAT_TIMEOUT_S``, so the join is bounded when rank 0's machine vanishes.
 5. **End.** A rank leaves once every unit is done (or lost ranks' units are all taken and done). Rank 0 then
    merges every shard into the run's store and runs the closing passes and the summary as a single process
    would. The run record lists each rank's host, units and seconds per kind (``ranks``). If rank 0 (the store's
@@ -34,6 +38,7 @@ Rules:
 
 from __future__ import annotations
 
+import atexit
 import datetime
 import hashlib
 import json
@@ -59,6 +64,7 @@ from forgetbench.eval.store_shards import (
 HEARTBEAT_S = 1.0
 LOST_AFTER_S = 60.0
 POLL_S = 0.2
+HEARTBEAT_TIMEOUT_S = 10.0  # one heartbeat call at most; bounds the join in ``Cluster.close``
 START_TIMEOUT_S = 600.0  # how long rank 0 waits for every rank to show up
 
 
@@ -93,6 +99,7 @@ class Cluster:
         try:
             self.kv = TCPStore(addr, port, world, rank == 0, timeout=timeout, wait_for_workers=False)
             self._hb_kv = TCPStore(addr, port, world, False, timeout=timeout)  # the heartbeat thread's connection
+            self._hb_kv.set_timeout(datetime.timedelta(seconds=HEARTBEAT_TIMEOUT_S))
         except (RuntimeError, OSError) as e:
             raise ForgetbenchError(f"rank {rank}: cannot reach the claim store at {addr}:{port} ({str(e).splitlines()[0]}); "
                                    "check MASTER_ADDR and that the port (FORGETBENCH_STORE_PORT, default MASTER_PORT + 1) "
@@ -101,6 +108,7 @@ class Cluster:
         self._stop = threading.Event()
         self._hb = threading.Thread(target=self._beat, daemon=True, name="forgetbench-heartbeat")
         self._hb.start()
+        atexit.register(self.close)
 
     # ---------------------------------------------------------------- liveness (rule 4)
     def _beat(self) -> None:
@@ -162,7 +170,11 @@ class Cluster:
             time.sleep(POLL_S)
 
     def close(self) -> None:
+        """Stop the heartbeat and wait for its thread (rule 4: never left inside a store call at exit)."""
         self._stop.set()
+        if self._hb.is_alive() and self._hb is not threading.current_thread():
+            self._hb.join(HEARTBEAT_TIMEOUT_S + HEARTBEAT_S)
+        atexit.unregister(self.close)
 
 
 def identity(cfg) -> dict:
