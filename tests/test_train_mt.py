@@ -117,10 +117,10 @@ def test_a_model_continues_on_own_data_in_its_own_vocabulary(tmp_path):
     pairs = [(" ".join(e.split()[::-1]), " ".join(x.split()[::-1])) for e, x in de[:24]]  # in no evaluation set
     own.write_text("".join(f"{e}\t{x}\n" for e, x in pairs), encoding="utf-8")
 
-    def config(name, **spm):
+    def config(name, model=None, **spm):
         raw = {"data": {"shared": "", "languages": ["de"], "corpora": {"de": str(own)}, "dev_per_language": 2},
                "spm": spm or {"vocab_size": 300, "sample_per_language": 1000},
-               "model": {"d_model": 32, "encoder_layers": 1, "decoder_layers": 1, "heads": 2, "ffn": 64},
+               "model": model or {"d_model": 32, "encoder_layers": 1, "decoder_layers": 1, "heads": 2, "ffn": 64},
                "train": {"seed": 3, "max_tokens": 600, "warmup": 4, "steps": 2, "checkpoint_minutes": 0,
                          "dev_every": 0, "threads": 1, "lr": 2e-4}}
         (tmp_path / name).write_text(yaml.safe_dump(raw))
@@ -129,13 +129,15 @@ def test_a_model_continues_on_own_data_in_its_own_vocabulary(tmp_path):
     with pytest.raises(ForgetbenchError, match=r"spm: \{from: .*base/model\} to train on that model's vocabulary"):
         train(config("own.yaml"), tmp_path / "refused", progress=False, log=lambda *_: None, warm_from=base)
 
-    cfg = config("reuse.yaml", **{"from": str(base)})
+    cfg = config("reuse.yaml", model={"from": str(base)}, **{"from": str(base)})  # base's vocabulary and shape
+    assert fingerprint(cfg) == fingerprint(config("shape.yaml", **{"from": str(base)}))  # as if written out
     out = train(cfg, tmp_path / "tuned", progress=False, log=lambda *_: None, warm_from=base)
     for f in ("sentencepiece.bpe.model", "vocab.json"):
         assert (out / f).read_bytes() == (base / f).read_bytes()
     info, first = (json.loads((d / "training.json").read_text()) for d in (out, base))
     assert info["spm_sha256"] == first["spm_sha256"] and info["warm_start"]["optimiser"] == "restarted"
-    assert info["config"]["spm"] == {"from": str(base)}
+    assert info["config"]["spm"] == {"from": str(base)} and info["config"]["model"]["from"] == str(base)
+    assert {k: info["config"]["model"][k] for k in ("d_model", "heads", "ffn")} == {"d_model": 32, "heads": 2, "ffn": 64}
     tok = M2M100Tokenizer.from_pretrained(str(base))
     z = np.load(tmp_path / "tuned" / "train.npz")
     cached = {tuple(z["src"][a:b]) for a, b in zip(z["src_off"][:-1], z["src_off"][1:], strict=True)}
@@ -155,3 +157,44 @@ def test_a_model_continues_on_own_data_in_its_own_vocabulary(tmp_path):
                       ({"from_model": str(base)}, "the key is spm.from")):
         with pytest.raises(ForgetbenchError, match=said):
             config("bad.yaml", **spm)
+
+
+def test_model_from_a_folder_takes_its_shape_and_refuses_what_does_not_apply(tmp_path):
+    """``model: {from: DIR}``: DIR's ``config.json`` gives the shape (the shipped own-data config takes the teacher's);
+    only dropout may be given beside it; a folder without an M2M-100 config, or with encoder and decoder widths that
+    differ, is one line."""
+    import json
+    import shutil
+    from dataclasses import asdict
+
+    from .conftest import REPO
+
+    cfg = load_config(REPO / "configs" / "teacher-own-data.yaml")
+    teacher = json.loads((REPO / "artifacts" / "teacher" / "config.json").read_text())
+    assert asdict(cfg.model) == {"d_model": teacher["d_model"], "encoder_layers": teacher["encoder_layers"],
+                                 "decoder_layers": teacher["decoder_layers"], "heads": teacher["encoder_attention_heads"],
+                                 "ffn": teacher["encoder_ffn_dim"], "dropout": teacher["dropout"],
+                                 "max_positions": teacher["max_position_embeddings"], "embeddings": {}}
+    assert cfg.model_from == str((REPO / "artifacts" / "teacher").resolve())
+
+    def load(model):
+        raw = yaml.safe_load((REPO / "configs" / "teacher-own-data.yaml").read_text())
+        raw["model"] = model
+        raw["data"]["corpora"] = {k: str((REPO / "configs" / v).resolve()) for k, v in raw["data"]["corpora"].items()}
+        raw["spm"] = {"vocab_size": 300}
+        (tmp_path / "c.yaml").write_text(yaml.safe_dump(raw))
+        return load_config(tmp_path / "c.yaml")
+
+    teacher_dir = str(REPO / "artifacts" / "teacher")
+    assert load({"from": teacher_dir, "dropout": 0.3}).model.dropout == 0.3
+    odd = tmp_path / "odd"
+    shutil.copytree(REPO / "artifacts" / "teacher", odd, ignore=shutil.ignore_patterns("*.safetensors"))
+    (odd / "config.json").write_text(json.dumps(teacher | {"decoder_ffn_dim": 2048}))
+    for model, said in (({"from": teacher_dir, "d_model": 512}, r"\['d_model'\] do not apply"),
+                        ({"from": str(tmp_path)}, "cannot read its config.json"),
+                        ({"from": str(odd)}, r"encoder_ffn_dim and decoder_ffn_dim are \[1024, 2048\]")):
+        with pytest.raises(ForgetbenchError, match=said):
+            load(model)
+    (odd / "config.json").write_text(json.dumps(teacher | {"model_type": "marian"}))
+    with pytest.raises(ForgetbenchError, match="model_type 'marian', not m2m_100"):
+        load({"from": str(odd)})

@@ -6,6 +6,7 @@ checkpoint to the settings that shape its weights.
            # or {from: ../artifacts/teacher}: that model's vocabulary, none trained (to fine-tune it on own data)
     model: {d_model: 256, encoder_layers: 4, decoder_layers: 3, heads: 4, ffn: 1024, dropout: 0.1,
             embeddings: {graphmerge: {hops: 2}}}   # embeddings optional (train.graphmerge)
+           # or {from: ../artifacts/teacher}: that model's shape from its config.json (to warm-start from it)
     train: {seed: 1, max_tokens: 4096, lr: 0.001, warmup: 1000, steps: 3600, ...}
 """
 
@@ -101,9 +102,10 @@ def load_config(path: str | Path) -> TrainMTConfig:
     if extra:
         raise ForgetbenchError(f"{path}: unknown section(s) {sorted(extra)}; allowed: data, spm, model, train")
     spm_raw, reused = _spm_from(raw.get("spm"), path)
+    model_raw, shaped = _model_from(raw.get("model"), path)
     parts = {key: dataclass_from(cls, part, f"{path}: {key}")
              for key, cls, part in (("data", DataCfg, raw.get("data")), ("spm", SpmCfg, spm_raw),
-                                    ("model", ModelCfg, raw.get("model")))}
+                                    ("model", ModelCfg, model_raw))}
     parts["spm"].from_model = reused
     parts["train"] = train_section(raw.get("train"), path)
     for sec, keys in (("spm", ("vocab_size", "sample_per_language")), ("model", ("d_model", "encoder_layers",
@@ -126,6 +128,7 @@ def load_config(path: str | Path) -> TrainMTConfig:
         emb["graphmerge"] = dataclass_from(GraphSettings, emb["graphmerge"] or {}, where).check(where)
     cfg = TrainMTConfig(**parts, source=str(path))
     cfg.data_note = resolve_corpus(cfg.data, path)  # not a field: a warning for the command to print
+    cfg.model_from = shaped  # not a field: the fingerprint is the shape's, however it was written
     return cfg
 
 
@@ -150,6 +153,44 @@ def _spm_from(raw, path: Path) -> tuple[object, str]:
         raise ForgetbenchError(f"{path}: spm.from {folder}: no {' and '.join(missing)} there; give an M2M-100 "
                                "model folder (e.g. artifacts/teacher or a train-mt run's model)")
     return {}, folder
+
+
+# model section key <- M2M-100 config.json key(s): an encoder and a decoder key must agree (one model.heads, one ffn)
+_SHAPE_KEYS = {"d_model": ("d_model",), "encoder_layers": ("encoder_layers",), "decoder_layers": ("decoder_layers",),
+               "heads": ("encoder_attention_heads", "decoder_attention_heads"),
+               "ffn": ("encoder_ffn_dim", "decoder_ffn_dim"), "max_positions": ("max_position_embeddings",)}
+
+
+def _model_from(raw, path: Path) -> tuple[object, str]:
+    """``model: {from: DIR}``: the shape of DIR's M2M-100 model (its ``config.json``), so a config that warm-starts
+    from it need not repeat it. Only ``dropout`` (which shapes no weight) may be given beside ``from``; DIR's own
+    dropout otherwise. Returns the section for the dataclass and DIR ("" without ``from``)."""
+    if not isinstance(raw, dict) or "from" not in raw:
+        return raw, ""
+    raw = dict(raw)
+    folder = _beside(path, expect(raw.pop("from"), str, f"{path}: model.from"))
+    if set(raw) - {"dropout"}:
+        raise ForgetbenchError(f"{path}: model.from takes {folder}'s shape as it is: {sorted(set(raw) - {'dropout'})} "
+                               "do not apply (only dropout may be given beside it); drop them")
+    conf_file = Path(folder) / "config.json"
+    try:
+        conf = json.loads(conf_file.read_text())
+    except (OSError, ValueError) as e:
+        raise ForgetbenchError(f"{path}: model.from {folder}: cannot read its config.json ({type(e).__name__}); give "
+                               "an M2M-100 model folder (e.g. artifacts/teacher or a train-mt run's model)") from None
+    if not isinstance(conf, dict) or conf.get("model_type") != "m2m_100":
+        kind = conf.get("model_type") if isinstance(conf, dict) else None
+        raise ForgetbenchError(f"{path}: model.from {folder}: model_type {kind!r}, not m2m_100; train-mt builds "
+                               "M2M-100 models only")
+    shape = {}
+    for key, names in _SHAPE_KEYS.items():
+        vals = {conf.get(n) for n in names}
+        if len(vals) != 1 or not isinstance(v := vals.pop(), int):
+            raise ForgetbenchError(f"{path}: model.from {folder}: config.json's {' and '.join(names)} are "
+                                   f"{[conf.get(n) for n in names]}; train-mt's model takes one whole number for "
+                                   f"model.{key}")
+        shape[key] = v
+    return shape | {"dropout": raw.get("dropout", float(conf.get("dropout", ModelCfg.dropout)))}, folder
 
 
 def _beside(path: Path, p: str) -> str:
@@ -220,9 +261,11 @@ def spm_settings(spm: SpmCfg) -> dict:
 
 def config_record(cfg: TrainMTConfig) -> dict:
     """The config as a run's ``training.json`` records it: ``spm`` as written (``{from: DIR}`` or the training
-    settings), every other section whole."""
+    settings), ``model`` whole (with the ``from`` folder its shape came from), every other section whole."""
     d = asdict(cfg)
     d["spm"] = {"from": cfg.spm.from_model} if cfg.spm.from_model else spm_settings(cfg.spm)
+    if getattr(cfg, "model_from", ""):
+        d["model"]["from"] = cfg.model_from
     return d
 
 
