@@ -186,11 +186,12 @@ def _model_from(raw, path: Path) -> tuple[object, str]:
     for key, names in _SHAPE_KEYS.items():
         vals = {conf.get(n) for n in names}
         if len(vals) != 1 or not isinstance(v := vals.pop(), int):
-            raise ForgetbenchError(f"{path}: model.from {folder}: config.json's {' and '.join(names)} are "
+            raise ForgetbenchError(f"{path}: model.from {folder}: config.json gives {' and '.join(names)} "
                                    f"{[conf.get(n) for n in names]}; train-mt's model takes one whole number for "
                                    f"model.{key}")
         shape[key] = v
-    return shape | {"dropout": raw.get("dropout", float(conf.get("dropout", ModelCfg.dropout)))}, folder
+    own = conf.get("dropout")
+    return shape | {"dropout": raw.get("dropout", float(own) if isinstance(own, int | float) else ModelCfg.dropout)}, folder
 
 
 def _beside(path: Path, p: str) -> str:
