@@ -452,7 +452,7 @@ def test_bf16_auto_follows_the_cpus_amx_decides_before_the_fingerprint_and_is_re
     path = _edit(toy_setup(tmp_path, tiny_dir, steps=4, bf16="auto"), ", bf16: auto", "")
     assert load_distill_config(path).train.bf16 == "auto"  # the default
     flags("avx2", "avx512f", "amx_bf16")
-    assert cpu_arithmetic(load_distill_config(path), cuda=False) == {
+    assert cpu_arithmetic(load_distill_config(path), cuda=False).record() == {
         "device": "cpu", "autocast": "bfloat16", "why": "auto: bfloat16 autocast on a CPU with AMX"}
     assert cpu_arithmetic(load_distill_config(path), cuda=True) is None  # accelerate's mixed precision there
     flags("avx2")
@@ -465,7 +465,7 @@ def test_bf16_auto_follows_the_cpus_amx_decides_before_the_fingerprint_and_is_re
     fp32.write_text(path.read_text().replace("signal_sentences: 2", "signal_sentences: 2, bf16: false"))
     assert rec["fingerprint"] == fingerprint(load_distill_config(fp32))
     bf = load_distill_config(_edit(path, "name: toy-cache", "name: toy-cache\nhardware: {device: cpu, dtype: bfloat16}"))
-    assert cpu_arithmetic(bf, cuda=False)["why"] == "hardware.dtype: bfloat16"
+    assert cpu_arithmetic(bf, cuda=False).reason == "hardware.dtype: bfloat16" and cpu_arithmetic(bf, cuda=False).bf16
     with pytest.raises(ForgetbenchError, match="train.bf16: 'sometimes'; choose auto, true or false"):
         load_distill_config(_edit(path, "signal_sentences: 2", "signal_sentences: 2, bf16: sometimes"))
 

@@ -33,6 +33,7 @@ from forgetbench.models.hardware import Placement, place
 from forgetbench.models.load import load, weights_sha256
 from forgetbench.models.tokenizers import SMALL100_MARKER, language_tokens, load_tokenizer
 from forgetbench.train import loop as train_loop_mod
+from forgetbench.train.arithmetic import Arithmetic, choose
 from forgetbench.train.export import export_model
 
 RUN_MARKER = "distill-run.json"
@@ -121,18 +122,16 @@ def check(cfg: DistillConfig, device_map=None, placement: Placement | None = Non
     return Checked(teacher, init, tok, teacher_sha, t_small, keys)
 
 
-def cpu_arithmetic(cfg: DistillConfig, cuda: bool) -> dict | None:
+def cpu_arithmetic(cfg: DistillConfig, cuda: bool) -> Arithmetic | None:
     """A student trained on the CPU: bfloat16 autocast where ``hardware.dtype`` is bfloat16, else as ``train.bf16``
     decides (``train.arithmetic``: auto = with AMX only); None on CUDA (accelerate's mixed precision). The
     decision replaces ``auto`` in the config, so the fingerprint holds the arithmetic that ran: a run resumes only
     in its own."""
     if cuda:
         return None
-    from forgetbench.train.arithmetic import choose
-
     if cfg.hardware.dtype == "bfloat16":
-        return {"device": "cpu", "autocast": "bfloat16", "why": "hardware.dtype: bfloat16"}
-    return choose("cpu", cfg.train.bf16, f"{cfg.source}: train").record()
+        return Arithmetic("cpu", True, "hardware.dtype: bfloat16")
+    return choose("cpu", cfg.train.bf16, f"{cfg.source}: train")
 
 
 def distill(cfg: DistillConfig, out_dir: str | Path, progress: bool = True, log=print) -> Path:
@@ -145,8 +144,8 @@ def distill(cfg: DistillConfig, out_dir: str | Path, progress: bool = True, log=
     ch = check(cfg, placement=placement)
     arithmetic = cpu_arithmetic(cfg, placement.cuda)
     if arithmetic is not None:  # on the CPU: the forwards in bf16 autocast or not, decided before the fingerprint
-        cfg.train.bf16 = arithmetic["autocast"] == "bfloat16"
-        log(f"arithmetic: cpu, {arithmetic['autocast']} ({arithmetic['why']})")
+        cfg.train.bf16 = arithmetic.bf16
+        log(f"arithmetic: cpu, {arithmetic.record()['autocast']} ({arithmetic.reason})")
     mapped = cfg.teacher.device_map is not None or cfg.hardware.device_map is not None
     if not mapped and acc.device.type != "cpu":  # no map given: the teacher beside the student
         ch.teacher.to(acc.device)
@@ -228,8 +227,9 @@ def distill(cfg: DistillConfig, out_dir: str | Path, progress: bool = True, log=
                   "parameters": parameter_count(unwrapped), "quotas": data.quotas, "tiers": data.tiers,
                   "alpha": alpha.alpha if alpha is not None else cfg.kd.alpha,
                   "cache": None if cache_man is None else {k: v for k, v in cache_man.items() if k != "shards"},
-                  "arithmetic": arithmetic or {"device": str(acc.device), "autocast": f"mixed precision {half}",
-                                               "why": "hardware.dtype on CUDA (accelerate)"},
+                  "arithmetic": arithmetic.record() if arithmetic is not None else {
+                      "device": str(acc.device), "autocast": "none (float32)" if half == "no" else f"mixed precision {half}",
+                      "why": "hardware.dtype on CUDA (accelerate)"},
                   "environment": environment()}
         final = export_model(unwrapped, tok, out, record, (out / "signals.jsonl",))
         log(f"stopped by {stopped} at step {state['step']}; student in {final}")
