@@ -172,8 +172,7 @@ class Cluster:
     def close(self) -> None:
         """Stop the heartbeat and wait for its thread (rule 4: never left inside a store call at exit)."""
         self._stop.set()
-        if self._hb.is_alive() and self._hb is not threading.current_thread():
-            self._hb.join(HEARTBEAT_TIMEOUT_S + HEARTBEAT_S)
+        self._hb.join(HEARTBEAT_TIMEOUT_S + HEARTBEAT_S)
         atexit.unregister(self.close)
 
 

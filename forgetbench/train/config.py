@@ -169,9 +169,9 @@ def _model_from(raw, path: Path) -> tuple[object, str]:
         return raw, ""
     raw = dict(raw)
     folder = _beside(path, expect(raw.pop("from"), str, f"{path}: model.from"))
-    if set(raw) - {"dropout"}:
-        raise ForgetbenchError(f"{path}: model.from takes {folder}'s shape as it is: {sorted(set(raw) - {'dropout'})} "
-                               "do not apply (only dropout may be given beside it); drop them")
+    if extra := sorted(set(raw) - {"dropout"}):
+        raise ForgetbenchError(f"{path}: model.from takes {folder}'s shape as it is: {extra} do not apply (only dropout "
+                               "may be given beside it); drop them")
     conf_file = Path(folder) / "config.json"
     try:
         conf = json.loads(conf_file.read_text())
