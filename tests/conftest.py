@@ -1,4 +1,5 @@
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -14,6 +15,22 @@ import torch  # noqa: E402
 torch.set_num_threads(1)
 
 REPO = Path(__file__).resolve().parents[1]
+MAX_WORKERS = 4  # pytest -n auto (pyproject's addopts): one worker per usable core, at most this many
+
+
+def pytest_xdist_auto_num_workers(config) -> int:
+    """Workers for ``-n auto``: the cores this process may run on (a container's share, not the host's count), at
+    most ``MAX_WORKERS``. Each worker and every process a test starts keeps to one torch thread (above; the
+    configs' ``threads: 1``), so two workers on two cores do not oversubscribe them."""
+    return max(1, min(MAX_WORKERS, len(os.sched_getaffinity(0))))
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now: a launcher or a key-value store in a test never takes a fixed port that
+    a test running beside it in another worker may hold."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 CALIB = REPO / "data" / "calibration" / "ntrex128-calib.tsv"
 FLORES = REPO / "data" / "flores101"
 

@@ -13,7 +13,7 @@ import textwrap
 
 import pytest
 
-from .conftest import FLORES, REPO, same
+from .conftest import FLORES, REPO, free_port, same
 
 KILL_AFTER_FIRST_UNIT = """
 import forgetbench.sweep.run as R
@@ -50,15 +50,9 @@ def _config(path, model, sentences=4):
     return path
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def launch(tmp_path, configs, out, patches=None, lost_after=3):
     """One process per config, as a launcher starts ranks; returns [(exit code, stderr lines)] by rank."""
-    port, procs = _free_port(), []
+    port, procs = free_port(), []
     for r, cfg in enumerate(configs):
         env = dict(os.environ, RANK=str(r), WORLD_SIZE=str(len(configs)), LOCAL_RANK="0", LOCAL_WORLD_SIZE="1",
                    MASTER_ADDR="127.0.0.1", FORGETBENCH_STORE_PORT=str(port), PYTHONPATH=str(REPO),
@@ -210,7 +204,7 @@ def test_the_heartbeat_thread_never_outlives_the_interpreter(tmp_path, way_out):
     without an active exception"); the thread is joined first, whichever way the process ends."""
     script = tmp_path / "hb.py"
     script.write_text(HEARTBEAT_IN_A_STORE_CALL_AT_EXIT)
-    p = subprocess.run([sys.executable, str(script), str(_free_port()), way_out], cwd=REPO, capture_output=True,
+    p = subprocess.run([sys.executable, str(script), str(free_port()), way_out], cwd=REPO, capture_output=True,
                        text=True, timeout=120, env=dict(os.environ, PYTHONPATH=str(REPO)))
     assert p.returncode == (0 if way_out == "close" else 1), (p.returncode, p.stderr[-500:])
     assert "terminate called" not in p.stderr

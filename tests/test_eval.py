@@ -20,7 +20,7 @@ from forgetbench.eval.sentence_stats import lid_pass
 from forgetbench.eval.store import Store
 from forgetbench.eval.translate import Job
 
-from .conftest import FLORES, REPO, flores_sweep, run_killed, same
+from .conftest import FLORES, REPO, flores_sweep, free_port, run_killed, same
 
 
 def test_language_table_and_tiers():
@@ -247,9 +247,9 @@ def test_pairs_split_across_two_cpu_processes_with_accelerate(tiny_dir, tmp_path
     cfg = _sweep_config(tmp_path, tiny_dir, name="two", sentences=5, pairs="[en-de, de-en, en-sw, sw-en]")
     one, two = tmp_path / "one", tmp_path / "two"
     assert main(["sweep", str(cfg), "--out", str(one), "--quiet"]) == 0
-    env = os.environ | {"PYTHONPATH": str(REPO)}
+    env = os.environ | {"PYTHONPATH": str(REPO), "FORGETBENCH_STORE_PORT": str(free_port())}
     p = subprocess.run([sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
-                        "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "forgetbench.cli", "sweep", str(cfg),
+                        "--main_process_port", str(free_port()), "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "forgetbench.cli", "sweep", str(cfg),
                         "--out", str(two), "--quiet"], env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-2000:]
     a = [tuple(r)[:7] for r in Store(two / "store.sqlite").translations()]
