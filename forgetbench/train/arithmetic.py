@@ -41,8 +41,12 @@ class Arithmetic:
     def autocast(self):
         return torch.autocast(self.device_type, dtype=torch.bfloat16, enabled=self.bf16)
 
+    @property
+    def autocast_name(self) -> str:
+        return "bfloat16" if self.bf16 else "none (float32)"
+
     def record(self) -> dict:
-        return {"device": self.device, "autocast": "bfloat16" if self.bf16 else "none (float32)", "why": self.reason}
+        return {"device": self.device, "autocast": self.autocast_name, "why": self.reason}
 
 
 def cpu_has_amx() -> bool:
