@@ -15,14 +15,17 @@ import torch  # noqa: E402
 torch.set_num_threads(1)
 
 REPO = Path(__file__).resolve().parents[1]
+CALIB = REPO / "data" / "calibration" / "ntrex128-calib.tsv"
+FLORES = REPO / "data" / "flores101"
 MAX_WORKERS = 4  # pytest -n auto (pyproject's addopts): one worker per usable core, at most this many
 
 
 def pytest_xdist_auto_num_workers(config) -> int:
     """Workers for ``-n auto``: the cores this process may run on (a container's share, not the host's count), at
-    most ``MAX_WORKERS``. Each worker and every process a test starts keeps to one torch thread (above; the
-    configs' ``threads: 1``), so two workers on two cores do not oversubscribe them."""
-    return max(1, min(MAX_WORKERS, len(os.sched_getaffinity(0))))
+    most ``MAX_WORKERS``. Each worker keeps to one torch thread (above), so two workers on two cores do not
+    oversubscribe them."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1  # Linux | else
+    return max(1, min(MAX_WORKERS, cores))
 
 
 def free_port() -> int:
@@ -31,8 +34,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-CALIB = REPO / "data" / "calibration" / "ntrex128-calib.tsv"
-FLORES = REPO / "data" / "flores101"
 
 
 def flores_sweep(path: Path, model, variants: str, pairs: str, sentences: int, max_new_tokens: int,

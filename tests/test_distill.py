@@ -248,7 +248,8 @@ def test_two_processes_follow_the_loss_curve_of_one(tiny_dir, tmp_path):
     for n in (1, 2):
         out = tmp_path / "runs" / f"p{n}"  # missing parents are created (mkdir -p)
         cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", str(n),
-               "--main_process_port", str(free_port()), "-m", "forgetbench.cli", "distill", str(cfg), "--out", str(out), "--quiet"] if n > 1 else \
+               "--main_process_port", str(free_port()),
+               "-m", "forgetbench.cli", "distill", str(cfg), "--out", str(out), "--quiet"] if n > 1 else \
               [sys.executable, "-m", "forgetbench.cli", "distill", str(cfg), "--out", str(out), "--quiet"]
         r = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
         assert r.returncode == 0, r.stderr[-2000:]

@@ -249,8 +249,9 @@ def test_pairs_split_across_two_cpu_processes_with_accelerate(tiny_dir, tmp_path
     assert main(["sweep", str(cfg), "--out", str(one), "--quiet"]) == 0
     env = os.environ | {"PYTHONPATH": str(REPO), "FORGETBENCH_STORE_PORT": str(free_port())}
     p = subprocess.run([sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
-                        "--main_process_port", str(free_port()), "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "forgetbench.cli", "sweep", str(cfg),
-                        "--out", str(two), "--quiet"], env=env, capture_output=True, text=True, timeout=300)
+                        "--main_process_port", str(free_port()), "--mixed_precision", "no", "--dynamo_backend", "no",
+                        "-m", "forgetbench.cli", "sweep", str(cfg), "--out", str(two), "--quiet"],
+                       env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-2000:]
     a = [tuple(r)[:7] for r in Store(two / "store.sqlite").translations()]
     b = [tuple(r)[:7] for r in Store(one / "store.sqlite").translations()]
