@@ -145,7 +145,7 @@ def distill(cfg: DistillConfig, out_dir: str | Path, progress: bool = True, log=
     arithmetic = cpu_arithmetic(cfg, placement.cuda)
     if arithmetic is not None:  # on the CPU: the forwards in bf16 autocast or not, decided before the fingerprint
         cfg.train.bf16 = arithmetic.bf16
-        log(f"arithmetic: cpu, {arithmetic.autocast_name} ({arithmetic.reason})")
+        log(f"arithmetic: {arithmetic.describe()}")
     mapped = cfg.teacher.device_map is not None or cfg.hardware.device_map is not None
     if not mapped and acc.device.type != "cpu":  # no map given: the teacher beside the student
         ch.teacher.to(acc.device)

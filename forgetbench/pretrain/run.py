@@ -117,7 +117,7 @@ def setup(cfg: PretrainConfig, out: Path, log=print, resume: bool = True) -> Set
         atomic_write_json(out / RUN_MARKER, {"kind": "forgetbench pretrain-encoder run", "config": cfg.source})
     meta = prepare(cfg, out, log)
     arith = choose(tc.device, tc.bf16, f"{cfg.source}: train")
-    log(f"arithmetic: {arith.device}, {arith.autocast_name} ({arith.reason})")
+    log(f"arithmetic: {arith.describe()}")
     torch.manual_seed(tc.seed)
     model = PretrainedEncoder(encoder_config(cfg, meta["vocab_size"], len(meta["labels"]))).to(arith.device)
     model.train()

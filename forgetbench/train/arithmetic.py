@@ -45,6 +45,10 @@ class Arithmetic:
     def autocast_name(self) -> str:
         return "bfloat16" if self.bf16 else "none (float32)"
 
+    def describe(self) -> str:
+        """The run log's line: device, autocast and why."""
+        return f"{self.device}, {self.autocast_name} ({self.reason})"
+
     def record(self) -> dict:
         return {"device": self.device, "autocast": self.autocast_name, "why": self.reason}
 

@@ -93,7 +93,7 @@ def setup(cfg: TrainMTConfig, out: Path, log=print) -> Setup:
     tok = M2M100Tokenizer.from_pretrained(str(out / "tokenizer"))
     data = Examples(out / "train.npz", tc.max_len)
     arith = choose(tc.device, tc.bf16, f"{cfg.source}: train")
-    log(f"arithmetic: {arith.device}, {arith.autocast_name} ({arith.reason})")
+    log(f"arithmetic: {arith.describe()}")
     model = build_model(cfg, meta["vocab_size"]).to(arith.device)
     gm = cfg.model.embeddings.get("graphmerge")
     if gm is not None:  # GraphMerge (train.graphmerge): the hop layers join the model before the optimiser is made
