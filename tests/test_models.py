@@ -171,8 +171,8 @@ def test_rows_of_several_pairs_decode_as_each_pair_alone(tiny_dir):
 
 def test_lambda_on_the_translation_encoder_states_equals_a_fresh_encoding_on_the_teacher():
     """The sweep computes λ right after translating, on the encoder states the greedy loop kept: on the shipped
-    teacher (and its demo run: every λ of the four series) the attention is bit for bit that of the pass that
-    encodes the sources again in its own batches; a state of the wrong length is not used."""
+    teacher the attention is bit for bit that of the pass that encodes each source again (the layout rule:
+    test_lambda.py holds it on the tiny model); a state of the wrong length is not used."""
     from forgetbench.compress.pipeline import load_model_dir
     from forgetbench.eval.benchmarks import open_benchmark
     from forgetbench.eval.hallucination import cross_attention
@@ -186,7 +186,7 @@ def test_lambda_on_the_translation_encoder_states_equals_a_fresh_encoding_on_the
     assert set(states) == set(rows)
     calls = []
     model.get_encoder().register_forward_hook(lambda *a: calls.append(1))
-    for k in (slice(0, 7), slice(7, 20)):  # λ's own batches: other paddings than the translation's
+    for k in (slice(0, 7), slice(7, 20)):
         kept = [states[r] for r in rows[k]]
         fresh = cross_attention(model, tok, srcs[k], hyps[k], "en", "de")
         n = len(calls)

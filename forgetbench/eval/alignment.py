@@ -64,11 +64,12 @@ def find_word(words: list[str], word: str) -> int | None:
 
 
 def align_words(model, tokenizer, srcs: list[str], hyps: list[str], src_lang: str, tgt_lang: str,
-                src_word_index: list[int | None]) -> list[int | None]:
-    """For each sentence, the index of the hypothesis word aligned to ``srcs[k].split()[src_word_index[k]]``."""
+                src_word_index: list[int | None], states: list | None = None) -> list[int | None]:
+    """For each sentence, the index of the hypothesis word aligned to ``srcs[k].split()[src_word_index[k]]``
+    (``states``: the encoder states its translation kept, per sentence, as ``cross_attention`` takes them)."""
     out = []
-    for (alpha, s_ids, t_ids), wi in zip(cross_attention(model, tokenizer, srcs, hyps, src_lang, tgt_lang),
-                                         src_word_index, strict=True):
+    for (alpha, s_ids, t_ids), wi in zip(cross_attention(model, tokenizer, srcs, hyps, src_lang, tgt_lang,
+                                                         states=states), src_word_index, strict=True):
         s_words, t_words = piece_words(tokenizer, s_ids), piece_words(tokenizer, t_ids)
         cols = [j for j, w in enumerate(s_words) if w is not None and w == wi]
         rows = [i for i, w in enumerate(t_words) if w is not None]

@@ -91,6 +91,7 @@ class TorchTranslator:
     def __init__(self, model, tokenizer):
         self.model, self.tokenizer = model, tokenizer
         self.states: dict | None = None  # a dict: keep each row's encoder states (models.generation.translate_rows)
+        self.keep = None  # with states: the rows (text, src, tgt) whose states are wanted (None: all)
 
     def translate(self, texts: list[str], src_lang: str, tgt_lang: str, num_beams: int = 1,
                   max_new_tokens: int = 128) -> list[str]:
@@ -98,14 +99,16 @@ class TorchTranslator:
 
     def translate_rows(self, rows: list[tuple[str, str, str]], num_beams: int = 1,
                        max_new_tokens: int = 128) -> list[str]:
-        return translate_rows(self.model, self.tokenizer, rows, num_beams, max_new_tokens, states=self.states)
+        return translate_rows(self.model, self.tokenizer, rows, num_beams, max_new_tokens, states=self.states,
+                              keep=self.keep)
 
     def stream_rows(self, rows: list[tuple[str, str, str]], num_beams: int, max_new_tokens: int, width: int):
         """``(index, hypothesis)`` of every row as it ends, the batch kept full (``generation.stream_rows``, nominal
         batches of ``width`` in the given order); None where the greedy loop cannot run (then ``translate_rows``)."""
         if not greedy_rows_supported(self.model, num_beams):
             return None
-        return stream_rows(self.model, self.tokenizer, rows, max_new_tokens, width=width, states=self.states)
+        return stream_rows(self.model, self.tokenizer, rows, max_new_tokens, width=width, states=self.states,
+                           keep=self.keep)
 
 
 class RoutedTranslator:

@@ -174,9 +174,11 @@ def stale_readings(store: Store) -> str | None:
 
 
 def gender_pass(store: Store, variant: str, model, tokenizer, bias: BiasConfig, batch_size: int = 32,
-                progress: bool = True, jobs: list[Job] | None = None) -> None:
+                progress: bool = True, jobs: list[Job] | None = None, states: dict | None = None) -> None:
     """Align the profession word, read its gender, store ``gender_pred`` per translated item (of ``jobs``: this
-    process's share of ``bias.gender_jobs``; all by default)."""
+    process's share of ``bias.gender_jobs``; all by default). Each item's attention is its own alone (the layout
+    rule of ``hallucination.cross_attention``); ``batch_size``: items per store write; ``states``: the encoder
+    states the translation kept per row ``(source, src, tgt)``, where there (else the encoder runs)."""
     for job in bias.gender_jobs if jobs is None else [j for j in bias.gender_jobs if j in jobs]:
         key = (job.benchmark.name, job.src, job.tgt)
         hyps = store.missing_stat("gender_pred", variant, *key, below=len(bias.gender_rows))
@@ -184,8 +186,9 @@ def gender_pass(store: Store, variant: str, model, tokenizer, bias: BiasConfig, 
         srcs = [r.sentence for r in bias.gender_rows]
         for batch in tqdm(pair_batches(todo, srcs, hyps, batch_size), desc=f"gender {variant} en-{job.tgt}",
                           disable=None if progress else True):
+            kept = None if states is None else [states.get((srcs[i], job.src, job.tgt)) for i in batch]
             tgt_idx = align_words(model, tokenizer, [srcs[i] for i in batch], [hyps[i] for i in batch], "en", job.tgt,
-                                  [bias.gender_rows[i].index for i in batch])
+                                  [bias.gender_rows[i].index for i in batch], kept)
             rows = []
             for i, ti in zip(batch, tgt_idx, strict=True):
                 words = hyps[i].split()

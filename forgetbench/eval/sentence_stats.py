@@ -35,7 +35,8 @@ def lid_pass(store: Store, variants: list[str], jobs: list[Job]) -> None:
 
 def xattn_pass(store: Store, variant: str, model, tokenizer, jobs: list[Job], batch_size: int = 32,
                progress: bool = True, states: dict | None = None) -> None:
-    """``xattn_var`` per translated sentence of one variant (teacher-forced on its own output); ``states``: the
+    """``xattn_var`` per translated sentence of one variant (teacher-forced on its own output, each sentence alone:
+    the layout rule of ``hallucination.cross_attention``); ``batch_size``: sentences per store write; ``states``: the
     encoder states its translation kept per row ``(source, src, tgt)``, where there (else the encoder runs)."""
     plan = []
     for job in jobs:

@@ -95,13 +95,24 @@ def run_variant(store: Store, variant: str, translator, jobs: list[Job], batch_s
 
 def _translate(store: Store, variant: str, translator, jobs: list[Job], batch_size: int, num_beams: int,
                max_new_tokens: int, progress: bool, done: list[int]) -> None:
-    """``run_variant``'s one attempt at ``batch_size``; ``done[0]`` counts the sentences stored."""
-    plan = pending(store, variant, jobs)
-    lines = [job.lines() for job, _ in plan]
-    bar = tqdm(total=sum(len(t) for _, t in plan), desc=f"translate {variant}", unit="sent",
-               disable=None if progress else True)
-    order = [r for batch in row_batches([s for s, _ in lines], [t for _, t in plan], batch_size) for r in batch]
-    rows = [(lines[j][0][i], plan[j][0].src, plan[j][0].tgt) for j, i in order]
+    """``run_variant``'s one attempt at ``batch_size``; ``done[0]`` counts the sentences stored.
+
+    **Layout rule** (docs/METHOD.md §2.9): the nominal batches are those of the jobs' every sentence
+    (``row_batches`` over all of them), whatever is stored already; the batches holding a pending sentence are
+    decoded whole, in that order, and only their pending rows stored. A resumed run so decodes each sentence in the
+    batch a fresh run decodes it in (a killed run decodes again at most the stored rows of its unfinished
+    batches)."""
+    lines = [job.lines() for job in jobs]
+    todo = set()
+    for j, job in enumerate(jobs):
+        stored = store.done(variant, job.benchmark.name, job.src, job.tgt)
+        todo |= {(j, i) for i in range(len(lines[j][0])) if i not in stored}
+    if not todo:
+        return
+    bar = tqdm(total=len(todo), desc=f"translate {variant}", unit="sent", disable=None if progress else True)
+    batches = row_batches([s for s, _ in lines], [list(range(len(s))) for s, _ in lines], batch_size)
+    order = [r for batch in batches if any(r in todo for r in batch) for r in batch]
+    rows = [(lines[j][0][i], jobs[j].src, jobs[j].tgt) for j, i in order]
     stream = getattr(translator, "stream_rows", None)
     stream = stream(rows, num_beams, max_new_tokens, batch_size) if stream is not None and rows else None
     if stream is None:
@@ -111,10 +122,12 @@ def _translate(store: Store, variant: str, translator, jobs: list[Job], batch_si
     n, ended, t0 = 0, [], time.perf_counter()
     try:
         for k, h in stream:
+            if order[k] not in todo:
+                continue  # stored by an earlier attempt: decoded again only to lay its batch out as a fresh run
             ended.append((k, h))
-            if len(ended) == batch_size or n + len(ended) == len(rows):
+            if len(ended) == batch_size or n + len(ended) == len(todo):
                 dt = (time.perf_counter() - t0) / len(ended)
-                store.add_translations([(variant, plan[j][0].benchmark.name, plan[j][0].src, plan[j][0].tgt, i, h,
+                store.add_translations([(variant, jobs[j].benchmark.name, jobs[j].src, jobs[j].tgt, i, h,
                                          sentence_chrf(h, lines[j][1][i]), dt) for (j, i), h in ((order[k], h) for k, h in ended)])
                 n += len(ended)
                 done[0] += len(ended)

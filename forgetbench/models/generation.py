@@ -8,7 +8,7 @@ layout is the tokenizer's (``legacy_behaviour``: ``tokens </s> code``); labels a
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import torch
 
@@ -94,6 +94,33 @@ def encode_by_length(encoder, input_ids: torch.Tensor, attention_mask: torch.Ten
     return hidden
 
 
+def encode_alone(encoder, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                 rows: list[int] | None = None) -> torch.Tensor:
+    """The encoder's states for a padded batch, each of ``rows`` (None: every row) encoded alone (a batch of one, its
+    real tokens only): bit for bit what a teacher-forced pass computes for that source (the layout rule of
+    ``hallucination.cross_attention``), whatever the batch; the other rows together by ``encode_by_length``. Zeros
+    at padding. Alone costs ≈ 1 ms a sentence more than ``encode_by_length`` on the teacher (docs/METHOD.md §2.9)."""
+    n = input_ids.shape[0]
+    rows = list(range(n)) if rows is None else rows
+    hidden = None
+    others = sorted(set(range(n)) - set(rows))
+    if others:
+        idx = torch.tensor(others, device=input_ids.device)
+        mask = attention_mask[idx]
+        own = int(mask.sum(1).max()) if _right_padded(mask) else mask.shape[1]
+        h = encode_by_length(encoder, input_ids[idx, :own], mask[:, :own])
+        hidden = h.new_zeros(n, input_ids.shape[1], h.shape[-1])
+        hidden[idx, :own] = h
+    for k in rows:
+        real = attention_mask[k].bool()
+        ids = input_ids[k, real][None]
+        h = encoder_states(encoder, ids, torch.ones_like(ids))
+        if hidden is None:
+            hidden = h.new_zeros(n, input_ids.shape[1], h.shape[-1])
+        hidden[k, real] = h[0]
+    return hidden
+
+
 def first_argmax(logits: torch.Tensor) -> torch.Tensor:
     """``logits.argmax(-1)`` (the first maximum; a NaN counts as the maximum), through numpy for float CPU logits:
     the same indices (tested, ties and NaN included), 10x faster here on a [64, 8111] batch, where torch's
@@ -107,7 +134,7 @@ ADMIT_FRACTION = 4  # a stream admits new rows once a quarter of its width is fr
 
 
 def _encode_cohort(encoder, input_ids, attention_mask, a: int, e: int, width: int, cut: bool, lengths: list[int],
-                   states: dict | None) -> tuple[torch.Tensor, torch.Tensor]:
+                   states: dict | None, keep: set[int] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Encoder states and mask of rows ``a..e-1``, padded as their nominal batch (of ``width`` rows) is padded:
     to its longest source, or the given width for a single batch or left padding; the encoder runs on the rows cut
     to their own longest source (``encode_by_length``: the same states of real tokens)."""
@@ -115,12 +142,15 @@ def _encode_cohort(encoder, input_ids, attention_mask, a: int, e: int, width: in
     padded = max(lengths[b0 : b0 + width]) if cut and width < n else attention_mask.shape[1]
     own = max(lengths[a:e]) if cut else padded
     mask = attention_mask[a:e, :padded]
-    hidden = encode_by_length(encoder, input_ids[a:e, :own], mask[:, :own])
+    kept = [] if states is None else [k for k in range(e - a) if keep is None or a + k in keep]
+    if kept:  # for a teacher-forced pass, which encodes each source alone: so are these (the same bits)
+        hidden = encode_alone(encoder, input_ids[a:e, :own], mask[:, :own], kept)
+    else:
+        hidden = encode_by_length(encoder, input_ids[a:e, :own], mask[:, :own])
     if own < padded:
         hidden = torch.cat([hidden, hidden.new_zeros(e - a, padded - own, hidden.shape[-1])], dim=1)
-    if states is not None:
-        for k in range(e - a):
-            states[a + k] = hidden[k, mask[k].bool()]
+    for k in kept:
+        states[a + k] = hidden[k, mask[k].bool()]
     return hidden, mask
 
 
@@ -134,7 +164,8 @@ def _leave(step, rows: list[int], done: list[bool], tokens: torch.Tensor):
 @torch.no_grad()
 def greedy_stream(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                   forced_bos_token_id: int | torch.Tensor | None, max_new_tokens: int, width: int | None = None,
-                  direct: bool | None = None, states: dict | None = None) -> Iterator[tuple[int, list[int]]]:
+                  direct: bool | None = None, states: dict | None = None,
+                  keep: set[int] | None = None) -> Iterator[tuple[int, list[int]]]:
     """Greedy decoding of every row, yielding ``(row, tokens)`` as each row ends (at EOS or ``max_new_tokens``).
 
     The rows form *nominal batches* of ``width`` (None: one batch of all rows), each padded to its own longest
@@ -146,7 +177,8 @@ def greedy_stream(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
     running each nominal batch's tail of long, often looping, hypotheses with a few rows; a cohort's logits are
     those of its rows decoded alone, so each row's tokens are those of ``generate`` on its nominal batch (up to
     the few-row kernels of rule 4, ``decoder_step``). ``forced_bos_token_id``: one code for every row, or a tensor
-    of one per row. ``states``: a dict that receives, per row, the encoder's states of its real source tokens."""
+    of one per row. ``states``: a dict that receives, per row (of ``keep``, the row indices; None: every row), the
+    encoder's states of its real source tokens, each such source then encoded alone (``encode_alone``)."""
     n = input_ids.shape[0]
     width = n if width is None else max(1, width)
     eos = model.generation_config.eos_token_id
@@ -174,7 +206,8 @@ def greedy_stream(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
             end = min(n, nxt + width - len(rows))
             while nxt < end:  # one cohort per nominal batch it reaches into
                 e = min(end, nxt - nxt % width + width)
-                hidden, mask = _encode_cohort(encoder, input_ids, attention_mask, nxt, e, width, cut, lengths, states)
+                hidden, mask = _encode_cohort(encoder, input_ids, attention_mask, nxt, e, width, cut, lengths, states,
+                                              keep)
                 if step is None:
                     step = (DirectStep(model, hidden, mask, max_new_tokens) if use_direct
                             else HFStep(model, hidden, mask))
@@ -250,28 +283,32 @@ def greedy_rows_supported(model, num_beams: int = 1, greedy_loop: bool = True) -
 
 @torch.no_grad()  # not inference_mode: PTQ sites reuse results for unchanged tensors, which needs version counters
 def stream_rows(model, tokenizer, rows: list[tuple[str, str, str]], max_new_tokens: int = 128,
-                max_length: int = 256, width: int | None = None, states: dict | None = None) -> Iterator[tuple[int, str]]:
+                max_length: int = 256, width: int | None = None, states: dict | None = None,
+                keep: Callable[[tuple[str, str, str]], bool] | None = None) -> Iterator[tuple[int, str]]:
     """Greedy hypotheses of rows ``(text, src, tgt)`` (of any pairs, each with its own forced target code), yielded
     as ``(index, hypothesis)`` when each row ends: ``greedy_stream`` over nominal batches of ``width`` rows in the
     given order (a sweep passes rows sorted by source length). ``states``: a dict that receives, per row (key:
     the row), the encoder's states of its real source tokens, so a teacher-forced pass on the same sources can
-    skip the encoder (``hallucination.cross_attention``). Needs ``greedy_rows_supported``."""
+    skip the encoder (``hallucination.cross_attention``); ``keep``: the rows whose states are wanted (None: all;
+    only those are encoded alone). Needs ``greedy_rows_supported``."""
     if not rows:
         return
     device = input_device(model)
     enc = encode_rows(tokenizer, rows, max_length)
     forced = None if is_small100(tokenizer) else torch.tensor([tokenizer.get_lang_id(t) for _, _, t in rows])
     kept: dict | None = None if states is None else {}
+    wanted = None if keep is None or states is None else {k for k, r in enumerate(rows) if keep(r)}
     for k, seq in greedy_stream(model, enc["input_ids"].to(device), enc["attention_mask"].to(device),
-                                None if forced is None else forced.to(device), max_new_tokens, width, states=kept):
-        if kept is not None:
+                                None if forced is None else forced.to(device), max_new_tokens, width, states=kept,
+                                keep=wanted):
+        if kept is not None and k in kept:
             states[rows[k]] = kept.pop(k)
         yield k, tokenizer.decode(seq, skip_special_tokens=True).strip()
 
 
 def translate_rows(model, tokenizer, rows: list[tuple[str, str, str]], num_beams: int = 1, max_new_tokens: int = 128,
                    max_length: int = 256, greedy_loop: bool = True, states: dict | None = None,
-                   width: int | None = None) -> list[str]:
+                   width: int | None = None, keep: Callable[[tuple[str, str, str]], bool] | None = None) -> list[str]:
     """Decoded hypotheses of rows ``(text, src, tgt)`` that may belong to different pairs: ``stream_rows`` (one
     nominal batch unless ``width``), in row order. Where greedy decoding cannot run there
     (``greedy_loop=False``, beam search, a generation config that needs logits processors) Hugging Face
@@ -279,7 +316,7 @@ def translate_rows(model, tokenizer, rows: list[tuple[str, str, str]], num_beams
     if not rows:
         return []
     if greedy_rows_supported(model, num_beams, greedy_loop):
-        hyps = dict(stream_rows(model, tokenizer, rows, max_new_tokens, max_length, width, states))
+        hyps = dict(stream_rows(model, tokenizer, rows, max_new_tokens, max_length, width, states, keep))
         return [hyps[k] for k in range(len(rows))]
     device = input_device(model)
     out = [None] * len(rows)

@@ -36,7 +36,7 @@ from forgetbench.compress.pipeline import compress_dir, load_compressed, load_mo
 from forgetbench.console import Console, as_console
 from forgetbench.errors import ForgetbenchError
 from forgetbench.eval import bias as biasmod
-from forgetbench.eval.analysis import sentences_analysed
+from forgetbench.eval.analysis import is_two_script_excluded, sentences_analysed
 from forgetbench.eval.attention_maps import attention_map, pick_examples
 from forgetbench.eval.backends import RoutedTranslator, TorchTranslator, fake_quantised
 from forgetbench.eval.metrics import SpBLEU
@@ -394,6 +394,30 @@ class _Worker:
         if sentences_analysed(job, {r["idx"]: r["hyp"] for r in base}, self.spbleu, cfg.thresholds):
             xattn_pass(self.store, series, model, tok, [job], cfg.generation["batch_size"], False, states)
 
+    def kept_rows(self, unit: Unit, jobs: list, gender: list):
+        """Which rows ``(text, src, tgt)`` of a unit its translation keeps encoder states for (each then encoded
+        alone, ≈ 1 ms a sentence: the layout rule, docs/METHOD.md §2.9), or None: a bias unit's MT-Gender items (the
+        gender aligner right after); a compared series' pairs whose λ may run right after, those not left out of
+        the analysis (two-script, or a base translated below the filter)."""
+        cfg = self.cfg
+        if gender:
+            texts, pairs = {r.sentence for r in cfg.bias.gender_rows}, {(j.src, j.tgt) for j in gender}
+            return lambda row: (row[1], row[2]) in pairs and row[0] in texts
+        if unit.kind != "pairs" or unit.series not in cfg.compared_series:
+            return None
+        pairs = set()
+        for job in jobs:
+            if is_two_script_excluded(job, cfg.thresholds):
+                continue
+            base = [] if unit.series == cfg.base else self.store.translations(
+                cfg.base, job.benchmark.name, job.src, job.tgt, below=job.limit)
+            if len(base) == len(job.lines()[0]) and not sentences_analysed(
+                    job, {r["idx"]: r["hyp"] for r in base}, self.spbleu, cfg.thresholds):
+                continue  # the base translated and below the filter: no λ (kept where not known yet: λ may run
+                # inline if the base is done by then, and encoding alone costs less than its pass's own encoding)
+            pairs.add((job.src, job.tgt))
+        return lambda row: (row[1], row[2]) in pairs
+
     def inline_cross_attention(self, unit: Unit, model, tok, states: dict) -> float:
         """Right after a group's translation, λ of its jobs whose base translations are done, on the encoder states
         the translation kept (the encoder is not run again: ≈ half of λ's work); each such ``xattn`` unit is
@@ -422,23 +446,26 @@ class _Worker:
             self.cross_attention(unit.series, jobs[0], *self.load(unit.variant, jobs[0].tgt))
             return {"cross_attention": time.perf_counter() - t0}, 0
         tr = self.translator(unit)
+        gender = [job for job in jobs if job in cfg.bias.gender_jobs] if unit.kind == "bias" else []
         inline = unit.kind == "pairs" and unit.series in cfg.compared_series and isinstance(tr, TorchTranslator)
-        if inline:
-            tr.states = {}
+        keep = self.kept_rows(unit, jobs, gender) if isinstance(tr, TorchTranslator) else None
+        if keep is not None:
+            tr.states, tr.keep = {}, keep
         n = run_variant(store, unit.series, tr, jobs, self.batch_size(unit.series), gen["num_beams"],
                         gen["max_new_tokens"], False, halved=lambda size: self.halved(unit.series, size))
+        states = None
+        if keep is not None:
+            states, tr.states, tr.keep = tr.states, None, None
         if unit.kind == "pairs":
             spent = {"translate": time.perf_counter() - t0}
             if inline:
-                states, tr.states = tr.states, None
-                spent["cross_attention"] = self.inline_cross_attention(unit, model, tok, states)
+                spent["cross_attention"] = self.inline_cross_attention(unit, model, tok, states or {})
             return spent, n
-        gender = [job for job in jobs if job in cfg.bias.gender_jobs]
         if gender:  # both aligners (the second needs no model: here it runs beside the others)
             for tgt in dict.fromkeys(j.tgt for j in gender) if routed else [None]:
                 part = [j for j in gender if tgt in (None, j.tgt)]
                 biasmod.gender_pass(store, unit.series, *self.load(unit.variant, tgt), cfg.bias, gen["batch_size"],
-                                    False, part)
+                                    False, part, states)
             biasmod.fastalign_gender_pass(store, [unit.series], cfg.bias, gender)
         return {"bias": time.perf_counter() - t0}, 0
 
