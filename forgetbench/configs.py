@@ -10,6 +10,10 @@ import yaml
 
 from forgetbench.errors import ForgetbenchError
 
+# Where shipped and local recipes are found: ./configs/recipes first, then the package's own (read by --help, so
+# here, where finding them loads no torch)
+RECIPE_DIRS = (Path.cwd() / "configs" / "recipes", Path(__file__).resolve().parents[1] / "configs" / "recipes")
+
 _NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string", list: "a list",
           dict: "a mapping"}
 

@@ -178,3 +178,59 @@ def test_each_artefact_writer_hitting_a_full_disk_is_one_line_and_no_output(writ
     line = _one_line(capsys)
     assert "the disk is full: `compress` could not write under" in line and str(out) in line
     assert not out.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".o.")]  # no partial output
+
+
+def _limited(kib: int):
+    """A ``preexec_fn`` setting the child's address-space limit, as ``ulimit -v KIB`` does in a shell."""
+    import resource
+
+    return lambda: resource.setrlimit(resource.RLIMIT_AS, (kib * 1024, resource.RLIM_INFINITY))
+
+
+@pytest.mark.parametrize("stage", ["before torch", "with the model"])
+def test_an_address_space_limit_too_small_is_one_line_and_nothing_written(tmp_path, stage):
+    """``ulimit -v`` below what a sweep maps: one line naming the limit, the need and the fix, exit 2, no run folder
+    (resources rule 5, sweep.plan rule 3): before torch loads when the limit is below a sweep process's own
+    mappings, once the config is read when it is below those plus the model (the shipped teacher)."""
+    import subprocess
+    import sys
+
+    from forgetbench.resources import SWEEP_ADDRESS_SPACE
+
+    from .conftest import REPO
+
+    kib = 800_000 if stage == "before torch" else SWEEP_ADDRESS_SPACE // 1024 + 16 * 1024
+    out = tmp_path / "run"
+    p = subprocess.run([sys.executable, "-m", "forgetbench.cli", "sweep", "configs/demo.yaml", "--out", str(out),
+                        "--sentences", "2", "--quiet"], cwd=REPO, capture_output=True, text=True, timeout=300,
+                       preexec_fn=_limited(kib))
+    err = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and len(err) == 1, p.stderr[-2000:]
+    assert err[0].startswith(f"forgetbench: error: the address-space limit (ulimit -v {kib}) is ")
+    assert ("before its model" in err[0]) == (stage == "before torch")
+    assert ("artifacts/teacher (8.4 M parameters) needs about 1.4 GiB" in err[0]) == (stage == "with the model")
+    assert "ulimit -v unlimited" in err[0] and not out.exists()
+
+
+def test_thread_pools_are_sized_to_the_configured_count_before_torch_loads(tmp_path):
+    """The CLI's first step sets OpenMP's and the BLAS's pool sizes to the command's thread count (a sweep config's
+    ``threads``), over whatever the environment said (here 64), so torch starts with that many threads and no
+    larger pool is ever created; parsing the command line loads no torch."""
+    import os
+    import subprocess
+    import sys
+
+    from .conftest import REPO
+
+    cfg = tmp_path / "s.yaml"
+    cfg.write_text("name: s\nthreads: 1\n")
+    code = ("import os, sys, argparse\nfrom forgetbench.cli import build_parser\nbuild_parser()\n"
+            "assert 'torch' not in sys.modules\n"
+            "from forgetbench.cli.common import early_environment\n"
+            f"early_environment(argparse.Namespace(command='sweep', config={str(cfg)!r}, threads=None))\n"
+            "import torch\n"
+            "print(os.environ['OMP_NUM_THREADS'], os.environ['MKL_NUM_THREADS'], torch.get_num_threads())")
+    env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="64")
+    p = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.split() == ["1", "1", "1"]  # not 64, nor one per core

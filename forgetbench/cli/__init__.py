@@ -61,6 +61,13 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as e:  # argparse: --help (0) or one error line (2)
         return e.code if isinstance(e.code, int) else 2
+    from forgetbench.cli.common import early_environment
+
+    try:
+        early_environment(args)  # thread pools and the address-space limit, before torch loads
+    except ForgetbenchError as e:
+        print(f"forgetbench: error: {error_line(e, args.command, None)[0]}", file=sys.stderr)
+        return e.exit_code
     from forgetbench.console import quiet_libraries
 
     quiet_libraries(debug=args.debug)  # library chatter never precedes our one line (console rule 4)

@@ -21,6 +21,48 @@ def thread_count(n: int | None) -> int:
     return int(env)
 
 
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def planned_threads(args) -> int:
+    """The thread count a command starts with, known before torch loads: --threads, else a sweep config's
+    ``threads``, else $FORGETBENCH_THREADS, else 1 (what cannot be read here is refused later by the command)."""
+    if getattr(args, "threads", None):
+        return args.threads
+    if getattr(args, "command", None) in ("sweep", "eval") and getattr(args, "config", None):
+        import yaml
+
+        try:
+            with open(args.config, encoding="utf-8") as f:
+                n = (yaml.safe_load(f) or {}).get("threads", 1)
+        except (OSError, ValueError, AttributeError, yaml.YAMLError):
+            n = None
+        if isinstance(n, int) and not isinstance(n, bool) and n >= 1:
+            return n
+    env = os.environ.get("FORGETBENCH_THREADS", "1")
+    return int(env) if env.isdigit() and int(env) >= 1 else 1
+
+
+def early_environment(args) -> None:
+    """Before torch loads (the CLI's first step in a process: its spawned workers and launched ranks inherit the
+    environment): OpenMP's and the BLAS's thread pools sized to the command's thread count, so no pool of one
+    thread per core is created before ``set_threads`` runs (under an address-space limit, that creation itself
+    failed inside libgomp); and the address-space limit checked against what the runtime maps
+    (``resources`` rule 5). A process that loaded torch already (the Python API, tests) is left as it is."""
+    from forgetbench.resources import RUNTIME_ADDRESS_SPACE, SWEEP_ADDRESS_SPACE, check_address_space
+
+    if "torch" in sys.modules:
+        return
+    n = str(planned_threads(args))
+    for var in THREAD_VARIABLES:
+        os.environ[var] = n
+    if args.command in ("sweep", "eval"):  # its model is counted once the config is read (sweep.plan rule 3)
+        check_address_space(SWEEP_ADDRESS_SPACE, f"a `forgetbench {args.command}` process, before its model,")
+    else:
+        check_address_space(RUNTIME_ADDRESS_SPACE, f"`forgetbench {args.command}` (torch and transformers, before "
+                                                   "any model)")
+
+
 def set_threads(n: int | None) -> None:
     import torch
 

@@ -148,11 +148,12 @@ def cmd_sweep(args) -> int:
     from forgetbench.report.build import write_report
     from forgetbench.sweep import load_sweep
     from forgetbench.sweep.parallel import run_in_processes
-    from forgetbench.sweep.plan import check_resources
+    from forgetbench.sweep.plan import check_address_space_of, check_resources
 
     started = time.perf_counter()
     cfg = load_sweep(args.config, hardware_flags(args), args.sentences)  # validated before any work, the machine's too
     cfg.extend = args.extend
+    check_address_space_of(cfg)  # under ulimit -v: before the run folder is made
     con = Console(args.command, quiet=args.quiet)
     run_dir = Path(args.out or Path("runs") / cfg.name)
     resumable_output(run_dir, "store.sqlite", "sweep run folder")  # its missing parents made as mkdir -p
@@ -266,8 +267,9 @@ def cmd_compress_stream(args) -> int:
 
 
 def _shipped_names() -> list[str]:
-    """The shipped recipes' file names, for --help: a glob, no YAML read (the parser is built at every start)."""
-    from forgetbench.compress.recipe import RECIPE_DIRS
+    """The shipped recipes' file names, for --help: a glob, no YAML read, no torch (the parser is built at every
+    start, before the thread pools are sized)."""
+    from forgetbench.configs import RECIPE_DIRS
 
     return sorted({f.stem for d in RECIPE_DIRS if d.is_dir() for f in d.glob("*.yaml")})
 

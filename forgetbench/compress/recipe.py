@@ -21,6 +21,7 @@ from forgetbench.compress.bnb import KEYS as BNB_KEYS
 from forgetbench.compress.bnb import BnbConfig
 from forgetbench.compress.prune import PruneConfig
 from forgetbench.compress.ptq import QuantConfig
+from forgetbench.configs import RECIPE_DIRS
 from forgetbench.errors import ForgetbenchError
 
 PRUNE_KEYS = {"sparsity", "scope", "include_embeddings", "method", "n_m", "calibration"}
@@ -204,7 +205,6 @@ def parse_recipe(data: dict, source: str = "<recipe>", base: Path | None = None,
     return Recipe(str(name), tuple(steps), source, str(data.get("description", "")), data)
 
 
-RECIPE_DIRS = (Path.cwd() / "configs" / "recipes", Path(__file__).resolve().parents[2] / "configs" / "recipes")
 
 
 def shipped_recipes() -> dict[str, Path]:

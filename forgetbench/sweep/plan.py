@@ -12,6 +12,11 @@ Rules (``check_resources``; numbers from ``forgetbench.resources``):
    while loading and compressing (the state dict beside the model), per worker process; more than the system's
    available memory → refused, naming the way out (processes: 1, a device map with disk offload,
    compress-stream). The parameters are counted on the meta device (``models.device_map``), as plan-devices does.
+3. Address space (``check_address_space``, before rule 1 and before the run folder is made): under an
+   address-space limit (``ulimit -v``; ``resources`` rule 5), a CPU sweep process needs
+   ``resources.SWEEP_ADDRESS_SPACE`` for its own mappings plus its model as rule 2 counts it plus the checkpoint's bytes (mapped while loading);
+   less → refused with the limit, the need and the fix. A GPU run is left to CUDA, whose context alone maps more
+   than such limits allow.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import sys
 from pathlib import Path
 
 from forgetbench.errors import ForgetbenchError
-from forgetbench.resources import available_memory, free_disk, size
+from forgetbench.resources import SWEEP_ADDRESS_SPACE, available_memory, check_address_space, free_disk, size
 
 STORE_BYTES_PER_ROW = 2048
 REPORT_BYTES = 16 * 2**20
@@ -55,6 +60,18 @@ def disk_plan(cfg, run_dir: Path) -> int:
     sentences = sum(len(j.lines()[0]) for j in cfg.jobs)
     series = sum(len(cfg.series(v)) for v in cfg.variants)
     return need + STORE_BYTES_PER_ROW * sentences * series
+
+
+def check_address_space_of(cfg) -> None:
+    """Rule 3: a CPU sweep's process against the address-space limit, before anything is written."""
+    from forgetbench.models.hardware import place
+
+    placement = place(cfg.hardware, f"{cfg.source}: hardware")
+    if placement.device != "cpu" or placement.device_map is not None:
+        return
+    src_bytes, params = source_size(cfg.model)
+    check_address_space(SWEEP_ADDRESS_SPACE + int(LOAD_FACTOR * 4 * params) + src_bytes,
+                        f"a sweep process with {cfg.model} ({params / 1e6:.1f} M parameters)")
 
 
 def check_resources(cfg, run_dir: Path, processes: int) -> None:
