@@ -43,14 +43,17 @@ def cross_attention(model, tokenizer, srcs: list[str], hyps: list[str], src_lang
     if getattr(model.config, "_attn_implementation", "eager") != "eager":
         model.set_attn_implementation("eager")
     given = [None] * len(srcs) if states is None else states
-    return [_alone(model, tokenizer, s, h, src_lang, tgt_lang, max_length, x, layers)
-            for s, h, x in zip(srcs, hyps, given, strict=True)]
+    # tokenised together (each text on its own: the ids of one call per text), run one by one
+    source_ids = encode_sources(tokenizer, srcs, src_lang, tgt_lang, max_length, return_tensors=None,
+                                padding=False)["input_ids"]
+    padded = target_ids(tokenizer, hyps, tgt_lang, max_length)
+    label_ids = [row[: int((row != tokenizer.pad_token_id).sum())] for row in padded]
+    return [_alone(model, torch.tensor([s]), lab[None], x, layers)
+            for s, lab, x in zip(source_ids, label_ids, given, strict=True)]
 
 
-def _alone(model, tokenizer, src: str, hyp: str, src_lang: str, tgt_lang: str, max_length: int, state, layers):
+def _alone(model, ids: torch.Tensor, labels: torch.Tensor, state, layers):
     """One sentence's α, source ids and label ids, from a batch of one (nothing padded, nothing masked)."""
-    ids = encode_sources(tokenizer, [src], src_lang, tgt_lang, max_length)["input_ids"]
-    labels = target_ids(tokenizer, [hyp], tgt_lang, max_length)
     dec_in = torch.empty_like(labels)
     dec_in[:, 0] = model.config.decoder_start_token_id
     dec_in[:, 1:] = labels[:, :-1]

@@ -32,14 +32,13 @@ def length_batches(indices: list[int], texts, batch_size: int) -> list[list[int]
     return [order[k : k + batch_size] for k in range(0, len(order), batch_size)]
 
 
-ATTENTION_ROWS = 16  # sentences per teacher-forced attention pass
+ATTENTION_ROWS = 16  # sentences per store write of a teacher-forced attention pass
 
 
 def pair_batches(indices: list[int], srcs: list[str], hyps: dict[int, str], batch_size: int) -> list[list[int]]:
-    """Batches for a teacher-forced pass over (source, hypothesis) pairs: ``length_batches`` on their joint length,
-    at most ``ATTENTION_ROWS`` a batch, so neither side is padded to a looping hypothesis or a long source of
-    another sentence (1.6× faster than source-sorted batches of 64 on the demo's sentences; each sentence's
-    attention is the same, padding being masked)."""
+    """The groups a teacher-forced pass over (source, hypothesis) pairs stores together: ``length_batches`` on their
+    joint length, at most ``ATTENTION_ROWS`` a group. Each sentence is teacher-forced alone inside its group (the
+    layout rule of ``hallucination.cross_attention``), so the groups only set how often the store is written."""
     return length_batches(indices, {i: srcs[i] + hyps[i] for i in indices}, min(batch_size, ATTENTION_ROWS))
 
 

@@ -111,8 +111,10 @@ def encode_alone(encoder, input_ids: torch.Tensor, attention_mask: torch.Tensor,
         h = encode_by_length(encoder, input_ids[idx, :own], mask[:, :own])
         hidden = h.new_zeros(n, input_ids.shape[1], h.shape[-1])
         hidden[idx, :own] = h
+    right = _right_padded(attention_mask)
+    lengths = attention_mask.sum(1).tolist()
     for k in rows:
-        real = attention_mask[k].bool()
+        real = slice(0, lengths[k]) if right else attention_mask[k].bool()
         ids = input_ids[k, real][None]
         h = encoder_states(encoder, ids, torch.ones_like(ids))
         if hidden is None:
