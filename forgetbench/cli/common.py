@@ -46,8 +46,8 @@ def planned_threads(args) -> int:
 def early_environment(args) -> None:
     """Before torch loads (the CLI's first step in a process: its spawned workers and launched ranks inherit the
     environment): OpenMP's and the BLAS's thread pools sized to the command's thread count, so no pool of one
-    thread per core is created before ``set_threads`` runs (under an address-space limit, that creation itself
-    failed inside libgomp); and the address-space limit checked against what the runtime maps
+    thread per core is created before ``set_threads`` runs (under an address-space limit, creating it can fail
+    inside libgomp); and the address-space limit checked against what the runtime maps
     (``resources`` rule 5). A process that loaded torch already (the Python API, tests) is left as it is."""
     from forgetbench.resources import RUNTIME_ADDRESS_SPACE, SWEEP_ADDRESS_SPACE, check_address_space
 
