@@ -105,3 +105,18 @@ def test_sizes_of_a_compressed_folder_and_of_a_student_are_their_own(tiny_dir, t
     assert model_sizes(tiny_dir, tiny_dir, None)["nominal_ratio"] == 1.0
     S = {"variant_table": [{"variant": "student", "size": s}, {"variant": "p45", "size": own}]}
     assert method_of(S, "student") == "other model" and method_of(S, "p45") == "pruning"
+
+
+def test_an_empty_small100_hypothesis_has_no_attention_row():
+    """A SMaLL-100-format student's empty hypothesis has no label token: teacher-forcing it alone gives an α with no
+    row (its variance undefined, NaN), as in a batch, instead of an index error."""
+    import math
+
+    from forgetbench.compress.pipeline import load_model_dir
+    from forgetbench.eval.hallucination import cross_attention, cross_attention_variance
+
+    model, tok = load_model_dir(REPO / "artifacts" / "student-kd")
+    (alpha, src_ids, labels), (full, _, _) = cross_attention(model, tok, ["A sentence.", "A sentence."],
+                                                             ["", "Ein Satz."], "en", "de")
+    assert labels == [] and alpha.shape == (0, len(src_ids)) and full.shape[0] > 0
+    assert math.isnan(cross_attention_variance(model, tok, ["A sentence."], [""], "en", "de")[0])

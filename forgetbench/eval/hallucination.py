@@ -53,7 +53,10 @@ def cross_attention(model, tokenizer, srcs: list[str], hyps: list[str], src_lang
 
 
 def _alone(model, ids: torch.Tensor, labels: torch.Tensor, state, layers):
-    """One sentence's α, source ids and label ids, from a batch of one (nothing padded, nothing masked)."""
+    """One sentence's α, source ids and label ids, from a batch of one (nothing padded, nothing masked). A hypothesis
+    with no label token (an empty one in the SMaLL-100 format) has no attention row: α [0, source tokens]."""
+    if labels.shape[1] == 0:
+        return torch.zeros(0, ids.shape[1]), ids[0].tolist(), []
     dec_in = torch.empty_like(labels)
     dec_in[:, 0] = model.config.decoder_start_token_id
     dec_in[:, 1:] = labels[:, :-1]
