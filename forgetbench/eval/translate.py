@@ -101,13 +101,11 @@ def _translate(store: Store, variant: str, translator, jobs: list[Job], batch_si
     decoded whole, in that order, and only their pending rows stored. A resumed run so decodes each sentence in the
     batch a fresh run decodes it in (a killed run decodes again at most the stored rows of its unfinished
     batches)."""
-    lines = [job.lines() for job in jobs]
-    todo = set()
-    for j, job in enumerate(jobs):
-        stored = store.done(variant, job.benchmark.name, job.src, job.tgt)
-        todo |= {(j, i) for i in range(len(lines[j][0])) if i not in stored}
+    at = {id(job): j for j, job in enumerate(jobs)}  # pending() gives back these Job objects
+    todo = {(at[id(job)], i) for job, pending_rows in pending(store, variant, jobs) for i in pending_rows}
     if not todo:
         return
+    lines = [job.lines() for job in jobs]
     bar = tqdm(total=len(todo), desc=f"translate {variant}", unit="sent", disable=None if progress else True)
     batches = row_batches([s for s, _ in lines], [list(range(len(s))) for s, _ in lines], batch_size)
     order = [r for batch in batches if any(r in todo for r in batch) for r in batch]
