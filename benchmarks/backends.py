@@ -16,7 +16,8 @@ Paths (greedy, the same max_new_tokens; length-sorted batches of --batch-size wh
   (``generation.greedy_stream``), as in a sweep; timed once a repeat, before a different pair each time,
   its ratios with a paired bootstrap over the repeats (the per-pair paths' seconds summed per repeat);
 - ``ptq_torch``: the sweep's runner on the model fake-quantised by ``configs/recipes/ptq-int8.yaml`` (compressed
-  once, untimed), for the PTQ decode ratio against ``sweep_torch``.
+  once, its calibration timed apart), for the PTQ decode ratio against ``sweep_torch``; ``ptq_torch:R`` the same
+  for each other recipe R of ``--ptq-recipes`` (e.g. ptq-int8-tensor,ptq-int8-token,ptq-int8-smoothquant).
 
 Each repeat runs every path on each pair, the paths in an order rotated per (repeat, pair); sentences/s is total
 sentences over total seconds. Printed: per path seconds and sentences/s, the ratios the acceptance names with a
@@ -57,6 +58,7 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--skip", default="", help="comma-separated paths not to run (e.g. naive)")
+    ap.add_argument("--ptq-recipes", default="", help="comma-separated PTQ recipes timed beside ptq-int8")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     model, tok = load_model_dir(a.model)
@@ -67,8 +69,15 @@ def main():
     work = Path(tempfile.mkdtemp(prefix="fb-backends-"))
     folders = {q: ct2.convert(model, tok, work / f"ct2-{q}", q) for q in ("float32", "int8")}
     translators = {q: ct2.Ct2Translator(folders[q], tok, "cpu", q, a.threads) for q in folders}
-    compress_dir(a.model, load_recipe("ptq-int8"), work / "ptq", progress=False)
-    ptq, ptq_tok, _ = load_compressed(work / "ptq")
+    ptq_models, calibration_s = {}, {}
+    for r in ["ptq-int8", *filter(None, a.ptq_recipes.split(","))]:
+        key = "ptq_torch" if r == "ptq-int8" else f"ptq_torch:{r}"
+        if key in a.skip.split(","):
+            continue
+        t0 = time.perf_counter()
+        compress_dir(a.model, load_recipe(r), work / r, progress=False)
+        calibration_s[r] = round(time.perf_counter() - t0, 2)
+        ptq_models[key] = load_compressed(work / r)[:2]
     hyps: dict[str, dict] = {}
     # every path translates one pair per call: the timed units are (repeat, pair), interleaved across the paths
 
@@ -120,9 +129,9 @@ def main():
 
     paths = {"naive": timed(naive), "hf_batched": timed(hf_batched), "sweep_torch": sweep(TorchTranslator(model, tok)),
              "ct2_fp32": timed(raw("float32")), "ct2_int8": timed(raw("int8")), "sweep_ct2_int8": sweep(translators["int8"]),
-             "ptq_torch": sweep(TorchTranslator(ptq, ptq_tok))}
+             **{k: sweep(TorchTranslator(m, t)) for k, (m, t) in ptq_models.items()}}
     for k in filter(None, a.skip.split(",")):
-        paths.pop(k)
+        paths.pop(k, None)
     names = list(paths)
     whole = {"sweep_torch_unit": sweep_unit(TorchTranslator(model, tok))} if "sweep_torch" in paths else {}
     assert not whole or len(job_groups(jobs, a.batch_size)) == 1  # the sweep translates these jobs as one unit
@@ -181,6 +190,8 @@ def main():
         "ratios of the whole unit [value, 95 % paired bootstrap interval over repeats]": {
                    "sweep_torch_unit / naive (>= 10)": unit_ratio("sweep_torch_unit", "naive"),
                    "sweep_torch_unit / sweep_torch": unit_ratio("sweep_torch_unit", "sweep_torch")},
+        "ptq decode time / base, per recipe": {k: time_ratio(k, "sweep_torch") for k in ptq_models},
+        "compress_seconds (load, calibrate, quantise, write; once)": calibration_s,
         "identical_to_sweep_torch": {k: sum(hyps[k][x] == ref[x] for x in ref) for k in hyps},
         "ctranslate2": __import__("ctranslate2").__version__, "disk_bytes": {q: ct2.disk_bytes(f) for q, f in folders.items()},
         "loadavg_start": load0, "environment": environment()}, indent=2))

@@ -25,7 +25,7 @@ def parser_dir(tiny_parser):
 
 
 def test_handlers_are_looked_up_by_config_type():
-    assert set(applymod.HANDLERS) == {PruneConfig, applymod.QuantConfig, applymod.BnbConfig}
+    assert set(applymod.HANDLERS) == {PruneConfig, applymod.SmoothConfig, applymod.QuantConfig, applymod.BnbConfig}
 
     @dataclasses.dataclass(frozen=True)
     class Other:

@@ -34,17 +34,28 @@ def cmd_compress(args) -> int:
     placement = place(with_overrides(Hardware(), None, **flags), "compress") if flags else None
     set_threads(args.threads)
     con = Console("compress", quiet=args.quiet)
-    report = compress_dir(args.model_dir, recipe, args.out, progress=con, placement=placement)
+    report = compress_dir(args.model_dir, recipe, args.out, progress=con, placement=placement, diagnose=args.diagnose)
     sizes = report["sizes"]
     for step in report["steps"]:
         if "prune" in step:
             o = step["prune"]["overall"]
             con.line(f"prune: {o['zeros']:,}/{o['numel']:,} weights zeroed (sparsity {o['sparsity']:.4f}) "
                      f"over {len(step['prune']['units'])} units, {step['seconds']:.2f}s")
+        elif "smooth" in step:
+            sm = step["smooth"]
+            con.line(f"smooth: {sm['norms']} layer norms folded into their linear maps (alpha {sm['alpha']}), "
+                     f"{step['seconds']:.2f}s")
         else:
             q = step["quantize"]
-            con.line(f"quantize: {len(q['activation_amax'])} activation sites, {len(q['weights'])} weight matrices "
-                     f"({q['config']['calibrator']} calibration), {step['seconds']:.2f}s")
+            per = {g: sum(1 for k in q["config"]["sites"] if q["config"]["sites"][k]
+                          and q["config"].get("granularity", {}).get(k, "tensor") == g) for g in ("channel", "token")}
+            how = "".join(f", {n} kind(s) per {g}" for g, n in per.items() if n)
+            con.line(f"quantize: {len(q['activation_amax'])} calibrated activation sites{how}, {len(q['weights'])} weight "
+                     f"matrices ({q['config']['calibrator']} calibration), {step['seconds']:.2f}s")
+            if step.get("diagnosis", {}).get("kinds"):
+                kinds = step["diagnosis"]["kinds"]
+                con.line("diagnosis (teacher-forced top-1 agreement with the unquantised model): " + ", ".join(
+                    f"{k} {100 * r['top1_agreement']:.1f} %" for k, r in kinds.items()))
     line = f"sizes: dense {sizes['dense_bytes']:,} B"
     for k in ("int8", "sparse"):
         if f"{k}_bytes" in sizes:
@@ -294,6 +305,9 @@ def add_commands(sub) -> None:
                    f"{', '.join(_shipped_names())}")
     c.add_argument("--out", required=True, help="output folder (must not exist)")
     c.add_argument("--calibration", help="calibration TSV overriding the recipe's (src_lang, tgt_lang, source, target)")
+    c.add_argument("--diagnose", action="store_true",
+                   help="also measure every quantisation site (range, int8 step, share rounded to zero, SNR) and each "
+                        "site kind's teacher-forced KL / top-1 agreement: OUT/diagnosis.md")
     c.add_argument("--threads", type=positive, help=THREADS_HELP)
     c.add_argument("--quiet", action="store_true", help="no progress bars")
     add_hardware_flags(c)

@@ -22,6 +22,7 @@ Rules:
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ from forgetbench.compress.bnb import BnbConfig
 from forgetbench.compress.prune import OpenTensors, PruneConfig, prune
 from forgetbench.compress.ptq import QuantConfig, QuantState, quantize
 from forgetbench.compress.recipe import Calibration, Recipe, Step
+from forgetbench.compress.smooth import SmoothConfig, check_model, smooth
 from forgetbench.compress.units import resolve_units
 from forgetbench.errors import ForgetbenchError
 
@@ -45,6 +47,7 @@ class Target:
     model: nn.Module
     open_tensors: OpenTensors | None = None
     units: list[dict] | None = None  # unit map override (default: declared by / inferred from the model)
+    diagnose: bool = False  # a quantize step also reports which quantiser pays (compress.diagnosis)
 
     @property
     def streamed(self) -> bool:
@@ -134,8 +137,27 @@ def _quantize_check(step, streamed, calibrate):
 
 def _quantize_run(target: Target, step: Step, calibrate) -> StepReport:
     forwards, info = calibrate.forwards(step.calibration) if step.config.needs_calibration else (None, None)
+    reference = copy.deepcopy(target.model) if target.diagnose and forwards is not None else None
     qstate = quantize(target.model, step.config, forwards, open_tensors=target.open_tensors)
-    return {"quantize": qstate.to_dict() | {"calibration": info}}, qstate
+    rep = {"quantize": qstate.to_dict() | {"calibration": info}}
+    if reference is not None:
+        from forgetbench.compress.diagnosis import diagnose
+
+        rep["diagnosis"] = diagnose(reference, qstate, forwards)
+    return rep, qstate
+
+
+def _smooth_check(step, streamed, calibrate):
+    if streamed:
+        return "smoothing needs calibration forward passes and cannot be streamed; load the model with a device map"
+    if calibrate is None:
+        return "smoothing needs calibration forward passes, and this path has no calibration source"
+    return calibrate.check(step.calibration)
+
+
+def _smooth_run(target: Target, step: Step, calibrate) -> StepReport:
+    forwards, info = calibrate.forwards(step.calibration)
+    return {"smooth": smooth(target.model, step.config, forwards) | {"calibration": info}}, None
 
 
 def _bnb_check(step, streamed, calibrate):
@@ -145,6 +167,7 @@ def _bnb_check(step, streamed, calibrate):
 
 register(BnbConfig, StepHandler("bitsandbytes", _bnb_check, lambda target, step, calibrate: ({}, None)))
 register(PruneConfig, StepHandler("prune", _prune_check, _prune_run))
+register(SmoothConfig, StepHandler("smooth", _smooth_check, _smooth_run))
 register(QuantConfig, StepHandler("quantize", _quantize_check, _quantize_run))
 
 
@@ -181,8 +204,13 @@ def apply_recipe(model: nn.Module | Target, recipe: Recipe, calibrate: Calibrati
     ``recipe``/``steps`` part and the last quantisation state (None without a quantize step)."""
     target = model if isinstance(model, Target) else Target(model)
     check_recipe(recipe, calibrate, target.streamed)
+    if target.diagnose and (target.streamed or not any(s.kind == "quantize" for s in recipe.steps)):
+        raise ForgetbenchError(f"{recipe.source}: --diagnose measures a quantize step's sites in memory; this recipe "
+                               f"{'is streamed' if target.streamed else 'has no quantize step'}")
     if not target.streamed:
         check_in_memory(target.model)
+        if any(s.kind == "smooth" for s in recipe.steps):
+            check_model(target.model)
     steps, qstate = [], None
     for i, step in enumerate(recipe.steps, 1):
         t0 = time.perf_counter()

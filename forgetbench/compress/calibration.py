@@ -50,6 +50,21 @@ def trained_languages(folder) -> set[str] | None:
     return (set(training_counts(f)) or None) if folder and f.is_file() else None
 
 
+def sample_trained(rows: list[Row], spec, trained: set[str] | None) -> list[Row]:
+    """``choice: sample``: ``spec.max_sentences`` rows drawn with ``spec.seed`` from the rows whose two languages the
+    model was trained on (English and its ``training.json`` languages; every row where the model has no
+    training.json): a range is not set by text the model never learnt to encode. Without a restriction the draw is
+    ``read_calibration_tsv``'s own. Refused in one line when no row is left."""
+    if trained is not None:
+        kept = [r for r in rows if {r[0], r[1]} <= trained | {"en"}]
+        if not kept:
+            raise ForgetbenchError(f"calibration data {spec.data}: no row is in the model's training languages "
+                                   f"({', '.join(sorted(trained))}; its training.json)")
+        rows = kept
+    n = spec.max_sentences
+    return random.Random(spec.seed).sample(rows, n) if n is not None and len(rows) > n else rows
+
+
 def _languages(rows: list[Row]) -> dict[str, int]:
     """Rows per non-English language (the calibration choice's realised mix, for the variant's record)."""
     out: dict[str, int] = {}
@@ -186,10 +201,10 @@ class Seq2SeqCalibration:
         return trained_languages(getattr(self.tokenizer, "name_or_path", ""))
 
     def rows(self, spec) -> list[Row]:
-        """The step's calibration rows: a seeded sample, or its choice (``choose``); read once per step, however many
-        times the recipe is checked."""
+        """The step's calibration rows: a seeded sample of the rows in the model's languages (``sample_trained``), or
+        its choice (``choose``); read once per step, however many times the recipe is checked."""
         if spec not in self._rows:
-            self._rows[spec] = (read_calibration_tsv(spec.data, spec.max_sentences, spec.seed)
+            self._rows[spec] = (sample_trained(read_calibration_tsv(spec.data), spec, self.trained)
                                 if getattr(spec, "choice", "sample") == "sample"
                                 else choose(read_calibration_tsv(spec.data), spec, self.trained))
         return self._rows[spec]
@@ -198,6 +213,8 @@ class Seq2SeqCalibration:
         choice, rows = getattr(spec, "choice", "sample"), self.rows(spec)
         run = seq2seq_calibration(self.tokenizer, rows, spec.batch_size, spec.max_length, progress=self.progress)
         return run, {"data": str(spec.data), "sha256": sha256_file(spec.data), "sentences": len(rows),
-                     "directions": sorted({f"{r[0]}-{r[1]}" for r in rows})} | (
+                     "directions": sorted({f"{r[0]}-{r[1]}" for r in rows}),
+                     "languages_from": "the model's training.json" if self.trained is not None else
+                     "every row (the model folder has no training.json)"} | (
                          {"choice": choice, "language": spec.language, "languages": _languages(rows)}
                          if choice != "sample" else {})

@@ -59,6 +59,48 @@ class MaxCalibrator:
         return self.amax
 
 
+class ChannelMaxCalibrator:
+    """Per-channel ranges: the largest |x| of each channel (the last axis) over every token seen (SmoothQuant's and
+    LLM.int8's per-channel statistic). One histogram per channel would cost 2,048 bins × channels per site; with one
+    scale per channel an outlier channel no longer widens the others' step, so the plain max suffices.
+
+    A site whose last axis is not a channel — a tensor of more than 3 axes (attention scores that a block adds to,
+    which an op scope counts as a residual addition), or a last axis whose size changed between calls (a sequence
+    axis) — gets the per-tensor range of ``fallback`` (the step's calibrator, fed every call): ``compute_amax``
+    returns a float then."""
+
+    method = "channel-max"
+
+    def __init__(self, fallback=None):
+        self.amax: torch.Tensor | None = None
+        self.fallback = fallback
+        self.channel_axis = True
+        self.count = 0
+
+    def collect(self, x: torch.Tensor) -> None:
+        if x.numel() == 0:
+            return
+        if self.fallback is not None:
+            self.fallback.collect(x)
+        self.count += x.numel()
+        if x.ndim > 3 or x.ndim < 1 or (self.amax is not None and self.amax.numel() != x.shape[-1]):
+            self.channel_axis = False
+        if not self.channel_axis:
+            return
+        m = x.detach().float().abs().reshape(-1, x.shape[-1]).amax(dim=0).cpu()
+        self.amax = m if self.amax is None else torch.maximum(self.amax, m)
+
+    def compute_amax(self) -> torch.Tensor | float:
+        if self.count == 0:
+            raise ForgetbenchError("calibrator saw no data")
+        if not self.channel_axis:
+            if self.fallback is None:
+                raise ForgetbenchError("a per-channel site saw tensors whose last axis is not a channel axis; quantise it "
+                                       "per tensor")
+            return self.fallback.compute_amax()
+        return self.amax.clone()
+
+
 class HistogramCalibrator:
     def __init__(self, method: str = "mse", num_bins: int = 2048, percentile: float = 99.99, start_bin: int = 128):
         if method not in ("percentile", "mse", "entropy"):

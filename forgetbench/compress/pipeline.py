@@ -8,6 +8,7 @@ Output folder (nothing is overwritten; it appears only when complete):
   transformers ignores it, ``load_compressed`` re-installs the activation quantisers from it.
 - ``model.int8.safetensors`` / ``model.sparse.safetensors``: real int8 and sparse artefacts.
 - ``compression.json``: recipe, realised sparsity per unit, sizes, SHA-256 of every input.
+- ``diagnosis.md`` (``--diagnose``): which quantiser pays (``compress.diagnosis``); its numbers in compression.json.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from forgetbench.compress.apply import apply_recipe, check_recipe
+from forgetbench.compress.apply import Target, apply_recipe, check_recipe
 from forgetbench.compress.artefacts import load_int8, load_sparse, save_int8, save_sparse
 from forgetbench.compress.bnb import BnbConfig, quantization_config
 from forgetbench.compress.calibration import Seq2SeqCalibration
@@ -29,7 +30,7 @@ from forgetbench.compress.recipe import Recipe
 from forgetbench.console import Console, as_console
 from forgetbench.env import environment
 from forgetbench.errors import ForgetbenchError
-from forgetbench.io import atomic_directory, atomic_write_json, sha256_file
+from forgetbench.io import atomic_directory, atomic_write_json, atomic_write_text, sha256_file
 from forgetbench.models.hardware import Placement, describe
 
 
@@ -55,14 +56,15 @@ def write_artefacts(model: nn.Module, recipe: Recipe, qstate: QuantState | None,
 def nominal_ratio(recipe: Recipe, steps: list[dict] | None = None) -> float:
     """The study's size accounting (docs/METHOD.md §1.4): a step pruning a fraction p of weights that hold the
     fraction ``covered`` of the model's prunable weights counts 1 − p·covered (1 − p where it prunes every unit,
-    embeddings included; ``covered`` from the step's report in ``steps``, else 1), int8 0.25; bitsandbytes its bits
+    embeddings included; ``covered`` from the step's report in ``steps``, else 1), int8 0.25, smoothing 1; bitsandbytes its
+    bits
     (``compress.bnb`` rule 3)."""
     r = 1.0
     for i, s in enumerate(recipe.steps):
         if s.kind == "prune":
             covered = (steps[i].get("prune") or {}).get("covered", 1.0) if steps and i < len(steps) else 1.0
             r *= 1 - s.config.sparsity * covered
-        else:
+        elif s.kind != "smooth":  # smoothing changes no size
             r *= s.config.nominal_ratio if s.kind == "bitsandbytes" else 0.25
     return r
 
@@ -85,11 +87,12 @@ def load_model_dir(model_dir: str | Path, eager: bool = True, placement: Placeme
 
 
 def compress_dir(model_dir: str | Path, recipe: Recipe, out_dir: str | Path, progress: bool | Console = True,
-                 placement: Placement | None = None) -> dict:
+                 placement: Placement | None = None, diagnose: bool = False) -> dict:
     """Apply ``recipe`` to the model in ``model_dir`` and write the output folder (model, artefacts,
     ``compression.json``) atomically; ``progress``: stage lines (``console``) or not; ``placement``: where the
     model is loaded and in which dtype (default: fp32 on the CPU), e.g. device-mapped over several GPUs, whose
-    calibration hooks run on every module's own device."""
+    calibration hooks run on every module's own device; ``diagnose``: each quantize step's per-site diagnosis
+    (``compress.diagnosis``) in ``compression.json`` and ``diagnosis.md``."""
     con = as_console(progress, "compress")
     model_dir = Path(model_dir)
     if recipe.load_quantisation is not None:  # before any work
@@ -102,7 +105,7 @@ def compress_dir(model_dir: str | Path, recipe: Recipe, out_dir: str | Path, pro
               if p.is_file() and p.suffix in (".safetensors", ".json", ".model", ".bin")}
     t0 = time.perf_counter()
     with con.stage(f"recipe {recipe.name}: {' -> '.join(s.kind for s in recipe.steps)}"):
-        report, qstate = apply_recipe(model, recipe, calibrate)
+        report, qstate = apply_recipe(Target(model, diagnose=diagnose), recipe, calibrate)
     seconds = time.perf_counter() - t0
     stored = keep_source_dtype(model, model_dir, recipe)
     with con.stage(f"write {out_dir}"), atomic_directory(out_dir) as tmp:
@@ -122,6 +125,11 @@ def compress_dir(model_dir: str | Path, recipe: Recipe, out_dir: str | Path, pro
             "environment": environment(),
         } | ({"hardware": describe(placement, model)} if placement is not None else {})
         atomic_write_json(tmp / "compression.json", report)
+        diagnoses = [s["diagnosis"] for s in report["steps"] if "diagnosis" in s]
+        if diagnoses:
+            from forgetbench.compress.diagnosis import markdown
+
+            atomic_write_text(tmp / "diagnosis.md", "\n".join(markdown(d) for d in diagnoses))
     return report
 
 

@@ -4,7 +4,8 @@
 
 1. Activation sites (see ``sites``) are installed in *calibrate* mode and ``calibrate(model)``
    runs forward passes (model-agnostic: any callable) while every site collects statistics.
-2. Each site's per-tensor range is computed by the chosen calibrator.
+2. Each site's range is computed: per tensor by the chosen calibrator, per channel as each channel's max
+   (``granularity``: a site kind's scales per tensor, per channel or per token; per token needs no range).
 3. Weight matrices are fake-quantised in place, per output channel (max): every ``nn.Linear``
    weight and every LSTM/GRU ``weight_ih_l*``/``weight_hh_l*`` (one row per gate unit); tied
    storage once (``weight_matrices``).
@@ -25,11 +26,22 @@ from torch import nn
 from forgetbench.compress.calibrators import CALIBRATORS, make_calibrator
 from forgetbench.compress.prune import OpenTensors, in_place
 from forgetbench.compress.quantizer import fake_quant, per_channel_amax
-from forgetbench.compress.sites import SITE_KINDS, SiteRegistry, attach_sites, excluded, remove_handles
+from forgetbench.compress.sites import (
+    GRANULARITIES,
+    SITE_KINDS,
+    SiteRegistry,
+    attach_sites,
+    excluded,
+    remove_handles,
+    site_kind,
+)
 from forgetbench.compress.units import _storage_key
 from forgetbench.errors import ForgetbenchError
 
 ACTIVATION_KINDS = tuple(k for k in SITE_KINDS if k != "linear_weight")
+# kinds whose last axis is a channel of the model (a hidden unit): the attention operands' last axis is a head's
+# dimension or a key position, and keys/values are quantised at their projection as one tensor (``sites``)
+CHANNEL_KINDS = ("linear_input", "residual")
 
 
 @dataclass(frozen=True)
@@ -40,6 +52,7 @@ class QuantConfig:
     start_bin: int = 128
     sites: dict = field(default_factory=lambda: {k: True for k in SITE_KINDS})
     exclude: tuple = ()
+    granularity: dict = field(default_factory=dict)  # site kind -> tensor (default) | channel | token
 
     def __post_init__(self):
         if self.calibrator not in CALIBRATORS:
@@ -59,13 +72,29 @@ class QuantConfig:
                 or not 0 < float(self.percentile) <= 100:
             raise ForgetbenchError(f"percentile must be in (0, 100], got {self.percentile}")
 
+        if not isinstance(self.granularity, dict):
+            raise ForgetbenchError(f"granularity must be a mapping of site kind -> tensor/channel/token, "
+                                   f"got {self.granularity!r}")
+        for k, g in self.granularity.items():
+            if k not in ACTIVATION_KINDS:
+                raise ForgetbenchError(f"granularity of {k!r}: only activation site kinds take one "
+                                       f"({', '.join(ACTIVATION_KINDS)}); weights are always per output channel")
+            if g not in GRANULARITIES:
+                raise ForgetbenchError(f"granularity {k}: {g!r}; choose one of {', '.join(GRANULARITIES)}")
+            if g != "tensor" and k not in CHANNEL_KINDS:
+                raise ForgetbenchError(f"granularity {k}: {g} needs a channel axis; attention operands are "
+                                       "quantised per tensor (per channel / per token: linear_input, residual)")
+
     @property
     def kinds(self) -> set[str]:
         return {k for k in SITE_KINDS if self.sites.get(k, True)}
 
+    def granularity_of(self, kind: str) -> str:
+        return self.granularity.get(kind, "tensor")
+
     @property
     def needs_calibration(self) -> bool:
-        return bool(self.kinds & set(ACTIVATION_KINDS))
+        return any(self.granularity_of(k) != "token" for k in self.kinds & set(ACTIVATION_KINDS))
 
     def make_calibrator(self):
         if self.calibrator == "max":
@@ -77,7 +106,7 @@ class QuantConfig:
 @dataclass
 class QuantState:
     config: QuantConfig
-    activation_amax: dict[str, float]
+    activation_amax: dict[str, float | torch.Tensor]  # per channel: a vector; per-token sites have none
     weight_amax: dict[str, torch.Tensor]  # qualified Linear weight name -> per-output-channel amax
     registry: SiteRegistry | None = None
     handles: list = field(default_factory=list)
@@ -91,20 +120,23 @@ class QuantState:
         cfg = asdict(self.config)
         cfg["exclude"] = list(cfg["exclude"])
         return {
-            "format": "forgetbench-quant-v1",
+            "format": "forgetbench-quant-v2",
             "config": cfg,
-            "activation_amax": dict(sorted(self.activation_amax.items())),
+            "activation_amax": {k: v.tolist() if isinstance(v, torch.Tensor) else v
+                                for k, v in sorted(self.activation_amax.items())},
             "weights": sorted(self.weight_amax),
         }
 
     @classmethod
     def from_dict(cls, d: dict) -> QuantState:
-        if d.get("format") != "forgetbench-quant-v1":
+        """A saved state; v1 (per-tensor ranges only, before ``granularity``) reads as v2 with every site per tensor."""
+        if d.get("format") not in ("forgetbench-quant-v1", "forgetbench-quant-v2"):
             raise ForgetbenchError(f"not a forgetbench quantisation state (format={d.get('format')!r})")
         cfg = dict(d["config"])
         cfg["exclude"] = tuple(cfg.get("exclude", ()))
-        return cls(QuantConfig(**cfg), {k: float(v) for k, v in d["activation_amax"].items()},
-                   {k: None for k in d.get("weights", [])})
+        amax = {k: torch.tensor(v, dtype=torch.float32) if isinstance(v, list) else float(v)
+                for k, v in d["activation_amax"].items()}
+        return cls(QuantConfig(**cfg), amax, {k: None for k in d.get("weights", [])})
 
 
 def _ensure_eager(model: nn.Module, kinds: set[str]) -> None:
@@ -172,7 +204,7 @@ def quantize(model: nn.Module, config: QuantConfig | None = None,
     _ensure_eager(model, kinds)
     was_training = model.training
     model.eval()
-    registry = SiteRegistry(config.make_calibrator)
+    registry = SiteRegistry(config.make_calibrator, config.granularity)
     handles, present = attach_sites(model, registry, kinds & set(ACTIVATION_KINDS), list(config.exclude),
                                     attention_blocks, residual_blocks)
     amax: dict[str, float] = {}
@@ -191,7 +223,10 @@ def quantize(model: nn.Module, config: QuantConfig | None = None,
                 "attention/residual blocks declared for this model?"
             )
         for name, q in registry.quantizers.items():
-            q.amax = amax[name] = q.calibrator.compute_amax()
+            if q.calibrator is not None:  # per-token sites have no range
+                q.amax = amax[name] = q.calibrator.compute_amax()
+                if q.granularity == "channel" and not isinstance(q.amax, torch.Tensor):
+                    q.granularity = "tensor"  # no channel axis there (ChannelMaxCalibrator)
             q.calibrator = None  # free histograms
     weight_amax = quantize_weights(model, config.exclude, open_tensors) if "linear_weight" in kinds else {}
     registry.set_mode("quant")
@@ -202,12 +237,24 @@ def quantize(model: nn.Module, config: QuantConfig | None = None,
 def attach(model: nn.Module, state: QuantState, attention_blocks: list[str] | None = None,
            residual_blocks: list[str] | None = None) -> QuantState:
     """Re-install activation quantisation from saved ranges on a model whose weights are already quantised."""
-    kinds = state.config.kinds & set(ACTIVATION_KINDS)
+    return attach_state_sites(model, state, state.config.kinds & set(ACTIVATION_KINDS), "quant", attention_blocks,
+                              residual_blocks)
+
+
+def attach_state_sites(model: nn.Module, state: QuantState, kinds: set[str], mode: str = "quant",
+                       attention_blocks: list[str] | None = None, residual_blocks: list[str] | None = None
+                       ) -> QuantState:
+    """The activation sites of ``kinds`` with ``state``'s ranges, in ``mode`` (quant, or measure: the diagnosis)."""
     _ensure_eager(model, kinds)
-    registry = SiteRegistry(state.config.make_calibrator)
+    registry = SiteRegistry(state.config.make_calibrator, state.config.granularity)
     for name, a in state.activation_amax.items():
-        q = registry.get(name, "restored")
-        q.amax = a
-    registry.set_mode("quant")
+        kind = site_kind(name)
+        if kind in kinds:
+            q = registry.get(name, kind)
+            q.amax = a
+            if q.granularity == "channel" and not isinstance(a, torch.Tensor):
+                q.granularity = "tensor"  # a site without a channel axis kept a per-tensor range
+    registry.set_mode(mode)
     handles, _ = attach_sites(model, registry, kinds, list(state.config.exclude), attention_blocks, residual_blocks)
-    return QuantState(state.config, dict(state.activation_amax), state.weight_amax, registry, handles)
+    return QuantState(state.config, {k: v for k, v in state.activation_amax.items() if site_kind(k) in kinds},
+                      state.weight_amax, registry, handles)

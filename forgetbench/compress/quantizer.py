@@ -2,7 +2,8 @@
 
 Scale s = amax / 127; q = clamp(round(x / s), -127, 127) (narrow range, so that 0 maps to 0 and
 pruned zeros survive quantisation); fake quantisation returns q · s. Weights use one amax per
-output channel (axis 0), activations one amax per tensor.
+output channel (axis 0); an activation site one amax per tensor, per channel (its last axis) or, computed
+from each token's own values, per token (``per_token_scale``).
 """
 
 from __future__ import annotations
@@ -41,3 +42,9 @@ def fake_quant_scaled(x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
 def per_channel_amax(w: torch.Tensor, axis: int = 0) -> torch.Tensor:
     dims = [d for d in range(w.ndim) if d != axis]
     return w.detach().float().abs().amax(dim=dims) if dims else w.detach().float().abs()
+
+
+def per_token_scale(x: torch.Tensor) -> torch.Tensor:
+    """Dynamic per-token scales of an activation (one per row of its last axis: a token's hidden vector), from that
+    token's own max |x| (LLM.int8's vector-wise activation scale); shape ``x.shape[:-1] + (1,)``."""
+    return scale_from_amax(x.detach().float().abs().amax(dim=-1, keepdim=True))

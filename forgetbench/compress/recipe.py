@@ -6,9 +6,11 @@
       - quantize:
           calibrator: mse
           sites: {linear_input: true, linear_weight: true, attn_qk: true, attn_pv: true, residual: true}
+          granularity: {residual: channel}
           calibration: {data: ../../data/calibration/ntrex128-calib.tsv, max_sentences: 256}
 
-Relative calibration paths resolve against the recipe file's folder.
+Steps: ``prune``, ``smooth`` (SmoothQuant, ``compress.smooth``), ``quantize``, ``bitsandbytes``. Relative calibration
+paths resolve against the recipe file's folder.
 """
 
 from __future__ import annotations
@@ -21,14 +23,16 @@ from forgetbench.compress.bnb import KEYS as BNB_KEYS
 from forgetbench.compress.bnb import BnbConfig
 from forgetbench.compress.prune import PruneConfig
 from forgetbench.compress.ptq import QuantConfig
+from forgetbench.compress.smooth import KEYS as SMOOTH_KEYS
+from forgetbench.compress.smooth import SmoothConfig
 from forgetbench.configs import RECIPE_DIRS
 from forgetbench.errors import ForgetbenchError
 
 PRUNE_KEYS = {"sparsity", "scope", "include_embeddings", "method", "n_m", "calibration"}
-QUANT_KEYS = {"calibrator", "num_bins", "percentile", "start_bin", "sites", "exclude", "calibration"}
+QUANT_KEYS = {"calibrator", "num_bins", "percentile", "start_bin", "sites", "exclude", "granularity", "calibration"}
 CALIB_KEYS = {"data", "max_sentences", "batch_size", "max_length", "seed", "choice", "language", "counts"}
 CHOICES = ("sample", "english", "uniform", "proportional", "language", "target")
-STEP_KINDS = ("prune", "quantize", "bitsandbytes")
+STEP_KINDS = ("prune", "smooth", "quantize", "bitsandbytes")
 
 
 @dataclass(frozen=True)
@@ -59,7 +63,7 @@ class Calibration:
 @dataclass(frozen=True)
 class Step:
     kind: str
-    config: PruneConfig | QuantConfig | BnbConfig
+    config: PruneConfig | SmoothConfig | QuantConfig | BnbConfig
     calibration: Calibration | None = None
 
 
@@ -108,7 +112,10 @@ def _unknown(where: str, got: set, allowed: set) -> None:
 PRUNE_CALIBRATION_SENTENCES = 128  # data-aware pruning's default calibration size (Wanda's and SparseGPT's papers)
 
 
-def _calibration(where: str, d, base: Path, override: Path | None, max_sentences: int | None = None) -> Calibration | None:
+def _calibration(where: str, d, base: Path, override: Path | None, max_sentences: int | None = None,
+                 alone: bool = False) -> Calibration | None:
+    """A step's ``calibration`` block; ``alone``: each sentence runs by itself (batch_size 1: no padded position
+    reaches a statistic), and a batch_size other than 1 is refused."""
     if override is not None:
         d = dict(d or {}) | {"data": str(override)}
         base = Path.cwd()
@@ -124,6 +131,9 @@ def _calibration(where: str, d, base: Path, override: Path | None, max_sentences
     for k in ("max_sentences", "batch_size", "max_length"):
         if k in d and (not isinstance(d[k], int) or isinstance(d[k], bool) or d[k] < 1):
             _fail(where, f"calibration.{k} must be a positive integer, got {d[k]!r}")
+    if alone and d.get("batch_size", 1) != 1:
+        _fail(where, f"calibration.batch_size {d['batch_size']}: quantisation calibrates each sentence alone, so that "
+                     "no padding reaches a range (docs/METHOD.md §1.2); remove batch_size")
     choice = d.get("choice", "sample")
     if choice not in CHOICES:
         _fail(where, f"calibration.choice {choice!r} is unknown; choose one of {', '.join(CHOICES)}")
@@ -139,7 +149,7 @@ def _calibration(where: str, d, base: Path, override: Path | None, max_sentences
         counts = counts.resolve()
     elif "counts" in d:
         _fail(where, "calibration.counts goes with choice: proportional")
-    d = ({"max_sentences": max_sentences} if max_sentences else {}) | d
+    d = ({"max_sentences": max_sentences} if max_sentences else {}) | ({"batch_size": 1} if alone else {}) | d
     return Calibration(path.resolve(), **{k: d[k] for k in ("max_sentences", "batch_size", "max_length", "seed") if k in d},
                        choice=choice, language=d.get("language"), counts=counts)
 
@@ -185,13 +195,20 @@ def parse_recipe(data: dict, source: str = "<recipe>", base: Path | None = None,
                     _fail(where, "magnitude pruning reads no calibration data: remove 'calibration' or set method: "
                                  "wanda or sparsegpt")
                 steps.append(Step(kind, cfg, calib))
+            elif kind == "smooth":
+                _unknown(where, set(opts), SMOOTH_KEYS)
+                calib = _calibration(where, opts.get("calibration"), base, calibration_override, alone=True)
+                if calib is None:
+                    _fail(where, "smooth needs calibration data (max |x| per channel): add calibration: {data: FILE.tsv} "
+                                 "or pass --calibration FILE.tsv")
+                steps.append(Step(kind, SmoothConfig(**{k: v for k, v in opts.items() if k != "calibration"}), calib))
             else:
                 _unknown(where, set(opts), QUANT_KEYS)
                 q = {k: v for k, v in opts.items() if k != "calibration"}
                 if "exclude" in q:
                     q["exclude"] = tuple(q["exclude"]) if isinstance(q["exclude"], list) else q["exclude"]
                 cfg = QuantConfig(**q)
-                calib = _calibration(where, opts.get("calibration"), base, calibration_override)
+                calib = _calibration(where, opts.get("calibration"), base, calibration_override, alone=True)
                 if cfg.needs_calibration and calib is None:
                     _fail(where, "activation quantisation needs calibration data: add calibration: {data: FILE.tsv} "
                                  "or pass --calibration FILE.tsv")

@@ -36,7 +36,8 @@ import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
-from forgetbench.compress.quantizer import fake_quant_scaled, scale_from_amax
+from forgetbench.compress.calibrators import ChannelMaxCalibrator
+from forgetbench.compress.quantizer import fake_quant_scaled, per_token_scale, scale_from_amax
 from forgetbench.errors import ForgetbenchError
 
 SITE_KINDS = ("linear_input", "linear_weight", "attn_qk", "attn_pv", "residual")
@@ -45,27 +46,51 @@ _ADD = {torch.add, torch.Tensor.add, torch.Tensor.__add__, torch.Tensor.__radd__
 QUANTISE_KV_AT_PROJECTION = True  # read by attach_sites; False: at the matmul operands (the reference, in a test)
 
 
-class ActQuantizer:
-    """One activation site: collects statistics while calibrating, fake-quantises afterwards."""
+GRANULARITIES = ("tensor", "channel", "token")
 
-    def __init__(self, name: str, kind: str, calibrator):
-        self.name, self.kind, self.calibrator = name, kind, calibrator
+
+class ActQuantizer:
+    """One activation site: collects statistics while calibrating, fake-quantises afterwards.
+
+    ``granularity``: one calibrated amax per tensor (a float), per channel (a vector over the last axis; a site
+    without a channel axis keeps a per-tensor range: ``ChannelMaxCalibrator``), or per token (computed from each
+    token's own values at every call: nothing to calibrate). ``mode`` "measure" (the
+    diagnosis, ``compress.diagnosis``) passes ``x`` on unchanged and hands (x, its fake quantisation) to
+    ``measure``."""
+
+    def __init__(self, name: str, kind: str, calibrator, granularity: str = "tensor"):
+        self.name, self.kind, self.calibrator, self.granularity = name, kind, calibrator, granularity
         self.mode = "calibrate"
-        self.amax: float | None = None
+        self.amax: float | torch.Tensor | None = None
         self.calls = 0
         self._scale: tuple | None = None  # (amax, its scale tensor): built once, not at every call
+        self.measure: Callable[[ActQuantizer, torch.Tensor, torch.Tensor], None] | None = None
+
+    def scale(self, x: torch.Tensor) -> torch.Tensor:
+        if self.granularity == "token":
+            return per_token_scale(x)
+        if isinstance(self.amax, torch.Tensor) and self.amax.numel() != x.shape[-1]:
+            raise ForgetbenchError(f"quantisation site {self.name}: {self.amax.numel()} per-channel ranges, a tensor of "
+                                   f"{x.shape[-1]} channels: its last axis is not the calibrated channel axis; quantise "
+                                   "the site per tensor (granularity) or exclude it")
+        if self._scale is None or self._scale[0] is not self.amax or self._scale[1].device != x.device:
+            amax = torch.as_tensor(self.amax, dtype=torch.float32).to(x.device)
+            self._scale = (self.amax, scale_from_amax(amax))
+        return self._scale[1]
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         self.calls += 1
         if self.mode == "calibrate":
-            with torch._C.DisableTorchFunction():  # a calibrator's own ops (an addition) are never recorded as sites
-                self.calibrator.collect(x)
+            if self.calibrator is not None:
+                with torch._C.DisableTorchFunction():  # a calibrator's own ops (an addition) are never recorded as sites
+                    self.calibrator.collect(x)
             return x
-        if self.mode == "quant":
-            if self._scale is None or self._scale[0] != self.amax or self._scale[1].device != x.device:
-                self._scale = (self.amax, scale_from_amax(torch.tensor(self.amax, dtype=torch.float32, device=x.device)))
+        if self.mode in ("quant", "measure"):
             with torch._C.DisableTorchFunction():  # the op scopes' modes need not see the quantiser's own ops
-                out = fake_quant_scaled(x, self._scale[1])
+                out = fake_quant_scaled(x, self.scale(x))
+                if self.mode == "measure":
+                    self.measure(self, x, out)
+                    return x
             return out
         return x
 
@@ -174,23 +199,44 @@ def excluded(name: str, patterns: list[str]) -> bool:
     return any(fnmatch.fnmatchcase(name, p) for p in patterns)
 
 
-class SiteRegistry:
-    """All activation quantizers of a model, created lazily on first execution while calibrating."""
+def site_kind(name: str) -> str:
+    """The kind of an activation site from its name (``<module>.input``, ``<attn>.qk.j``, ``<attn>.pv.j``,
+    ``<layer>.residual.j.k``)."""
+    parts = name.split(".")
+    if parts[-1] == "input":
+        return "linear_input"
+    if len(parts) >= 3 and parts[-3] == "residual":
+        return "residual"
+    if len(parts) >= 2 and parts[-2] in ("qk", "pv"):
+        return f"attn_{parts[-2]}"
+    raise ForgetbenchError(f"{name!r} is not an activation site name")
 
-    def __init__(self, make_calibrator: Callable[[], object]):
+
+class SiteRegistry:
+    """All activation quantizers of a model, created lazily on first execution while calibrating (a per-token site,
+    which needs no calibration, whenever it first runs). ``granularity``: site kind -> tensor | channel | token
+    (default tensor); a per-tensor site's calibrator is ``make_calibrator()``, a per-channel one's the channel max."""
+
+    def __init__(self, make_calibrator: Callable[[], object], granularity: dict | None = None):
         self.make_calibrator = make_calibrator
+        self.granularity = dict(granularity or {})
         self.quantizers: dict[str, ActQuantizer] = {}
         self.mode = "calibrate"
+        self.measure: Callable | None = None  # handed to every quantiser (mode "measure")
 
     def get(self, name: str, kind: str) -> ActQuantizer:
         q = self.quantizers.get(name)
         if q is None:
-            if self.mode != "calibrate":
+            g = self.granularity.get(kind, "tensor")
+            if self.mode != "calibrate" and g != "token":
                 raise ForgetbenchError(
                     f"quantisation site {name} ran but was never calibrated (a code path the calibration "
                     "data did not exercise); calibrate with data that runs it, or exclude the site"
                 )
-            q = self.quantizers[name] = ActQuantizer(name, kind, self.make_calibrator())
+            calibrator = (None if g == "token" else ChannelMaxCalibrator(self.make_calibrator()) if g == "channel"
+                          else self.make_calibrator())
+            q = self.quantizers[name] = ActQuantizer(name, kind, calibrator, g)
+            q.mode, q.measure = self.mode, self.measure
         return q
 
     def set_mode(self, mode: str) -> None:
