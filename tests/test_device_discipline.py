@@ -160,3 +160,39 @@ def test_data_aware_pruning_of_cuda_models_keeps_its_statistics_on_the_gpu(tiny_
             for k, v in weights["cpu"].items():
                 assert torch.equal(weights[where][k] == 0, v == 0), (method, where, k)
                 assert torch.allclose(weights[where][k], v, atol=1e-6, rtol=0), (method, where, k)
+
+
+def test_per_channel_sites_and_smoothquant_calibrate_cuda_activations(tiny_dir):
+    """The outlier-aware int8 paths (docs/METHOD.md §1.2) on a model whose weights sit on the GPU: per-channel ranges
+    collected to the CPU, SmoothQuant's statistics gathered there and its factors folded where the norm is; the same
+    ranges and folded weights as on the CPU. (Quantised forwards are not run here: a quantiser's own ops run with
+    torch functions disabled, which the harness's pretend tensors do not survive; ``tests/test_cuda.py`` runs them.)"""
+    import copy
+
+    from forgetbench.compress import QuantConfig, quantize
+    from forgetbench.compress.calibration import seq2seq_calibration
+    from forgetbench.compress.smooth import SmoothConfig, smooth
+    from forgetbench.models.load import load
+
+    from .conftest import calib_rows
+
+    model, tok, _ = load(tiny_dir, dtype="fp32", with_signature=False)
+    forwards = seq2seq_calibration(tok, calib_rows()[:4], batch_size=1)
+    cfg = QuantConfig(calibrator="max", granularity={"residual": "channel"},
+                      sites={"linear_input": True, "linear_weight": False, "attn_qk": True, "attn_pv": True,
+                             "residual": True})
+    ref_model = copy.deepcopy(model)
+    smooth(ref_model, SmoothConfig(0.5), forwards)
+    ref_state = quantize(ref_model, cfg, forwards)
+    ref_state.remove()
+    module_to_cuda(model)
+    with on_cuda():
+        smooth(model, SmoothConfig(0.5), forwards)
+        state = quantize(model, cfg, forwards)
+        state.remove()
+    assert state.activation_amax.keys() == ref_state.activation_amax.keys()
+    assert all(torch.equal(torch.as_tensor(state.activation_amax[k]), torch.as_tensor(v))
+               for k, v in ref_state.activation_amax.items())
+    assert any(isinstance(v, torch.Tensor) for v in state.activation_amax.values())
+    ref_sd = ref_model.state_dict()
+    assert all(torch.equal(v.cpu(), ref_sd[k]) for k, v in model.state_dict().items())
