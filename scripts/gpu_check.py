@@ -1,0 +1,491 @@
+"""Every CUDA path of forgetbench once, each step under its own time budget, results written as it goes.
+
+    python scripts/gpu_check.py --out DIR [--budget-s 540] [--device cuda]
+    python scripts/gpu_check.py --out DIR --device cpu --dry-run      # the same steps on tiny models, on the CPU
+
+Writes ``DIR/gpu_check.json`` and ``DIR/gpu_check.md`` after every step (a killed check keeps what it found): per
+step its status (pass, fail, skipped), the failing line, wall seconds, peak GPU memory, and its comparison with the
+CPU where one exists. A step runs in its own process (``--step NAME``), so a crash or a hang costs that step only;
+it gets ``min(its budget, what is left)`` seconds, and a step whose floor no longer fits is skipped and said so —
+the total budget holds. ``--fail-step NAME`` makes that step fail at once (the test hook for "a failure is recorded
+and the next step still runs").
+
+Steps, cheapest first (the model: the shipped teacher on a GPU; a tiny random M2M-100 in a dry run):
+
+1. ``tests``: ``tests/test_cuda.py`` and the device-discipline tests (a dry run: the harness tests alone).
+2. ``sweep``: a sweep (base, prune-30, ptq-int8; 2 directions) on the device in float32 and bfloat16 against the
+   same on the CPU: hypotheses equal per variant, the largest difference of the variants' average chrF; generation
+   at ``batch_size: auto`` on CUDA; the CTranslate2 backend on the device where it is installed.
+3. ``compress``: prune-30, ptq-int8, Wanda and SparseGPT applied on the device and on the CPU: masks equal, int8
+   ranges' largest relative difference.
+4. ``shape-418m``: an M2M-100 418M-shaped random model (the released config's sizes, the teacher's vocabulary) on the
+   device, each of base / prune-30 / ptq-int8 decoding 64 sentences at ``batch_size: auto``: sentences/s, peak memory.
+   A dry run uses a small shape.
+5. ``device-map``: the same shape over the GPU and the CPU (``max_memory`` forcing offload): hypotheses equal to the
+   one-device run's. CUDA only.
+6. ``distill``: a toy distillation on the device, killed after a checkpoint and resumed: the resumed student's
+   weights equal an uninterrupted run's.
+7. ``probes``: ``train-mt --probe`` and ``pretrain-encoder --probe`` on the device: tokens/s.
+
+What a step finds broken is written and the next step runs. The parsers' CUDA path is not here yet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import traceback
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+# name -> (budget s on a GPU, budget s dry, floor s: below this a step is not started)
+STEPS = {"tests": (90, 40, 10), "sweep": (150, 40, 15), "compress": (90, 30, 10), "shape-418m": (90, 25, 10),
+         "device-map": (60, 5, 10), "distill": (90, 40, 15), "probes": (60, 40, 10)}
+
+
+class StepFailed(Exception):
+    """A check of a step did not hold: its message is the failing line."""
+
+
+# ------------------------------------------------------------------------------------------------ shared pieces
+
+def cli(*args: str, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:
+    """``python -m forgetbench.cli ARGS`` in a fresh process (the repository on the path), output captured."""
+    e = dict(os.environ) | {"PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")} | (env or {})
+    return subprocess.run([sys.executable, "-m", "forgetbench.cli", *args], cwd=REPO, env=e, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def must(p: subprocess.CompletedProcess, what: str) -> str:
+    if p.returncode != 0:
+        lines = [ln for ln in (p.stderr + p.stdout).splitlines() if ln.strip()]
+        raise StepFailed(f"{what}: exit {p.returncode}: {lines[-1] if lines else '(no output)'}")
+    return p.stdout
+
+
+def tiny_model(folder: Path, d_model: int = 64, layers: int = 2) -> Path:
+    """A random M2M-100 with a real SentencePiece vocabulary on the shipped calibration text (made once)."""
+    if (folder / "config.json").is_file():
+        return folder
+    from forgetbench.compress.calibration import read_calibration_tsv
+    from forgetbench.models.tiny import build_tiny_m2m100
+
+    rows = read_calibration_tsv(REPO / "data" / "calibration" / "ntrex128-calib.tsv")
+    build_tiny_m2m100(folder, [c for r in rows for c in r[2:]], spm_vocab=1000, d_model=d_model, layers=layers,
+                      heads=4, ffn=2 * d_model, seed=0)
+    return folder
+
+
+def model_under_test(ctx: dict) -> Path:
+    return tiny_model(Path(ctx["work"]) / "tiny") if ctx["dry_run"] else REPO / "artifacts" / "teacher"
+
+
+def sweep_config(path: Path, model: Path, variants: dict, sentences: int, batch_size, backend=None,
+                 languages=("de", "sw"), max_new_tokens: int = 32) -> Path:
+    cfg = {"name": path.stem, "model": str(model), "variants": variants,
+           "benchmarks": [{"name": "flores101", "kind": "flores101", "path": str(REPO / "data" / "flores101")}],
+           "languages": list(languages), "pairs": "english-centric", "sentences": sentences,
+           "generation": {"num_beams": 1, "max_new_tokens": max_new_tokens, "batch_size": batch_size},
+           "analysis": {"bleu_filter": 0, "delta": 0.5}, "threads": 1, "processes": 1}
+    if backend:
+        cfg["backend"] = backend
+    path.write_text(json.dumps(cfg))  # JSON is YAML
+    return path
+
+
+def hypotheses(run: Path) -> dict:
+    import sqlite3
+
+    with sqlite3.connect(run / "store.sqlite") as c:
+        return {(v, s, t, i): h for v, s, t, i, h in c.execute("select variant, src, tgt, idx, hyp from translations")}
+
+
+def chrf_by_variant(run: Path) -> dict:
+    s = json.loads((run / "report" / "summary.json").read_text())
+    return {r["variant"]: r.get("chrF") for r in s["variant_table"]}
+
+
+def compare_runs(a: Path, b: Path) -> dict:
+    ha, hb = hypotheses(a), hypotheses(b)
+    if ha.keys() != hb.keys():
+        raise StepFailed(f"{b.name}: {len(hb)} hypotheses against {len(ha)} on the CPU (different sentences stored)")
+    ca, cb = chrf_by_variant(a), chrf_by_variant(b)
+    diffs = [abs(ca[v] - cb[v]) for v in ca if ca[v] is not None and cb.get(v) is not None]
+    return {"hypotheses": len(ha), "equal": sum(ha[k] == hb[k] for k in ha),
+            "largest_avg_chrf_difference": max(diffs) if diffs else None}
+
+
+# ------------------------------------------------------------------------------------------------ the steps
+
+def step_tests(ctx: dict) -> dict:
+    import importlib.util
+
+    if importlib.util.find_spec("pytest") is None:
+        raise StepFailed("pytest is not installed: carry its wheel (--pack does)")
+    files = ["tests/test_device_discipline.py"] + ([] if ctx["dry_run"] else ["tests/test_cuda.py"])
+    args = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", *files]
+    if importlib.util.find_spec("xdist") is not None:
+        args += ["-n", "0"]
+    if ctx["dry_run"]:
+        args += ["-k", "harness or calibrators or per_channel"]
+    p = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=ctx["timeout"],
+                       env=dict(os.environ) | {"PYTHONPATH": str(REPO)})
+    tail = [ln for ln in p.stdout.splitlines() if ln.strip()]
+    summary = tail[-1] if tail else "(no output)"
+    failed = [ln for ln in p.stdout.splitlines() if ln.startswith("FAILED")]
+    if p.returncode not in (0, 5):
+        raise StepFailed(f"{summary}; {failed[0] if failed else ''}".strip("; "))
+    return {"summary": summary, "skipped": [ln for ln in p.stdout.splitlines() if ln.startswith("SKIPPED")][:10]}
+
+
+def step_sweep(ctx: dict) -> dict:
+    work, dev, dry = Path(ctx["work"]) / "sweep", ctx["device"], ctx["dry_run"]
+    work.mkdir(parents=True, exist_ok=True)
+    model = model_under_test(ctx)
+    variants = {"base": None, "prune-30": "prune-30", "ptq-int8": "ptq-int8"}
+    n = 2 if dry else 16
+    out = {}
+    cpu_cfg = sweep_config(work / "cpu.yaml", model, variants, n, 64)
+    must(cli("sweep", str(cpu_cfg), "--out", str(work / "cpu"), "--device", "cpu", "--quiet"), "sweep on the CPU")
+    dev_cfg = sweep_config(work / "device.yaml", model, variants, n, 64 if dev == "cpu" else "auto")
+    runs = [("float32", [])] + ([] if dry else [("bfloat16", ["--dtype", "bfloat16"])])
+    for name, extra in runs:
+        t0 = time.perf_counter()
+        must(cli("sweep", str(dev_cfg), "--out", str(work / f"{dev}-{name}"), "--device", dev, *extra, "--quiet"),
+             f"sweep on {dev} ({name})")
+        out[f"{dev} {name}"] = compare_runs(work / "cpu", work / f"{dev}-{name}") | {
+            "seconds": round(time.perf_counter() - t0, 1)}
+    import importlib.util
+
+    if importlib.util.find_spec("ctranslate2") is None:
+        out["ctranslate2"] = "not installed: not checked"
+    else:
+        ct2 = sweep_config(work / "ct2.yaml", model, {"base": None, "prune-30": "prune-30"}, n, 64,
+                           backend={"name": "ctranslate2", "compute_type": "int8", "device": dev})
+        must(cli("sweep", str(ct2), "--out", str(work / "ct2"), "--quiet"), f"sweep with CTranslate2 on {dev}")
+        out["ctranslate2"] = {"hypotheses": len(hypotheses(work / "ct2"))}
+    if not dry and out[f"{dev} float32"]["equal"] < 0.9 * out[f"{dev} float32"]["hypotheses"]:
+        raise StepFailed(f"float32 on {dev}: only {out[f'{dev} float32']['equal']} of "
+                         f"{out[f'{dev} float32']['hypotheses']} hypotheses equal the CPU's")
+    return out
+
+
+def _compress(model: Path, recipe: str, out: Path, device: str) -> dict:
+    from forgetbench.compress.pipeline import compress_dir
+    from forgetbench.compress.recipe import load_recipe
+    from forgetbench.models.hardware import Hardware, place
+
+    placement = place(Hardware(device=device), "gpu-check") if device != "cpu" else None
+    compress_dir(model, load_recipe(recipe), out, progress=False, placement=placement)
+    from safetensors.torch import load_file
+
+    weights = load_file(str(out / "model.safetensors"))
+    q = out / "quantization.json"
+    return {"zeros": {k: (v == 0) for k, v in weights.items() if v.ndim == 2},
+            "amax": json.loads(q.read_text())["activation_amax"] if q.is_file() else {}}
+
+
+def step_compress(ctx: dict) -> dict:
+    import torch
+
+    work, dev = Path(ctx["work"]) / "compress", ctx["device"]
+    model = model_under_test(ctx)
+    out = {}
+    for recipe in ("prune-30", "ptq-int8", "wanda-45-uniform", "sparsegpt-45-uniform"):
+        t0 = time.perf_counter()
+        a = _compress(model, recipe, work / f"{recipe}-cpu", "cpu")
+        b = _compress(model, recipe, work / f"{recipe}-on-{dev}", dev)
+        same_masks = sum(torch.equal(a["zeros"][k], b["zeros"][k]) for k in a["zeros"])
+        rel = [abs(float(torch.as_tensor(b["amax"][k]).max()) - float(torch.as_tensor(v).max())) / max(
+            float(torch.as_tensor(v).max()), 1e-12) for k, v in a["amax"].items()]
+        out[recipe] = {"matrices_with_equal_masks": f"{same_masks} of {len(a['zeros'])}",
+                       "largest_range_rel_difference": max(rel) if rel else None,
+                       "seconds": round(time.perf_counter() - t0, 1)}
+        if recipe == "prune-30" and same_masks != len(a["zeros"]):
+            raise StepFailed(f"prune-30 on {dev}: masks of {len(a['zeros']) - same_masks} matrices differ from the CPU's")
+    return out
+
+
+def _shape_model(ctx: dict) -> Path:
+    """The 418M shape (d_model 1024, 12 + 12 layers, 16 heads, ffn 4096; the teacher's vocabulary), random weights;
+    a dry run: d_model 128, 2 + 2 layers."""
+    folder = Path(ctx["work"]) / ("shape-small" if ctx["dry_run"] else "shape-418m")
+    if (folder / "config.json").is_file():
+        return folder
+    if ctx["dry_run"]:
+        return tiny_model(folder, d_model=128, layers=2)
+    import shutil
+
+    import torch
+    from transformers import AutoConfig, M2M100ForConditionalGeneration
+
+    teacher = REPO / "artifacts" / "teacher"
+    cfg = AutoConfig.from_pretrained(teacher)
+    cfg.update({"d_model": 1024, "encoder_layers": 12, "decoder_layers": 12, "encoder_attention_heads": 16,
+                "decoder_attention_heads": 16, "encoder_ffn_dim": 4096, "decoder_ffn_dim": 4096})
+    torch.manual_seed(0)
+    M2M100ForConditionalGeneration(cfg).save_pretrained(folder)
+    for f in teacher.iterdir():
+        if f.suffix in (".json", ".model") and f.name not in ("config.json", "training.json"):
+            shutil.copy(f, folder / f.name)
+    return folder
+
+
+def step_shape_418m(ctx: dict) -> dict:
+    work, dev = Path(ctx["work"]) / "shape", ctx["device"]
+    work.mkdir(parents=True, exist_ok=True)
+    model = _shape_model(ctx)
+    n = 4 if ctx["dry_run"] else 64
+    cfg = sweep_config(work / "shape.yaml", model, {"base": None, "prune-30": "prune-30", "ptq-int8": "ptq-int8"},
+                       n, 64 if dev == "cpu" else "auto", languages=("de",), max_new_tokens=32)
+    t0 = time.perf_counter()
+    must(cli("sweep", str(cfg), "--out", str(work / "run"), "--device", dev, "--quiet"), f"418M-shaped sweep on {dev}")
+    secs = time.perf_counter() - t0
+    hyps = hypotheses(work / "run")
+    return {"model": model.name, "sentences": len(hyps), "seconds": round(secs, 1),
+            "sentences_per_s_overall": round(len(hyps) / secs, 2)}
+
+
+def step_device_map(ctx: dict) -> dict:
+    if ctx["device"] == "cpu":
+        return {"status": "skipped", "why": "a device map over a GPU and the CPU needs CUDA"}
+    work = Path(ctx["work"]) / "device-map"
+    work.mkdir(parents=True, exist_ok=True)
+    model = _shape_model(ctx)
+    cfg = sweep_config(work / "dm.yaml", model, {"base": None}, 16, 16, languages=("de",))
+    must(cli("sweep", str(cfg), "--out", str(work / "one"), "--device", "cuda", "--quiet"), "one GPU")
+    must(cli("sweep", str(cfg), "--out", str(work / "map"), "--device", "cuda", "--device-map", "auto",
+             "--max-memory", "0=600MiB,cpu=60GiB", "--quiet"), "GPU + CPU device map")
+    return compare_runs(work / "one", work / "map")
+
+
+def _toy_distill(work: Path, model: Path, device: str, steps: int) -> Path:
+    from forgetbench.compress.calibration import read_calibration_tsv
+
+    rows = read_calibration_tsv(REPO / "data" / "calibration" / "ntrex128-calib.tsv")
+    work.mkdir(parents=True, exist_ok=True)
+    for lang, n in (("de", 40), ("sw", 5)):
+        pairs = [(r[2], r[3]) if r[0] == "en" else (r[3], r[2]) for r in rows if lang in (r[0], r[1])]
+        (work / f"{lang}.tsv").write_text("".join(f"{pairs[i % len(pairs)][0]} {i}\t{pairs[i % len(pairs)][1]} {i}\n"
+                                                  for i in range(n)))
+    cfg = work / "toy.yaml"
+    cfg.write_text(textwrap.dedent(f"""\
+        name: gpu-check-distill
+        teacher: {{path: {model}}}
+        student: {{encoder_layers: 2, decoder_layers: 1}}
+        data: {{corpora: {{de: de.tsv, sw: sw.tsv}}, languages: [de, sw], budget: 20, dev_per_language: 2,
+                tiers: [10, 20, 30]}}
+        kd: {{source: cache, top_k: 4, tail_samples: 4}}
+        train: {{max_tokens: 512, warmup: 5, phase1_steps: 3, steps: {steps}, log_every: 2, signal_every: 4,
+                 signal_sentences: 2, bf16: false, checkpoint_minutes: 0.0}}
+        hardware: {{device: {device}}}
+        """))
+    return cfg
+
+
+def step_distill(ctx: dict) -> dict:
+    import torch
+    from safetensors.torch import load_file
+
+    work, dev = Path(ctx["work"]) / "distill", ctx["device"]
+    model = tiny_model(Path(ctx["work"]) / "tiny")  # the student is copied from a teacher's layers: a small one
+    steps = 8 if ctx["dry_run"] else 50
+    cfg = _toy_distill(work, model, dev, steps)
+    must(cli("distill", str(cfg), "--out", str(work / "full"), "--quiet"), f"distill on {dev}")
+    kill_at = steps // 2 + 1
+    code = textwrap.dedent(f"""
+        import os, signal
+        from forgetbench.distill import loop
+        real = loop.save_checkpoint
+        def killed(model, opt, state, ckpt):
+            real(model, opt, state, ckpt)
+            if state["step"] == {kill_at}:
+                os.kill(os.getpid(), signal.SIGKILL)
+        loop.save_checkpoint = killed
+        from forgetbench.cli import main
+        main(["distill", {str(cfg)!r}, "--out", {str(work / 'killed')!r}, "--quiet"])
+    """)
+    p = subprocess.run([sys.executable, "-c", code], cwd=work, capture_output=True, text=True,
+                       env=dict(os.environ) | {"PYTHONPATH": str(REPO)}, timeout=ctx["timeout"])
+    if p.returncode != -9:
+        raise StepFailed(f"the kill hook did not stop the run at step {kill_at} (exit {p.returncode})")
+    must(cli("distill", str(cfg), "--out", str(work / "killed"), "--quiet"), f"resumed distill on {dev}")
+    a = load_file(str(work / "full" / "model" / "model.safetensors"))
+    b = load_file(str(work / "killed" / "model" / "model.safetensors"))
+    equal = sum(torch.equal(a[k], b[k]) for k in a)
+    if equal != len(a):
+        raise StepFailed(f"resumed after a kill at step {kill_at}: {len(a) - equal} of {len(a)} tensors differ from "
+                         "the uninterrupted run's")
+    return {"steps": steps, "killed_at": kill_at, "tensors_equal": f"{equal} of {len(a)}"}
+
+
+def _rate(stdout: str) -> str:
+    lines = [ln for ln in stdout.splitlines() if "tokens/s" in ln or "tok/s" in ln]
+    return lines[-1].strip() if lines else stdout.strip().splitlines()[-1] if stdout.strip() else ""
+
+
+def _probe_configs(work: Path, dry: bool) -> tuple[Path, Path]:
+    """The teacher's and the MLM encoder's configs (train.device auto: CUDA where torch sees a GPU); a dry run: the
+    same commands on toy shapes and the shipped sample data."""
+    if not dry:
+        return REPO / "configs" / "teacher.yaml", REPO / "configs" / "pretrain" / "mlm.yaml"
+    mt, enc = work / "mt.yaml", work / "enc.yaml"
+    mt.write_text(textwrap.dedent(f"""\
+        data: {{sample: {REPO / 'data' / 'corpus-sample'}, languages: [de, sw], dev_per_language: 5, max_chars: 200}}
+        spm: {{vocab_size: 600, character_coverage: 0.9995, sample_per_language: 400}}
+        model: {{d_model: 32, encoder_layers: 1, decoder_layers: 1, heads: 2, ffn: 64, dropout: 0.1}}
+        train: {{seed: 1, max_tokens: 512, lr: 0.001, warmup: 10, steps: 20, bf16: auto, threads: 1}}
+        """))
+    enc.write_text(textwrap.dedent(f"""\
+        data: {{treebanks: [{REPO / 'data' / 'ud' / 'UD_Wolof-WTB'}], raw_languages: [], raw_per_language: 0,
+                max_pieces: 64}}
+        spm: {{vocab_size: 500, character_coverage: 0.9995}}
+        model: {{variant: mlm, d_model: 32, layers: 1, heads: 2, ffn: 64, dropout: 0.1, arc_mlp: 32, rel_mlp: 16}}
+        objective: {{mask_rate: 0.15, joint_epochs: 1, p: 0.5}}
+        train: {{seed: 1, max_tokens: 512, lr: 0.0005, warmup: 10, steps: 20, threads: 1, bf16: auto}}
+        """))
+    return mt, enc
+
+
+def step_probes(ctx: dict) -> dict:
+    work = Path(ctx["work"]) / "probes"
+    work.mkdir(parents=True, exist_ok=True)
+    mt_cfg, enc_cfg = _probe_configs(work, ctx["dry_run"])
+    steps = "4" if ctx["dry_run"] else "30"
+    mt = must(cli("train-mt", str(mt_cfg), "--probe", "--steps", steps, "--out", str(work / "mt"), "--quiet",
+                  timeout=ctx["timeout"]), "train-mt --probe")
+    enc = must(cli("pretrain-encoder", str(enc_cfg), "--probe", "--steps", steps, "--out", str(work / "enc"),
+                   timeout=ctx["timeout"]), "pretrain-encoder --probe")
+    return {"train-mt": _rate(mt), "pretrain-encoder": _rate(enc)}
+
+
+STEP_FUNCS = {"tests": step_tests, "sweep": step_sweep, "compress": step_compress, "shape-418m": step_shape_418m,
+              "device-map": step_device_map, "distill": step_distill, "probes": step_probes}
+
+
+# ------------------------------------------------------------------------------------------------ the runner
+
+def run_step(name: str, ctx: dict) -> None:
+    """In the step's own process: run it, write ``result.json`` (status, failing line, seconds, peak memory)."""
+    out = Path(ctx["work"]) / f"{name}.result.json"
+    t0 = time.perf_counter()
+    try:
+        if ctx.get("fail_step") == name:
+            raise StepFailed("forced to fail (--fail-step)")
+        details = STEP_FUNCS[name](ctx)
+        status = details.pop("status", "pass") if isinstance(details, dict) else "pass"
+        rec = {"status": status, "details": details}
+    except StepFailed as e:
+        rec = {"status": "fail", "line": str(e)}
+    except Exception as e:  # noqa: BLE001 - every failure of a step is recorded and the check goes on
+        rec = {"status": "fail", "line": f"{type(e).__name__}: {e}".splitlines()[0],
+               "traceback": traceback.format_exc()[-3000:]}
+    rec["seconds"] = round(time.perf_counter() - t0, 1)
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            rec["peak_gpu_memory_mib"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
+    except Exception:  # noqa: BLE001
+        pass
+    out.write_text(json.dumps(rec, indent=1))
+
+
+def environment(device: str) -> dict:
+    env = {"python": sys.version.split()[0], "device": device}
+    try:
+        import torch
+
+        env |= {"torch": torch.__version__, "cuda": torch.version.cuda}
+        if torch.cuda.is_available():
+            env |= {"gpu": torch.cuda.get_device_name(0)}
+            p = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                               capture_output=True, text=True)
+            env["driver"] = p.stdout.strip() if p.returncode == 0 else None
+        import transformers
+
+        env["transformers"] = transformers.__version__
+    except Exception as e:  # noqa: BLE001
+        env["error"] = str(e)
+    return env
+
+
+def markdown(report: dict) -> str:
+    env = report["environment"]
+    lines = ["# gpu_check", "", "Host: " + ", ".join(f"{k} {v}" for k, v in env.items() if v is not None), "",
+             f"Budget {report['budget_s']} s, used {report['used_s']} s; {'dry run' if report['dry_run'] else 'real'}.",
+             "", "| step | status | seconds | peak GPU MiB | failing line / result |", "|---|---|---:|---:|---|"]
+    for name, r in report["steps"].items():
+        what = r.get("line") or r.get("why") or json.dumps(r.get("details", {}))[:300]
+        lines.append(f"| {name} | {r['status']} | {r.get('seconds', '')} | {r.get('peak_gpu_memory_mib', '')} | "
+                     f"{what.replace('|', '/')} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", required=True, help="output folder (created; gpu_check.json and .md are rewritten)")
+    ap.add_argument("--budget-s", type=float, default=540, help="total wall budget in seconds (default 540)")
+    ap.add_argument("--device", default="cuda", help="cuda (default), cuda:N, or cpu with --dry-run")
+    ap.add_argument("--dry-run", action="store_true", help="tiny models, shorter runs: the steps' plumbing, on any host")
+    ap.add_argument("--only", help="comma-separated steps to run (default: all)")
+    ap.add_argument("--fail-step", help=argparse.SUPPRESS)
+    ap.add_argument("--step", help=argparse.SUPPRESS)
+    ap.add_argument("--ctx", help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.step:
+        run_step(a.step, json.loads(a.ctx))
+        return 0
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if a.device.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            print(f"gpu_check: --device {a.device}, but torch sees no CUDA GPU here; use --device cpu --dry-run to "
+                  "check the steps' plumbing", file=sys.stderr)
+            return 2
+    names = [s for s in STEPS if not a.only or s in a.only.split(",")]
+    start = time.perf_counter()
+    report = {"budget_s": a.budget_s, "dry_run": a.dry_run, "environment": environment(a.device), "steps": {}}
+    work = Path(tempfile.mkdtemp(prefix="work-", dir=out))
+    for name in names:
+        budget, dry_budget, floor = STEPS[name]
+        left = a.budget_s - (time.perf_counter() - start)
+        allowed = min(dry_budget if a.dry_run else budget, left)
+        if allowed < min(floor, dry_budget if a.dry_run else budget):
+            report["steps"][name] = {"status": "skipped", "why": f"budget: {left:.0f} s left, the step needs "
+                                                                  f"{floor} s at least"}
+        else:
+            ctx = {"work": str(work), "device": a.device, "dry_run": a.dry_run, "timeout": allowed,
+                   "fail_step": a.fail_step}
+            t0 = time.perf_counter()
+            try:
+                subprocess.run([sys.executable, __file__, "--out", str(out), "--step", name, "--ctx", json.dumps(ctx)],
+                               cwd=REPO, timeout=allowed, capture_output=True, text=True)
+                res = work / f"{name}.result.json"
+                rec = json.loads(res.read_text()) if res.is_file() else {
+                    "status": "fail", "line": "the step's process ended without a result (crashed)"}
+            except subprocess.TimeoutExpired:
+                rec = {"status": "fail", "line": f"over its budget of {allowed:.0f} s: stopped"}
+            rec.setdefault("seconds", round(time.perf_counter() - t0, 1))
+            report["steps"][name] = rec
+        report["used_s"] = round(time.perf_counter() - start, 1)
+        (out / "gpu_check.json").write_text(json.dumps(report, indent=1))
+        (out / "gpu_check.md").write_text(markdown(report))
+    report["used_s"] = round(time.perf_counter() - start, 1)
+    (out / "gpu_check.json").write_text(json.dumps(report, indent=1))
+    (out / "gpu_check.md").write_text(markdown(report))
+    failed = [n for n, r in report["steps"].items() if r["status"] == "fail"]
+    print(f"gpu_check: {len(names) - len(failed)} of {len(names)} steps without failure; {out / 'gpu_check.md'}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+"""``scripts/gpu_check.py`` runs every step's plumbing on the CPU (``--dry-run``: tiny models), records a failing
+step and goes on, and keeps its total budget."""
+
+import json
+
+import pytest
+
+from .conftest import REPO, python
+
+SCRIPT = REPO / "scripts" / "gpu_check.py"
+
+
+def test_the_dry_run_writes_every_steps_row_and_a_forced_failure_does_not_stop_it(tmp_path):
+    p = python(SCRIPT, "--out", tmp_path / "gc", "--device", "cpu", "--dry-run", "--budget-s", "400",
+               "--fail-step", "sweep", timeout=600)
+    report = json.loads((tmp_path / "gc" / "gpu_check.json").read_text())
+    steps = report["steps"]
+    assert list(steps) == ["tests", "sweep", "compress", "shape-418m", "device-map", "distill", "probes"]
+    assert steps["sweep"]["status"] == "fail" and "forced to fail" in steps["sweep"]["line"]
+    assert p.returncode == 1 and "6 of 7 steps without failure" in p.stdout
+    for name in ("tests", "compress", "shape-418m", "distill", "probes"):  # the steps after the failure ran
+        assert steps[name]["status"] == "pass", (name, steps[name])
+    assert steps["device-map"]["status"] == "skipped"
+    assert steps["compress"]["details"]["prune-30"]["matrices_with_equal_masks"] == "33 of 33"
+    assert steps["distill"]["details"]["tensors_equal"].split(" of ")[0] == steps["distill"]["details"][
+        "tensors_equal"].split(" of ")[1]
+    md = (tmp_path / "gc" / "gpu_check.md").read_text()
+    assert all(f"| {n} |" in md for n in steps) and "dry run" in md
+
+
+def test_a_budget_too_small_for_any_step_skips_every_step_and_says_why(tmp_path):
+    p = python(SCRIPT, "--out", tmp_path / "gc", "--device", "cpu", "--dry-run", "--budget-s", "3")
+    report = json.loads((tmp_path / "gc" / "gpu_check.json").read_text())
+    assert p.returncode == 0 and report["used_s"] < 3
+    assert {r["status"] for r in report["steps"].values()} == {"skipped"}
+    assert all("budget" in r["why"] for r in report["steps"].values())
+
+
+def test_cuda_without_a_gpu_is_refused_in_one_line(tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA GPU is here: --device cuda runs")
+    p = python(SCRIPT, "--out", tmp_path / "gc", "--device", "cuda")
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "--dry-run" in p.stderr
