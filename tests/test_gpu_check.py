@@ -10,9 +10,22 @@ from .conftest import REPO, python
 SCRIPT = REPO / "scripts" / "gpu_check.py"
 
 
-def test_the_dry_run_writes_every_steps_row_and_a_forced_failure_does_not_stop_it(tmp_path):
-    p = python(SCRIPT, "--out", tmp_path / "gc", "--device", "cpu", "--dry-run", "--budget-s", "400",
-               "--fail-step", "sweep", timeout=600)
+def test_the_pack_runs_the_dry_run_without_the_repository_and_a_forced_failure_does_not_stop_it(tmp_path):
+    """``--pack`` (here without wheels: this host's packages stand in for them) copies what the check reads into a new
+    folder; the dry run runs from there, writes every step's row, and goes on after a step forced to fail."""
+    pack = tmp_path / "pack"
+    p = python(SCRIPT, "--pack", pack, "--pack-wheels-for", "none")
+    assert p.returncode == 0, p.stderr
+    size = sum(f.stat().st_size for f in pack.rglob("*") if f.is_file())
+    assert size <= 48 * 2**20  # 60 MiB a GPU call carries, less the wheels (11.0 MiB for Python 3.12)
+    assert (pack / "artifacts" / "teacher" / "model.safetensors").is_file() and not (pack / "artifacts" / "student-kd").exists()
+    import os
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "scripts/gpu_check.py", "--out", str(tmp_path / "gc"), "--device", "cpu",
+                        "--dry-run", "--budget-s", "400", "--fail-step", "sweep"], cwd=pack, capture_output=True,
+                       text=True, timeout=600, env=dict(os.environ) | {"PYTHONPATH": str(pack)})
     report = json.loads((tmp_path / "gc" / "gpu_check.json").read_text())
     steps = report["steps"]
     assert list(steps) == ["tests", "sweep", "compress", "shape-418m", "device-map", "distill", "probes"]
