@@ -20,6 +20,10 @@ Rules:
    what the command will map (``check_address_space``): the runtime before torch loads (``RUNTIME_ADDRESS_SPACE``),
    a sweep's model before anything is written (``sweep.plan``). Too small: one line with the limit, the need and
    the fix (exit 2). Memory exhausted under such a limit says the limit, not the system's available memory.
+6. A wall deadline (a lent machine's slot): ``train-mt``, ``distill`` and ``pretrain-encoder --stop-after MINUTES``
+   set ``$FORGETBENCH_STOP_AT`` (Unix time; a launcher may set it for every process of a run); their loops check
+   ``past_stop_at()`` after each step, write a checkpoint and stop, "stopped by the wall deadline", and the same
+   command resumes where they stopped.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from pathlib import Path
 
 from forgetbench.errors import ForgetbenchError
 
+STOP_AT_ENV = "FORGETBENCH_STOP_AT"
 DISK_TEXT = ("no space left on device", "disk quota exceeded", "database or disk is full", "os error 28")
 MEMORY_TEXT = ("can't allocate memory", "cuda out of memory", "out of memory", "cannot allocate memory", "bad_alloc")
 
@@ -145,3 +150,28 @@ def error_line(e: BaseException, command: str, where: str | Path | None) -> tupl
         return explain(kind, command, where), 2
     first = (str(e).strip().splitlines() or [""])[0][:300]
     return f"unexpected {type(e).__name__}: {first} (rerun with --debug for the traceback)", 1
+
+
+def set_stop_after(minutes: float | None) -> None:
+    """Rule 6: this process (and those it starts) stop their training ``minutes`` of wall time from now."""
+    import os
+    import time
+
+    if minutes is not None:
+        if not minutes >= 0:
+            raise ForgetbenchError(f"--stop-after {minutes}: give minutes of wall time, 0 or more")
+        os.environ[STOP_AT_ENV] = repr(time.time() + 60 * minutes)
+
+
+def past_stop_at() -> bool:
+    """Rule 6: whether the wall deadline in ``$FORGETBENCH_STOP_AT`` has passed (False without one)."""
+    import os
+    import time
+
+    v = os.environ.get(STOP_AT_ENV)
+    if not v:
+        return False
+    try:
+        return time.time() >= float(v)
+    except ValueError:
+        raise ForgetbenchError(f"${STOP_AT_ENV}={v!r}: give a Unix time in seconds") from None

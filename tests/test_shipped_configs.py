@@ -49,6 +49,13 @@ def test_shipped_config_loads(path: Path):
                     cfg["train"][k] for k in ("max_tokens", "lr", "warmup", "dev_sentences"))
             if path.name == Path(record["segments"][-1]["config"]).name:
                 assert {k: v for k, v in cfg["train"].items()} == shipped["train"]
+    elif "runs" in raw:  # the GPU queue (scripts/gpu_queue.py)
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("gpu_queue", REPO / "scripts" / "gpu_queue.py")
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        assert mod.load_queue(path)
     else:
         from forgetbench.sweep import load_sweep
 

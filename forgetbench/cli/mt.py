@@ -96,7 +96,10 @@ def cmd_make_tiny(args) -> int:
 def cmd_train_mt(args) -> int:
     from forgetbench.errors import ForgetbenchError
     from forgetbench.outputs import resumable_output
+    from forgetbench.resources import set_stop_after
     from forgetbench.train.mt import load_config, train
+
+    set_stop_after(args.stop_after)
 
     cfg = load_config(args.config)
     resumable_output(args.out, "train-run.json", "train-mt run folder")
@@ -131,7 +134,9 @@ def cmd_distill(args) -> int:
     from forgetbench.errors import ForgetbenchError
     from forgetbench.models.hardware import place, with_overrides
     from forgetbench.outputs import resumable_output
+    from forgetbench.resources import set_stop_after
 
+    set_stop_after(args.stop_after)
     cfg = load_distill_config(args.config)
     cfg.hardware = with_overrides(cfg.hardware, None, **hardware_flags(args))
     place(cfg.hardware, f"{cfg.source}: hardware")  # the machine's answer before any work
@@ -338,6 +343,7 @@ def add_commands(sub) -> None:
     tm.add_argument("config", help="training config YAML (see configs/teacher.yaml)")
     tm.add_argument("--out", required=True, help="run folder: new, or a train-mt run folder to resume")
     tm.add_argument("--steps", type=int, help="override train.steps (with --probe: the steps timed, default 30)")
+    tm.add_argument("--stop-after", type=float, metavar="MINUTES", help="checkpoint and stop after MINUTES of wall time (a lent machine's slot); the same command resumes")
     tm.add_argument("--warm-start", help="a model folder of this config (e.g. artifacts/teacher) whose weights a run "
                     "with no checkpoint starts from; optimiser and schedule restarted, recorded in training.json")
     tm.add_argument("--probe", action="store_true", help="time a few training steps of the config's model on this "
@@ -351,6 +357,7 @@ def add_commands(sub) -> None:
     ds.add_argument("config", help="distillation config YAML (see configs/distill-kd.yaml)")
     ds.add_argument("--out", required=True, help="run folder: new, or a distill run folder to resume")
     ds.add_argument("--steps", type=int, help="override train.steps")
+    ds.add_argument("--stop-after", type=float, metavar="MINUTES", help="checkpoint and stop after MINUTES of wall time (a lent machine's slot); the same command resumes")
     ds.add_argument("--quiet", action="store_true", help="no progress bars")
     add_hardware_flags(ds)
     ds.set_defaults(func=cmd_distill)

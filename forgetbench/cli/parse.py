@@ -68,7 +68,9 @@ def cmd_pretrain_encoder(args) -> int:
     from forgetbench.pretrain.config import load_pretrain_config
     from forgetbench.pretrain.data import check_treebanks
     from forgetbench.pretrain.run import RUN_MARKER, pretrain
+    from forgetbench.resources import set_stop_after
 
+    set_stop_after(args.stop_after)
     cfg = load_pretrain_config(args.config)
     check_treebanks(cfg)  # a bad treebank is refused before the run folder exists
     resumable_output(args.out, RUN_MARKER, "pretrain-encoder run folder")
@@ -100,6 +102,7 @@ def add_commands(sub) -> None:
     pe.add_argument("config", help="pre-training config YAML (see configs/pretrain/ud-prlm.yaml)")
     pe.add_argument("--out", required=True, help="run folder: new, or a pretrain-encoder run folder to resume")
     pe.add_argument("--steps", type=int, help="override train.steps (with --probe: the steps timed, default 30)")
+    pe.add_argument("--stop-after", type=float, metavar="MINUTES", help="checkpoint and stop after MINUTES of wall time (a lent machine's slot); the same command resumes")
     pe.add_argument("--probe", action="store_true", help="time a few steps of the config's encoder on this host and "
                                                          "print tokens/s, steps/hour and the epochs --hours buy; trains "
                                                          "nothing")

@@ -30,6 +30,7 @@ from forgetbench.distill.data import encode_batch
 from forgetbench.distill.loss import LearnedAlpha, kd_cached, kd_online, label_smoothed_ce
 from forgetbench.eval.languages import PAIR_GROUPS
 from forgetbench.models.hardware import input_device
+from forgetbench.resources import past_stop_at
 from forgetbench.train.loop import inverse_sqrt, save_checkpoint
 
 
@@ -124,6 +125,16 @@ def probe(student, teacher, dev_rows: list, lang_id: dict, student_small100: boo
     return {key: {"ce": round(a / n, 4), "kl": round(b_ / n, 4), "tokens": n} for key, (a, b_, n) in sums.items()}
 
 
+def _past_stop_at(acc) -> bool:
+    """``resources`` rule 6, decided by the main process and shared, so that every process stops after the same step."""
+    if acc.num_processes == 1:
+        return past_stop_at()
+    from accelerate.utils import broadcast
+
+    flag = torch.tensor([1 if (acc.is_main_process and past_stop_at()) else 0], device=acc.device)
+    return bool(broadcast(flag, from_process=0).item())
+
+
 def train_loop(acc, cfg: DistillConfig, model, opt, data, step_loss: StepLoss, state: dict, ckpt: Path, out: Path,
                probe_fn, alpha_module: LearnedAlpha | None, progress: bool = True) -> str:
     """Run until ``train.steps``; returns what stopped it. ``state`` is updated in place."""
@@ -174,13 +185,17 @@ def train_loop(acc, cfg: DistillConfig, model, opt, data, step_loss: StepLoss, s
                 window = {}
             if main and (step % tc.signal_every == 0 or step == tc.steps):
                 _write(sig_f, {"step": step, "phase": phase, "split": "probe", "groups": probe_fn(unwrapped)})
-            if time.perf_counter() - last_ckpt > tc.checkpoint_minutes * 60 or step == tc.steps:
+            deadline = step < tc.steps and _past_stop_at(acc)
+            if time.perf_counter() - last_ckpt > tc.checkpoint_minutes * 60 or step == tc.steps or deadline:
                 state["elapsed"] = elapsed
                 state["alpha_s"] = float(alpha_module.s.detach()) if alpha_module is not None else None
                 if main:
                     save_checkpoint(unwrapped, opt, state, ckpt)
                 acc.wait_for_everyone()
                 last_ckpt = time.perf_counter()
+            if deadline:
+                stage.close()
+                return "the wall deadline (--stop-after)"
     finally:
         for f in (log_f, sig_f):
             if f:

@@ -27,6 +27,7 @@ import torch
 
 from forgetbench.console import Console
 from forgetbench.errors import ForgetbenchError
+from forgetbench.resources import past_stop_at
 from forgetbench.train.config import TrainCfg
 
 
@@ -155,12 +156,14 @@ def run(model, opt, data: BatchSource, step_loss: Callable[[dict], tuple[torch.T
                 log_f.write(json.dumps(rec) + "\n")
                 log_f.flush()
             over_budget = tc.time_budget_minutes and elapsed > tc.time_budget_minutes * 60
+            deadline = step < tc.steps and past_stop_at()  # resources rule 6
+            over_budget = over_budget or deadline
             if time.perf_counter() - last_ckpt > tc.checkpoint_minutes * 60 or over_budget or step == tc.steps:
                 state["elapsed"] = elapsed
                 save_checkpoint(model, opt, state, ckpt)
                 last_ckpt = time.perf_counter()
             if over_budget:
-                stopped = f"time budget ({tc.time_budget_minutes} min)"
+                stopped = "the wall deadline (--stop-after)" if deadline else f"time budget ({tc.time_budget_minutes} min)"
                 break
     stage.close()
     return stopped

@@ -1,0 +1,56 @@
+"""``scripts/gpu_queue.py``: the queue's runs start together, stop with a checkpoint at the budget's wall deadline,
+come back one archive each, and resume with the command the report gives."""
+
+import json
+import tarfile
+
+import yaml
+
+from forgetbench.cli import main
+
+from .conftest import REPO, python
+from .test_distill import toy_setup
+from .test_train_mt import _config, _shared
+
+SCRIPT = REPO / "scripts" / "gpu_queue.py"
+
+
+def test_the_queue_stops_every_run_at_its_deadline_and_each_resumes_from_its_archive(tiny_dir, tmp_path):
+    _shared(tmp_path / "shared")
+    _config(tmp_path, 6)  # writes cfg6.yaml
+    queue = tmp_path / "queue.yaml"
+    queue.write_text(yaml.safe_dump({"runs": [
+        {"name": "student", "command": "distill", "config": str(toy_setup(tmp_path / "d", tiny_dir))},
+        {"name": "mt", "command": "train-mt", "config": str(tmp_path / "cfg6.yaml")}]}))
+    # a budget of grace + archive time only: the deadline is at once, each run stops after its first step
+    p = python(SCRIPT, "--out", tmp_path / "q", "--budget-s", "150", "--grace-s", "120", "--archive-s", "30",
+               "--queue", queue, "--device", "cpu", "--part-mib", "0.5", timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    report = json.loads((tmp_path / "q" / "gpu_queue.json").read_text())
+    names = sorted(p.name for p in (tmp_path / "q").iterdir())
+    assert names[0] == "gpu_queue.json" and report["files"] == len(names)
+    for name, total in (("student", 8), ("mt", 6)):
+        r = report["runs"][name]
+        assert (r["exit"], r["steps"], r["stopped_by"]) == (0, 1, "the wall deadline (--stop-after)"), r
+        parts = [tmp_path / "q" / f for f in r["archive"]]
+        assert all(f.stat().st_size <= 2**19 for f in parts) and len(parts) > 1  # cut into parts of 0.5 MiB
+        joined = tmp_path / f"{name}.tar.gz"
+        joined.write_bytes(b"".join(f.read_bytes() for f in parts))
+        with tarfile.open(joined) as tar:
+            tar.extractall(tmp_path / "runs", filter="data")
+        assert (tmp_path / "runs" / name / "checkpoint" / "state.json").is_file()
+        cmd = r["resume"].split()[1:]
+        cmd[cmd.index("--out") + 1] = str(tmp_path / "runs" / name)
+        assert main([*cmd, "--quiet"]) == 0
+        rec = json.loads((tmp_path / "runs" / name / "model" / "training.json").read_text())
+        assert rec["steps"] == total and rec["stopped_by"] == "steps"
+
+
+def test_a_bad_queue_is_refused_in_one_line(tmp_path):
+    queue = tmp_path / "queue.yaml"
+    queue.write_text(yaml.safe_dump({"runs": [{"name": "x", "command": "sweep", "config": "configs/demo.yaml"}]}))
+    p = python(SCRIPT, "--out", tmp_path / "q", "--budget-s", "60", "--queue", queue)
+    assert p.returncode != 0 and "command 'sweep'" in p.stderr and not (tmp_path / "q").exists()
+    shipped = yaml.safe_load((REPO / "configs" / "gpu-queue.yaml").read_text())["runs"]
+    assert {r["command"] for r in shipped} <= {"pretrain-encoder", "distill", "train-mt"}
+    assert all((REPO / r["config"]).is_file() for r in shipped)
