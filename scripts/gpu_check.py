@@ -26,9 +26,10 @@ Steps, cheapest first (the model: the shipped teacher on a GPU; a tiny random M2
    one-device run's. CUDA only.
 6. ``distill``: a toy distillation on the device, killed after a checkpoint and resumed: the resumed student's
    weights equal an uninterrupted run's.
-7. ``probes``: ``train-mt --probe`` and ``pretrain-encoder --probe`` on the device: tokens/s.
+7. ``parse``: ``parse train`` (SynTr, 1 minute, UD Wolof) and ``parse compress`` (prune-30, ptq-int8): where it ran.
+8. ``probes``: ``train-mt --probe`` and ``pretrain-encoder --probe`` on the device: tokens/s.
 
-What a step finds broken is written and the next step runs. The parsers' CUDA path is not here yet.
+What a step finds broken is written and the next step runs.
 """
 
 from __future__ import annotations
@@ -46,8 +47,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 # name -> (budget s on a GPU, budget s dry, floor s: below this a step is not started)
-STEPS = {"tests": (90, 40, 10), "sweep": (150, 40, 15), "compress": (90, 30, 10), "shape-418m": (90, 25, 10),
-         "device-map": (60, 5, 10), "distill": (90, 40, 15), "probes": (60, 40, 10)}
+# (the dry run's budgets are 3-4x its steps' time alone on a 2-core host: a test suite may run beside it)
+STEPS = {"tests": (60, 60, 10), "sweep": (120, 90, 15), "compress": (60, 90, 10), "shape-418m": (60, 60, 10),
+         "device-map": (45, 5, 10), "distill": (60, 60, 15), "parse": (90, 90, 20), "probes": (45, 60, 10)}
 
 
 class StepFailed(Exception):
@@ -367,8 +369,34 @@ def step_probes(ctx: dict) -> dict:
     return {"train-mt": _rate(mt), "pretrain-encoder": _rate(enc)}
 
 
+def step_parse(ctx: dict) -> dict:
+    """A SynTr parser trained for a bounded time on UD Wolof and compressed (prune-30, ptq-int8). The parsers choose no
+    device: on a GPU the step says they ran on the CPU."""
+    import torch
+
+    work, dev = Path(ctx["work"]) / "parse", ctx["device"]
+    work.mkdir(parents=True, exist_ok=True)
+    tb = REPO / "data" / "ud" / "UD_Wolof-WTB" / "wo_wtb-ud"
+    minutes = "0.15" if ctx["dry_run"] else "1"
+    t0 = time.perf_counter()
+    must(cli("parse", "train", "--arch", "syntr", "--train", f"{tb}-train.conllu", "--dev", f"{tb}-dev.conllu",
+             "--tags", "gold", "--minutes", minutes, "--max-epochs", "1" if ctx["dry_run"] else "200",
+             "--out", str(work / "syntr"), timeout=ctx["timeout"]), "parse train")
+    train_s = time.perf_counter() - t0
+    must(cli("parse", "compress", "--models", str(work / "syntr"), "--test", f"{tb}-test.conllu", "--dev",
+             f"{tb}-dev.conllu", "--recipes", "prune-30", "ptq-int8", "--out", str(work / "compressed"),
+             timeout=ctx["timeout"]), "parse compress")
+    rec = json.loads((work / "syntr" / "training.json").read_text())
+    where = rec.get("device") or rec.get("arithmetic", {}).get("device") or "cpu (no device is recorded: the parsers "\
+        "have no CUDA path)"
+    out = {"train_seconds": round(train_s, 1), "dev_las": rec.get("dev", {}).get("las"), "ran_on": where}
+    if dev != "cpu" and torch.cuda.is_available() and not str(where).startswith("cuda"):
+        raise StepFailed(f"parse train ran on {where}, not on {dev}: the parsers have no CUDA path")
+    return out
+
+
 STEP_FUNCS = {"tests": step_tests, "sweep": step_sweep, "compress": step_compress, "shape-418m": step_shape_418m,
-              "device-map": step_device_map, "distill": step_distill, "probes": step_probes}
+              "device-map": step_device_map, "distill": step_distill, "parse": step_parse, "probes": step_probes}
 
 
 # ------------------------------------------------------------------------------------------------ the runner

@@ -24,14 +24,14 @@ def test_the_pack_runs_the_dry_run_without_the_repository_and_a_forced_failure_d
     import sys
 
     p = subprocess.run([sys.executable, "scripts/gpu_check.py", "--out", str(tmp_path / "gc"), "--device", "cpu",
-                        "--dry-run", "--budget-s", "400", "--fail-step", "sweep"], cwd=pack, capture_output=True,
-                       text=True, timeout=600, env=dict(os.environ) | {"PYTHONPATH": str(pack)})
+                        "--dry-run", "--budget-s", "600", "--fail-step", "sweep"], cwd=pack, capture_output=True,
+                       text=True, timeout=900, env=dict(os.environ) | {"PYTHONPATH": str(pack)})
     report = json.loads((tmp_path / "gc" / "gpu_check.json").read_text())
     steps = report["steps"]
-    assert list(steps) == ["tests", "sweep", "compress", "shape-418m", "device-map", "distill", "probes"]
+    assert list(steps) == ["tests", "sweep", "compress", "shape-418m", "device-map", "distill", "parse", "probes"]
     assert steps["sweep"]["status"] == "fail" and "forced to fail" in steps["sweep"]["line"]
-    assert p.returncode == 1 and "6 of 7 steps without failure" in p.stdout
-    for name in ("tests", "compress", "shape-418m", "distill", "probes"):  # the steps after the failure ran
+    assert p.returncode == 1 and "7 of 8 steps without failure" in p.stdout, (tmp_path / "gc" / "gpu_check.md").read_text()
+    for name in ("tests", "compress", "shape-418m", "distill", "parse", "probes"):  # the steps after the failure ran
         assert steps[name]["status"] == "pass", (name, steps[name])
     assert steps["device-map"]["status"] == "skipped"
     assert steps["compress"]["details"]["prune-30"]["matrices_with_equal_masks"] == "33 of 33"
