@@ -150,3 +150,23 @@ def test_a_half_precision_source_stays_half_precision_where_that_is_lossless(tin
     assert main(["compress", str(half), "--recipe", "ptq-int8", "--out", str(tmp_path / "q"), "--quiet"]) == 0
     q = json.loads((tmp_path / "q" / "compression.json").read_text())["stored_dtype"]
     assert q == {"dtype": "float32", "why": "the method's values are not exact in the source's float16"}
+
+
+def test_compress_diagnose_writes_the_diagnosis_and_refuses_a_recipe_without_quantize(tiny_dir, tmp_path, capsys):
+    """``--diagnose``: diagnosis.md and the step's diagnosis in compression.json, the written model the same as without
+    it; a recipe with nothing to diagnose is refused in one line, nothing written."""
+    out, plain = tmp_path / "d", tmp_path / "p"
+    assert main(["compress", str(tiny_dir), "--recipe", "ptq-int8", "--out", str(out), "--diagnose"]) == 0
+    assert "diagnosis (teacher-forced top-1 agreement" in capsys.readouterr().err
+    md = (out / "diagnosis.md").read_text()
+    assert "| residual |" in md and "| all |" in md and "SNR dB" in md
+    diag = json.loads((out / "compression.json").read_text())["steps"][0]["diagnosis"]
+    assert set(diag["kinds"]) == {"linear_input", "linear_weight", "attn_qk", "attn_pv", "residual", "all"}
+    assert any(r["granularity"] == "channel" for r in diag["sites"].values())
+    assert main(["compress", str(tiny_dir), "--recipe", "ptq-int8", "--out", str(plain), "--quiet"]) == 0
+    assert (out / "model.safetensors").read_bytes() == (plain / "model.safetensors").read_bytes()
+    assert (out / "quantization.json").read_text() == (plain / "quantization.json").read_text()
+    capsys.readouterr()
+    assert main(["compress", str(tiny_dir), "--recipe", "prune-30", "--out", str(tmp_path / "x"), "--diagnose"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "has no quantize step" in err[0] and not (tmp_path / "x").exists()

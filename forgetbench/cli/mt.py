@@ -29,6 +29,11 @@ def cmd_compress(args) -> int:
 
     new_output(args.out)
     recipe = load_recipe(args.recipe, calibration_override=args.calibration)  # validate before any work
+    if args.diagnose and not any(st.kind == "quantize" for st in recipe.steps):
+        from forgetbench.errors import ForgetbenchError
+
+        raise ForgetbenchError(f"compress --diagnose: recipe {recipe.name} has no quantize step to diagnose; give a PTQ "
+                               "recipe (e.g. ptq-int8) or drop --diagnose")
     args.model_dir = resolve_model(args.model_dir, "compress MODEL").folder  # a folder or a hub id in the cache
     flags = hardware_flags(args)
     placement = place(with_overrides(Hardware(), None, **flags), "compress") if flags else None
