@@ -105,10 +105,13 @@ def sweep_config(path: Path, model: Path, variants: dict, sentences: int, batch_
 
 
 def hypotheses(run: Path) -> dict:
-    import sqlite3
+    from forgetbench.eval.store import Store
 
-    with sqlite3.connect(run / "store.sqlite") as c:
-        return {(v, s, t, i): h for v, s, t, i, h in c.execute("select variant, src, tgt, idx, hyp from translations")}
+    store = Store(run / "store.sqlite")
+    try:
+        return {(r["variant"], r["src"], r["tgt"], r["idx"]): r["hyp"] for r in store.translations()}
+    finally:
+        store.close()
 
 
 def chrf_by_variant(run: Path) -> dict:

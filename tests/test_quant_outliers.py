@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from forgetbench.compress import QuantConfig, attach, quantize
-from forgetbench.compress.calibration import Seq2SeqCalibration, sample_trained, seq2seq_calibration
+from forgetbench.compress.calibration import Seq2SeqCalibration, choose, seq2seq_calibration
 from forgetbench.compress.calibrators import ChannelMaxCalibrator, MaxCalibrator
 from forgetbench.compress.diagnosis import SiteStats, diagnose, markdown
 from forgetbench.compress.ptq import QuantState
@@ -217,12 +217,12 @@ def test_calibration_sample_is_drawn_from_the_models_languages():
     rows = calib_rows()
     spec = load_recipe("ptq-int8").steps[0].calibration
     trained = {"de", "fr", "sw"}
-    got = sample_trained(rows, spec, trained)
+    got = choose(rows, spec, trained)
     assert len(got) == min(spec.max_sentences, sum({r[0], r[1]} <= trained | {"en"} for r in rows))
     assert all({r[0], r[1]} <= trained | {"en"} for r in got)
-    assert sample_trained(rows, spec, None) == __import__("random").Random(spec.seed).sample(rows, spec.max_sentences)
+    assert choose(rows, spec, None) == __import__("random").Random(spec.seed).sample(rows, spec.max_sentences)
     with pytest.raises(ForgetbenchError, match="no row is in the model's training languages"):
-        sample_trained(rows, spec, {"xx"})
+        choose(rows, spec, {"xx"})
 
 
 def test_shipped_int8_recipes_contrast_the_residual_scale():

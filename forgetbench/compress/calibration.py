@@ -50,21 +50,6 @@ def trained_languages(folder) -> set[str] | None:
     return (set(training_counts(f)) or None) if folder and f.is_file() else None
 
 
-def sample_trained(rows: list[Row], spec, trained: set[str] | None) -> list[Row]:
-    """``choice: sample``: ``spec.max_sentences`` rows drawn with ``spec.seed`` from the rows whose two languages the
-    model was trained on (English and its ``training.json`` languages; every row where the model has no
-    training.json): a range is not set by text the model never learnt to encode. Without a restriction the draw is
-    ``read_calibration_tsv``'s own. Refused in one line when no row is left."""
-    if trained is not None:
-        kept = [r for r in rows if {r[0], r[1]} <= trained | {"en"}]
-        if not kept:
-            raise ForgetbenchError(f"calibration data {spec.data}: no row is in the model's training languages "
-                                   f"({', '.join(sorted(trained))}; its training.json)")
-        rows = kept
-    n = spec.max_sentences
-    return random.Random(spec.seed).sample(rows, n) if n is not None and len(rows) > n else rows
-
-
 def _languages(rows: list[Row]) -> dict[str, int]:
     """Rows per non-English language (the calibration choice's realised mix, for the variant's record)."""
     out: dict[str, int] = {}
@@ -107,14 +92,18 @@ def seq2seq_calibration(tokenizer, rows: list[Row], batch_size: int = 16, max_le
 
 def choose(rows: list[Row], spec, trained: set[str] | None = None) -> list[Row]:
     """The rows of a ``recipe.Calibration``'s choice, ``spec.max_sentences`` of them, seeded: refused in one line when
-    the choice leaves fewer rows than asked (so that every variant is calibrated on as many sentences). ``trained``:
-    the model's training languages (its training.json), where known: rows in other languages are not drawn, and
-    choice: language with another language is refused."""
+    the choice leaves fewer rows than asked (so that every variant is calibrated on as many sentences; the plain
+    sample takes what there is). ``trained``: the model's training languages (its training.json), where known: rows
+    in other languages are not drawn (a range is not set by text the model never learnt to encode), and choice:
+    language with another language is refused. Without it, the sample is ``read_calibration_tsv``'s own draw."""
     if trained is not None:
         if spec.choice in ("language", "target") and spec.language not in trained | {"en"}:
             raise ForgetbenchError(f"calibration language {spec.language!r} is not among the model's training languages "
                                    f"({', '.join(sorted(trained))}; its training.json)")
         rows = [r for r in rows if {r[0], r[1]} <= trained | {"en"}]
+        if not rows:
+            raise ForgetbenchError(f"calibration data {spec.data}: no row is in the model's training languages "
+                                   f"({', '.join(sorted(trained))}; its training.json)")
     rng, n = random.Random(spec.seed), spec.max_sentences
     other = lambda r: r[1] if r[0] == "en" else r[0]  # noqa: E731 - a row's non-English language
     if spec.choice == "sample":
@@ -201,12 +190,9 @@ class Seq2SeqCalibration:
         return trained_languages(getattr(self.tokenizer, "name_or_path", ""))
 
     def rows(self, spec) -> list[Row]:
-        """The step's calibration rows: a seeded sample of the rows in the model's languages (``sample_trained``), or
-        its choice (``choose``); read once per step, however many times the recipe is checked."""
+        """The step's calibration rows (``choose``); read once per step, however many times the recipe is checked."""
         if spec not in self._rows:
-            self._rows[spec] = (sample_trained(read_calibration_tsv(spec.data), spec, self.trained)
-                                if getattr(spec, "choice", "sample") == "sample"
-                                else choose(read_calibration_tsv(spec.data), spec, self.trained))
+            self._rows[spec] = choose(read_calibration_tsv(spec.data), spec, self.trained)
         return self._rows[spec]
 
     def forwards(self, spec) -> tuple[Callable[[nn.Module], None], dict]:

@@ -224,9 +224,8 @@ def quantize(model: nn.Module, config: QuantConfig | None = None,
             )
         for name, q in registry.quantizers.items():
             if q.calibrator is not None:  # per-token sites have no range
-                q.amax = amax[name] = q.calibrator.compute_amax()
-                if q.granularity == "channel" and not isinstance(q.amax, torch.Tensor):
-                    q.granularity = "tensor"  # no channel axis there (ChannelMaxCalibrator)
+                q.set_amax(q.calibrator.compute_amax())
+                amax[name] = q.amax
             q.calibrator = None  # free histograms
     weight_amax = quantize_weights(model, config.exclude, open_tensors) if "linear_weight" in kinds else {}
     registry.set_mode("quant")
@@ -248,12 +247,8 @@ def attach_state_sites(model: nn.Module, state: QuantState, kinds: set[str], mod
     _ensure_eager(model, kinds)
     registry = SiteRegistry(state.config.make_calibrator, state.config.granularity)
     for name, a in state.activation_amax.items():
-        kind = site_kind(name)
-        if kind in kinds:
-            q = registry.get(name, kind)
-            q.amax = a
-            if q.granularity == "channel" and not isinstance(a, torch.Tensor):
-                q.granularity = "tensor"  # a site without a channel axis kept a per-tensor range
+        if site_kind(name) in kinds:
+            registry.restore(name, site_kind(name), a)
     registry.set_mode(mode)
     handles, _ = attach_sites(model, registry, kinds, list(state.config.exclude), attention_blocks, residual_blocks)
     return QuantState(state.config, {k: v for k, v in state.activation_amax.items() if site_kind(k) in kinds},

@@ -66,6 +66,13 @@ class ActQuantizer:
         self._scale: tuple | None = None  # (amax, its scale tensor): built once, not at every call
         self.measure: Callable[[ActQuantizer, torch.Tensor, torch.Tensor], None] | None = None
 
+    def set_amax(self, amax: float | torch.Tensor) -> None:
+        """The site's calibrated or restored range; a per-channel site given one float (no channel axis there,
+        ``ChannelMaxCalibrator``) quantises per tensor."""
+        self.amax = amax
+        if self.granularity == "channel" and not isinstance(amax, torch.Tensor):
+            self.granularity = "tensor"
+
     def scale(self, x: torch.Tensor) -> torch.Tensor:
         if self.granularity == "token":
             return per_token_scale(x)
@@ -223,6 +230,13 @@ class SiteRegistry:
         self.quantizers: dict[str, ActQuantizer] = {}
         self.mode = "calibrate"
         self.measure: Callable | None = None  # handed to every quantiser (mode "measure")
+
+    def restore(self, name: str, kind: str, amax: float | torch.Tensor) -> ActQuantizer:
+        """A site with a saved range (no calibrator)."""
+        q = self.quantizers[name] = ActQuantizer(name, kind, None, self.granularity.get(kind, "tensor"))
+        q.set_amax(amax)
+        q.mode, q.measure = self.mode, self.measure
+        return q
 
     def get(self, name: str, kind: str) -> ActQuantizer:
         q = self.quantizers.get(name)

@@ -34,6 +34,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from forgetbench.compress.calibrators import ChannelMaxCalibrator
+from forgetbench.compress.quantizer import per_channel_amax
 from forgetbench.errors import ForgetbenchError
 
 KEYS = {"alpha", "calibration"}
@@ -102,15 +104,8 @@ def smooth(model: nn.Module, config: SmoothConfig, calibrate: Callable[[nn.Modul
     pairs = smoothing_pairs(model)
     if not pairs:
         check_model(model)
-    stats: dict[str, torch.Tensor] = {}
-
-    def hook(name):
-        def record(_m, _args, out):
-            m = out.detach().float().abs().reshape(-1, out.shape[-1]).amax(dim=0).cpu()
-            stats[name] = m if name not in stats else torch.maximum(stats[name], m)
-        return record
-
-    handles = [norm.register_forward_hook(hook(name)) for name, norm, _ in pairs]
+    stats = {name: ChannelMaxCalibrator() for name, _, _ in pairs}  # max |X_j| over the tokens, on the CPU
+    handles = [norm.register_forward_hook(lambda _m, _a, out, c=stats[name]: c.collect(out)) for name, norm, _ in pairs]
     was_training = model.training
     model.eval()
     try:
@@ -120,16 +115,16 @@ def smooth(model: nn.Module, config: SmoothConfig, calibrate: Callable[[nn.Modul
         for h in handles:
             h.remove()
         model.train(was_training)
-    unseen = [name for name, _, _ in pairs if name not in stats]
+    unseen = [name for name, _, _ in pairs if stats[name].count == 0]
     if unseen:
         raise ForgetbenchError(f"smooth: calibration never ran {unseen[0]} (and {len(unseen) - 1} more); calibrate on "
                                "data that runs the whole model")
     report = {}
     for name, norm, lins in pairs:
-        w_amax = torch.stack([lin.weight.detach().float().abs().amax(dim=0).cpu() for _, lin in lins]).amax(dim=0)
-        s = factors(stats[name], w_amax, config.alpha)
+        x_amax = stats[name].compute_amax()
+        w_amax = torch.stack([per_channel_amax(lin.weight, axis=1).cpu() for _, lin in lins]).amax(dim=0)
+        s = factors(x_amax, w_amax, config.alpha)
         fold(norm, [lin for _, lin in lins], s)
-        report[name] = {"maps": [n for n, _ in lins], "act_amax_max": float(stats[name].max()),
-                        "act_amax_median": float(stats[name].median()), "s_min": float(s.min()),
-                        "s_max": float(s.max())}
+        report[name] = {"maps": [n for n, _ in lins], "act_amax_max": float(x_amax.max()),
+                        "act_amax_median": float(x_amax.median()), "s_min": float(s.min()), "s_max": float(s.max())}
     return {"alpha": config.alpha, "norms": len(pairs), "per_norm": report}
