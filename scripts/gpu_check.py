@@ -339,7 +339,7 @@ def _rate(stdout: str) -> str:
 
 def _probe_configs(work: Path, dry: bool) -> tuple[Path, Path]:
     """train-mt: the teacher's config (its shape; the shipped sample corpus where ../shared is absent); a dry run a toy
-    shape. pretrain-encoder: the MLM encoder's shape (a dry run: a toy one) on the Wolof treebank alone, the one the
+    shape. pretrain-encoder: UD-PrLM's shape (a dry run: a toy one; phase 2 from step 11) on the Wolof treebank alone, the one the
     pack carries. ``train.device: auto`` in both: CUDA where torch sees a GPU."""
     mt, enc = (REPO / "configs" / "teacher.yaml", work / "enc.yaml") if not dry else (work / "mt.yaml", work / "enc.yaml")
     if dry:
@@ -349,14 +349,14 @@ def _probe_configs(work: Path, dry: bool) -> tuple[Path, Path]:
             model: {{d_model: 32, encoder_layers: 1, decoder_layers: 1, heads: 2, ffn: 64, dropout: 0.1}}
             train: {{seed: 1, max_tokens: 512, lr: 0.001, warmup: 10, steps: 20, bf16: auto, threads: 1}}
             """))
-    shape = ("{variant: mlm, d_model: 32, layers: 1, heads: 2, ffn: 64, dropout: 0.1, arc_mlp: 32, rel_mlp: 16}" if dry
-             else "{variant: mlm, d_model: 128, layers: 3, heads: 4, ffn: 512, dropout: 0.1, arc_mlp: 128, rel_mlp: 64}")
+    shape = ("{variant: ud-prlm, d_model: 32, layers: 2, heads: 2, ffn: 64, dropout: 0.1, head_mlp: 16, dep_mlp: 8}" if dry
+             else "{variant: ud-prlm, d_model: 128, layers: 3, heads: 4, ffn: 512, dropout: 0.1, head_mlp: 128, dep_mlp: 64}")
     enc.write_text(textwrap.dedent(f"""\
         data: {{treebanks: [{REPO / 'data' / 'ud' / 'UD_Wolof-WTB'}], raw_languages: [], raw_per_language: 0,
                 max_pieces: 128}}
         spm: {{vocab_size: {500 if dry else 2000}, character_coverage: 0.9995}}
         model: {shape}
-        objective: {{mask_rate: 0.15, joint_epochs: 1, p: 0.5}}
+        objective: {{mask_rate: 0.15, joint_steps: 10, p: 0.8}}
         train: {{seed: 1, max_tokens: {512 if dry else 4096}, lr: 0.0005, warmup: 10, steps: 20, threads: 1, bf16: auto}}
         """))
     return mt, enc

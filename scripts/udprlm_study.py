@@ -1,28 +1,32 @@
-"""The UD-PrLM study (docs/METHOD.md §5c): parsers on a scratch encoder vs on MLM-only, USL + MLM and UD-PrLM
-pre-trained encoders, on every shipped treebank; then who pays when each is compressed.
+"""The UD-PrLM study (docs/METHOD.md §5c): the scratch biaffine parser against the same parser reading each
+pre-trained encoder's features beside its own inputs (Sun, Li, Zhao §4), frozen and fine-tuned, on every shipped
+treebank; the paper's ablations (Table 6) side by side; then who pays when each is compressed.
 
     python scripts/udprlm_study.py --out RUN [--stage pretrain|parsers|eval|compress|table|all]
         [--treebanks en_lines tr_imst wo_wtb af_afribooms ta_ttb] [--pretrain-steps N] [--minutes 15]
-        [--max-epochs N] [--recipes prune-30 prune-45 wanda-45 ptq-int8] [--refine] [--variants mlm usl-mlm ud-prlm]
+        [--max-epochs N] [--recipes prune-30 prune-45 wanda-45 ptq-int8] [--refine]
+        [--variants mlm usl-mlm usi-mlm ud-prlm] [--modes tuned frozen] [--encoders DIR]
 
 Stages (each skips what its output folder already holds, so a rerun resumes):
 
-1. **pretrain**: ``forgetbench pretrain-encoder configs/pretrain/<variant>.yaml --out RUN/enc-<variant>`` for
-   mlm, usl-mlm and ud-prlm (the same data, vocabulary, steps and seed); ``--pretrain-steps`` overrides steps.
+1. **pretrain**: ``forgetbench pretrain-encoder configs/pretrain/<variant>.yaml --out RUN/enc-<variant>`` for each
+   variant (the same data, vocabulary, steps, seed and step draws); ``--pretrain-steps`` overrides steps. Skipped
+   with ``--encoders DIR`` (encoder model folders ``DIR/<variant>``, e.g. ``artifacts/encoders``).
 2. **parsers**, per treebank T: the scratch biaffine parser (its own tagger: predicted UPOS, 2-fold jackknife),
-   then a biaffine parser on each encoder (``--encoder``, fine-tuned, the scratch parser's tagger and training
-   tags: the same UPOS for all); with ``--refine`` an RNGTr refiner on each (trained from empty graphs, its
-   initial parser that biaffine parser). Every parser ``--minutes`` (and ``--max-epochs``), 1 thread, seed 1; the
-   scratch run gets its three taggers' time on top (``--minutes`` + 3 × ``--tagger-minutes``), so that its parser
-   trains as long as the others. ``--variants`` limits the pretrain and parsers stages to some encoders (e.g. while
-   another is still pre-training); eval needs them all.
-3. **eval**: test LAS (CoNLL 2018) of every parser and of the USL heads as parsers (``parse eval ENCODER``);
-   ``parsing.evaluate.las_gain`` (paired bootstrap, 1,000 resamples) of each encoder's parser against the
-   scratch one, of UD-PrLM against MLM-only and against the no-USI ablation, and of each refiner against its
-   initial parser.
-4. **compress**: ``forgetbench parse compress`` per treebank with the models in the order mlm, ud-prlm, usl-mlm,
-   scratch, so its "which forgets more" contrasts are each model's LAS change minus the MLM-only parser's,
-   paired; LAS per relation class before and after.
+   then per variant and mode a biaffine parser on that encoder (``--encoder``; ``tuned``: beside, fine-tuned at
+   the parser's rate; ``frozen``: beside, ``--encoder-lr-scale 0``; ``replace``: the encoder's states replace the
+   parser's inputs and BiLSTM, fine-tuned), with the scratch parser's tagger and training tags: the same UPOS for
+   all; with ``--refine`` an RNGTr refiner on the scratch parser and on each tuned one (trained from empty graphs,
+   its initial parser that biaffine parser, its encoder read as that parser's). Every parser ``--minutes`` (and
+   ``--max-epochs``), 1 thread, seed 1; the scratch run gets its three taggers' time on top (``--minutes`` + 3 ×
+   ``--tagger-minutes``), so that its parser trains as long as the others.
+3. **eval**: test LAS (CoNLL 2018) of every parser and of the trained USL heads as parsers (``parse eval
+   ENCODER``); ``parsing.evaluate.las_gain`` (paired bootstrap, 1,000 resamples) of each encoder's parser against
+   the scratch one, of UD-PrLM against each ablation in the same mode, and of each refiner against its initial
+   parser.
+4. **compress**: ``forgetbench parse compress`` per treebank with the first mode's parsers in the order mlm,
+   ud-prlm, the other ablations, scratch, so its "which forgets more" contrasts are each model's LAS change minus
+   the MLM-only parser's, paired; LAS per relation class before and after.
 5. **table**: ``RUN/study.json`` and ``RUN/study.md``.
 """
 
@@ -35,7 +39,9 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-VARIANTS = ("mlm", "usl-mlm", "ud-prlm")
+VARIANTS = ("mlm", "usl-mlm", "usi-mlm", "ud-prlm")
+MODES = {"tuned": ["--encoder-mode", "beside"], "frozen": ["--encoder-mode", "beside", "--encoder-lr-scale", "0"],
+         "replace": ["--encoder-mode", "replace"]}
 JACKKNIFE = 2  # folds of the scratch parser's jackknifed training tags
 TREEBANKS = {"en_lines": "UD_English-LinES", "tr_imst": "UD_Turkish-IMST", "wo_wtb": "UD_Wolof-WTB",
              "af_afribooms": "UD_Afrikaans-AfriBooms", "ta_ttb": "UD_Tamil-TTB"}
@@ -53,14 +59,23 @@ def files(data: Path, code: str) -> dict[str, Path]:
     return {s: d / f"{code}-ud-{s}.conllu" for s in ("train", "dev", "test")}
 
 
-def systems(out: Path, code: str, refine: bool) -> dict[str, Path]:
-    s = {"scratch": out / "parsers" / code / "scratch"} | {v: out / "parsers" / code / v for v in VARIANTS}
-    if refine:
-        s |= {f"{k}+rngtr": p.with_name(p.name + "-rngtr") for k, p in list(s.items())}
+def systems(a, out: Path, code: str) -> dict[str, Path]:
+    """The study's parsers of treebank ``code``: ``scratch`` and ``<variant>·<mode>`` (+ ``…+rngtr`` refiners)."""
+    s = {"scratch": out / "parsers" / code / "scratch"} | {
+        f"{v}·{m}": out / "parsers" / code / f"{v}-{m}" for m in a.modes for v in a.variants}
+    if a.refine:
+        s |= {f"{k}+rngtr": p.with_name(p.name + "-rngtr") for k, p in list(s.items())
+              if k == "scratch" or k.endswith("·" + a.modes[0])}
     return s
 
 
+def encoder(a, out: Path, v: str) -> Path:
+    return a.encoders / v if a.encoders else out / f"enc-{v}" / "model"
+
+
 def stage_pretrain(a, out: Path) -> None:
+    if a.encoders:
+        return
     for v in a.variants:
         enc = out / f"enc-{v}"
         if (enc / "model" / "config.json").is_file():
@@ -74,24 +89,24 @@ def stage_parsers(a, out: Path) -> None:
     parser_minutes = ["--minutes", str(a.minutes)]
     scratch_minutes = ["--minutes", str(a.minutes + (JACKKNIFE + 1) * a.tagger_minutes)]
     for code in a.treebanks:
-        f, sy = files(a.data, code), systems(out, code, a.refine)
+        f, sy = files(a.data, code), systems(a, out, code)
         common = ["--train", str(f["train"]), "--dev", str(f["dev"])]
         if not sy["scratch"].exists():
             cli("parse", "train", *common, "--out", str(sy["scratch"]), "--tags", "predicted", "--tagger-minutes",
                 str(a.tagger_minutes), "--tagger-epochs", str(a.tagger_epochs), "--jackknife", str(JACKKNIFE),
                 *scratch_minutes, *budget)
-        for v in a.variants:
-            if not sy[v].exists():
-                cli("parse", "train", *common, "--out", str(sy[v]), "--tags", "predicted", "--tagger-from",
-                    str(sy["scratch"]), "--encoder", str(out / f"enc-{v}" / "model"), *parser_minutes, *budget)
-        if a.refine:
-            for k in ("scratch", *a.variants):
-                r = sy[f"{k}+rngtr"]
-                if not r.exists():
-                    enc = ["--encoder", str(out / f"enc-{k}" / "model")] if k != "scratch" else []
-                    cli("parse", "train", "--arch", "rngtr", *common, "--out", str(r), "--tags", "predicted",
-                        "--tagger-from", str(sy["scratch"]), "--initial", str(sy[k]), "--refiner-graphs", "empty", *enc,
-                        *parser_minutes, *budget)
+        for m in a.modes:
+            for v in a.variants:
+                if not sy[f"{v}·{m}"].exists():
+                    cli("parse", "train", *common, "--out", str(sy[f"{v}·{m}"]), "--tags", "predicted", "--tagger-from",
+                        str(sy["scratch"]), "--encoder", str(encoder(a, out, v)), *MODES[m], *parser_minutes, *budget)
+        for k, r in sy.items():
+            if k.endswith("+rngtr") and not r.exists():
+                base = k[: -len("+rngtr")]
+                enc = ["--encoder", str(encoder(a, out, base.split("·")[0])), *MODES[a.modes[0]]] if base != "scratch" else []
+                cli("parse", "train", "--arch", "rngtr", *common, "--out", str(r), "--tags", "predicted",
+                    "--tagger-from", str(sy["scratch"]), "--initial", str(sy[base]), "--refiner-graphs", "empty", *enc,
+                    *parser_minutes, *budget)
 
 
 def stage_eval(a, out: Path) -> dict:
@@ -102,17 +117,19 @@ def stage_eval(a, out: Path) -> dict:
 
     res: dict = {}
     for code in a.treebanks:
-        f, sy = files(a.data, code), systems(out, code, a.refine)
+        f, sy = files(a.data, code), systems(a, out, code)
         preds, scores, gold = {}, {}, None
         for name, folder in sy.items():
             r = parse_file(parsers.load(folder), f["test"])
             gold, preds[name] = r["gold"], r["preds"]
             scores[name] = score(gold, preds[name]).to_dict()
         for v in ("usl-mlm", "ud-prlm"):
-            scores[f"{v} USL head"] = evaluate_usl(out / f"enc-{v}" / "model", f["test"])
-        pairs = [(v, "scratch") for v in VARIANTS] + [("ud-prlm", "mlm"), ("ud-prlm", "usl-mlm")]
-        if a.refine:
-            pairs += [(f"{k}+rngtr", k) for k in ("scratch", *VARIANTS)]
+            if v in a.variants:
+                scores[f"{v} USL head"] = evaluate_usl(encoder(a, out, v), f["test"])
+        pairs = [(f"{v}·{m}", "scratch") for m in a.modes for v in a.variants]
+        if "ud-prlm" in a.variants:
+            pairs += [(f"ud-prlm·{m}", f"{v}·{m}") for m in a.modes for v in a.variants if v != "ud-prlm"]
+        pairs += [(k, k[: -len("+rngtr")]) for k in sy if k.endswith("+rngtr")]
         gains = {f"{b} − {c}": las_gain(gold, preds[c], preds[b]) for b, c in pairs}
         res[code] = {"scores": {k: {m: v[m] for m in ("las", "uas", "clas")} for k, v in scores.items()},
                      "gains": gains, "sentences": len(gold)}
@@ -124,10 +141,11 @@ def stage_compress(a, out: Path) -> None:
         rep = out / "compress" / code
         if rep.exists():
             continue
-        f, sy = files(a.data, code), systems(out, code, False)
-        order = ["mlm", "ud-prlm", "usl-mlm", "scratch"]
-        cli("parse", "compress", "--models", *(str(sy[k]) for k in order), "--test", *[str(f["test"])] * 4,
-            "--dev", *[str(f["dev"])] * 4, "--recipes", *a.recipes, "--out", str(rep), "--threads", "1")
+        f, sy = files(a.data, code), systems(a, out, code)
+        order = [f"{v}·{a.modes[0]}" for v in ("mlm", "ud-prlm", "usl-mlm", "usi-mlm") if v in a.variants] + ["scratch"]
+        n = len(order)
+        cli("parse", "compress", "--models", *(str(sy[k]) for k in order), "--test", *[str(f["test"])] * n,
+            "--dev", *[str(f["dev"])] * n, "--recipes", *a.recipes, "--out", str(rep), "--threads", "1")
 
 
 def table(a, out: Path, ev: dict) -> str:
@@ -172,9 +190,14 @@ def main(argv=None) -> None:
     ap.add_argument("--recipes", nargs="+", default=["prune-30", "prune-45", "wanda-45-uniform", "ptq-int8"])
     ap.add_argument("--refine", action="store_true", help="also an RNGTr refiner on every biaffine parser")
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS,
-                    help="the encoders the pretrain and parsers stages build")
+                    help="the encoders the study reads (every stage)")
+    ap.add_argument("--modes", nargs="+", default=["tuned", "frozen"], choices=list(MODES),
+                    help="how each encoder's parser reads it (the first mode's parsers are compressed and refined)")
+    ap.add_argument("--encoders", type=Path, help="a folder of encoder model folders named by variant (no pretrain "
+                                                 "stage), e.g. artifacts/encoders")
     a = ap.parse_args(argv)
     out = a.out.expanduser().resolve()
+    a.encoders = a.encoders.expanduser().resolve() if a.encoders else None
     out.mkdir(parents=True, exist_ok=True)
     if a.stage in ("pretrain", "all"):
         stage_pretrain(a, out)

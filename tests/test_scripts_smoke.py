@@ -242,26 +242,32 @@ def test_udprlm_study_end_to_end_on_a_tiny_treebank(tmp_path):
         (data / f"wo_wtb-ud-{split}.conllu").write_text("\n\n".join(src[:n]) + "\n\n")
     configs = tmp_path / "configs"
     configs.mkdir()
-    for v in ("mlm", "usl-mlm", "ud-prlm"):
+    for v in ("mlm", "usl-mlm", "usi-mlm", "ud-prlm"):
         (configs / f"{v}.yaml").write_text(
             f"data: {{shared: '', treebanks: [{data}], raw_languages: [en], max_pieces: 64}}\n"
             "spm: {vocab_size: 300}\n"
-            f"model: {{variant: {v}, d_model: 16, layers: 1, heads: 2, ffn: 32, dropout: 0.1, arc_mlp: 8, rel_mlp: 4}}\n"
-            "objective: {joint_epochs: 1, p: 0.5}\ntrain: {seed: 1, max_tokens: 600, lr: 0.001, warmup: 2, steps: 4}\n")
+            f"model: {{variant: {v}, d_model: 16, layers: 2, heads: 2, ffn: 32, dropout: 0.1, head_mlp: 8, dep_mlp: 4}}\n"
+            "objective: {joint_steps: 2, p: 0.5}\ntrain: {seed: 1, max_tokens: 600, lr: 0.001, warmup: 2, steps: 4}\n")
     out = tmp_path / "run"
     text = _run(REPO / "scripts" / "udprlm_study.py", "--out", out, "--treebanks", "wo_wtb", "--configs", configs,
                 "--data", tmp_path / "ud", "--minutes", "2", "--tagger-minutes", "0.2", "--tagger-epochs", "1",
-                "--max-epochs", "1", "--recipes", "prune-45", "wanda-45-uniform", "ptq-int8", "--refine")
+                "--max-epochs", "1", "--recipes", "prune-45", "wanda-45-uniform", "ptq-int8", "--refine",
+                "--variants", "mlm", "usl-mlm", "ud-prlm", "--modes", "tuned", "frozen")
     res = json.loads((out / "study.json").read_text())["wo_wtb"]
-    systems = {"scratch", "mlm", "usl-mlm", "ud-prlm"}
-    assert set(res["scores"]) == systems | {f"{k}+rngtr" for k in systems} | {"usl-mlm USL head", "ud-prlm USL head"}
-    assert set(res["gains"]) == {"mlm − scratch", "usl-mlm − scratch", "ud-prlm − scratch", "ud-prlm − mlm",
-                                 "ud-prlm − usl-mlm"} | {f"{k}+rngtr − {k}" for k in systems}
-    refiner = json.loads((out / "parsers" / "wo_wtb" / "ud-prlm-rngtr" / "training.json").read_text())
+    parsers = {f"{v}·{m}" for v in ("mlm", "usl-mlm", "ud-prlm") for m in ("tuned", "frozen")}
+    refined = {"scratch", "mlm·tuned", "usl-mlm·tuned", "ud-prlm·tuned"}
+    assert set(res["scores"]) == parsers | {"scratch"} | {f"{k}+rngtr" for k in refined} | {
+        "usl-mlm USL head", "ud-prlm USL head"}
+    assert set(res["gains"]) == {f"{k} − scratch" for k in parsers} | {
+        f"ud-prlm·{m} − {v}·{m}" for m in ("tuned", "frozen") for v in ("mlm", "usl-mlm")} | {
+        f"{k}+rngtr − {k}" for k in refined}
+    refiner = json.loads((out / "parsers" / "wo_wtb" / "ud-prlm-tuned-rngtr" / "training.json").read_text())
     assert refiner["arch"] == "rngtr" and refiner["encoder"]["variant"] == "ud-prlm"  # on its encoder, from empty graphs
+    frozen = json.loads((out / "parsers" / "wo_wtb" / "ud-prlm-frozen" / "training.json").read_text())
+    assert frozen["encoder"]["mode"] == "beside" and frozen["encoder"]["lr_scale"] == 0
     for g in res["gains"].values():
         assert g["delta_ci"][0] <= g["delta"] + 1e-9 <= g["delta_ci"][1] + 2e-9
     S = json.loads((out / "compress" / "wo_wtb" / "summary.json").read_text())
     assert {(Path(c["reference"]).name, c["recipe"]) for c in S["contrasts"]} == {
-        ("mlm", r) for r in ("prune-45", "wanda-45-uniform", "ptq-int8")}  # Wanda reaches every encoder's matrices
-    assert "Who pays" in text and "ud-prlm − mlm" in text
+        ("mlm-tuned", r) for r in ("prune-45", "wanda-45-uniform", "ptq-int8")}  # Wanda reaches every encoder's matrices
+    assert "Who pays" in text and "ud-prlm·tuned − mlm·tuned" in text

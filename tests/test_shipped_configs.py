@@ -162,7 +162,7 @@ def test_the_pretraining_configs_differ_only_in_the_variant():
 
 
 def test_the_shipped_encoders_are_one_study_pre_trained_from_these_configs():
-    """``artifacts/encoders/{mlm,usl-mlm,ud-prlm}``: each loads as its variant; the three share the vocabulary,
+    """``artifacts/encoders/{mlm,usl-mlm,ud-prlm}`` (the expected-label form, METHOD §5c): each loads as its variant; the three share the vocabulary,
     data, seed and 6,000 steps of ``configs/pretrain`` (their settings are the configs' but for the variant, the
     host's paths and a lent GPU's time budget), their segments cover steps 1–6,000, and each is under 30 MB of
     fp16."""
@@ -176,6 +176,7 @@ def test_the_shipped_encoders_are_one_study_pre_trained_from_these_configs():
         model, sp, labels = load_encoder(d)
         rec = json.loads((d / "training.json").read_text())
         assert model.config.variant == rec["variant"] == v and rec["steps"] == 6000 and sp.get_piece_size() == 8000
+        assert model.config.structure == "expected-label"  # made before the paper's USI: the named ablation
         segs = rec["segments"]
         assert segs[0]["first_step"] == 1 and segs[-1]["last_step"] == 6000
         assert all(a["last_step"] + 1 == b["first_step"] for a, b in zip(segs, segs[1:], strict=False))

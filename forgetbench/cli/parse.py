@@ -132,7 +132,10 @@ def add_commands(sub) -> None:
                     help="biaffine (BiLSTM), syntr (Transformer + biaffine), rngtr (graph-to-graph refiner of an initial "
                          "parse), g2gtr (transition-based graph-to-graph Transformer, arc-standard + SWAP)")
     pt.add_argument("--encoder", help="a pretrain-encoder model folder: biaffine, syntr and rngtr read its first-piece "
-                                      "states (fine-tuned) instead of their own word/character layers")
+                                      "states (--encoder-mode)")
+    pt.add_argument("--encoder-mode", choices=["beside", "replace"], default="beside",
+                    help="beside (default): the encoder's features, projected to 300, join the parser's word, character "
+                         "and UPOS inputs; replace: they and UPOS replace them (and the biaffine parser's BiLSTM)")
     pt.add_argument("--encoder-lr-scale", type=float, default=1.0,
                     help="the encoder's learning rate relative to the parser's (default 1; 0 freezes it)")
     pt.add_argument("--encoder-lr-decay", type=float, default=1.0,

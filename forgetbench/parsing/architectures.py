@@ -108,7 +108,7 @@ class Biaffine(Architecture):
     settings = {"lr": 2e-3, "betas": (0.9, 0.9), "warmup": 0, "max_tokens": 3000}
 
     def build(self, cfg: dict) -> nn.Module:
-        return BiaffineParser(ParserConfig(**cfg))
+        return BiaffineParser(ParserConfig(**ParserConfig.stored(cfg)))
 
 
 class SynTr(Architecture):
@@ -116,7 +116,7 @@ class SynTr(Architecture):
     settings = {"lr": 1e-3, "betas": (0.9, 0.98), "warmup": 100, "max_tokens": 1000}
 
     def build(self, cfg: dict) -> nn.Module:
-        return GraphParser(GraphParserConfig(**cfg))
+        return GraphParser(GraphParserConfig(**GraphParserConfig.stored(cfg)))
 
     def matches(self, cfg: dict) -> bool:
         return super().matches(cfg) and cfg.get("graph", "none") == "none"

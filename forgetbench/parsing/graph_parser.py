@@ -23,6 +23,7 @@ from forgetbench.parsing.graph_attention import ATTENTION_KINDS, ENCODER_LAYER_U
 from forgetbench.parsing.modules import (
     TOKEN_UNITS,
     TokenFeatureConfig,
+    beside_inputs,
     biaffine_heads,
     biaffine_scores,
     read_words,
@@ -72,13 +73,14 @@ class GraphParser(nn.Module):
         super().__init__()
         self.cfg = cfg
         units = word_inputs(self, cfg)
-        if cfg.pretrained:  # the pre-trained encoder's states (⊕ UPOS) are the graph encoder's input
+        if cfg.pretrained:  # the pre-trained encoder's states (⊕ UPOS) are, or join, the graph encoder's input
             self.forgetbench_units = units + self.forgetbench_units[len(TOKEN_UNITS):]
-        self.proj = nn.Linear(cfg.feature_dim, cfg.d_model)
+        self.proj = nn.Linear(cfg.built_dim, cfg.d_model)
         self.encoder = GraphEncoder(cfg.d_model, cfg.layers, cfg.heads, cfg.ffn, cfg.n_relations, cfg.attention,
                                     cfg.value_relations, cfg.relation_norm, cfg.attention_dropout)
         self.mlp, self.scorer = biaffine_heads(cfg.d_model, cfg.arc_mlp, cfg.rel_mlp, cfg.n_rels, cfg.dropout)
         self.drop = nn.Dropout(cfg.dropout)
+        beside_inputs(self, cfg, self.proj)  # beside: the encoder's features join the projection's inputs
 
     @property
     def uses_graph(self) -> bool:

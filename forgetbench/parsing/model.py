@@ -1,6 +1,6 @@
 """Biaffine dependency parser (Dozat & Manning; docs/METHOD.md §4), sized for CPU training.
 
-word + character + UPOS embeddings → BiLSTM → four MLPs (arc-dep, arc-head, rel-dep, rel-head) →
+word + character + UPOS embeddings [+ a pre-trained encoder's projected features, ``modules.beside_inputs``] → BiLSTM → four MLPs (arc-dep, arc-head, rel-dep, rel-head) →
 biaffine arc scores s[b, h, d] and biaffine label scores; cross-entropy on heads and on labels
 given the gold head. Units for the compression hooks are declared (``forgetbench_units``), so
 ``prune``/``quantize`` work on it unchanged. Layers in ``parsing.modules``.
@@ -15,6 +15,7 @@ from torch import nn
 from forgetbench.parsing.modules import (
     TOKEN_UNITS,
     TokenFeatureConfig,
+    beside_inputs,
     biaffine_heads,
     biaffine_scores,
     read_words,
@@ -43,15 +44,17 @@ class BiaffineParser(nn.Module):
         super().__init__()
         self.cfg = cfg
         units = word_inputs(self, cfg)
-        if cfg.pretrained:  # the pre-trained encoder replaces the BiLSTM: its states (⊕ UPOS) feed the MLPs
-            self.lstm, d = None, cfg.feature_dim
+        if cfg.pretrained and cfg.pretrained_mode == "replace":  # the encoder replaces the BiLSTM: its states (⊕
+            self.lstm, d = None, cfg.feature_dim                  # UPOS) feed the MLPs
             self.forgetbench_units = units + self.forgetbench_units[len(TOKEN_UNITS) + 1:]
         else:
-            self.lstm = nn.LSTM(cfg.feature_dim, cfg.lstm_hidden, num_layers=cfg.lstm_layers, batch_first=True,
+            self.lstm = nn.LSTM(cfg.built_dim, cfg.lstm_hidden, num_layers=cfg.lstm_layers, batch_first=True,
                                 bidirectional=True, dropout=cfg.dropout)
             d = 2 * cfg.lstm_hidden
+            self.forgetbench_units = units + self.forgetbench_units[len(TOKEN_UNITS):]
         self.mlp, self.scorer = biaffine_heads(d, cfg.arc_mlp, cfg.rel_mlp, cfg.n_rels, cfg.dropout)
         self.drop = nn.Dropout(cfg.dropout)
+        beside_inputs(self, cfg, self.lstm)  # beside: the encoder's features join the BiLSTM's inputs
 
     def forward(self, words, chars, tags):
         """words/tags [B, L] (position 0 = root), chars [B, L, C]; returns arc [B, L(dep), L(head)], rel [B, R, L, L]."""

@@ -1,27 +1,31 @@
-"""The pre-trained multilingual encoder (``forgetbench pretrain-encoder``, ``pretrain/``): MLM only, USL + MLM, or
-UD-PrLM (USL + USI + MLM; Sun, Li, Zhao) — one of the encoders a parser can read.
+"""The pre-trained multilingual encoder (``forgetbench pretrain-encoder``, ``pretrain/``) of UD-PrLM (Sun, Li, Zhao)
+and its ablations — one of the encoders a parser can read (docs/METHOD.md §5c).
 
-Shapes: B sentences, N subword positions (``<s> pieces </s>``, padding), d = ``d_model``, R labels.
+Shapes: B sentences, N subword positions (``<s> pieces </s>``, padding), H = ``d_model``, D labels.
 
-- **Encoder**: token + learned position embeddings, ``layers`` Transformer layers (pre-norm, GELU;
-  ``parsing.encoder_layer``) → H^(L).
-- **USL** (universal structure learning): the biaffine parser's scorer on H^(L) (``parsing.modules``: MLPs of
-  ``arc_mlp`` and ``rel_mlp`` units, the paper's 128 and 64): arc scores S_arc [B, N(dep), N(head)] with padding
-  heads at −10⁹, label scores S_label [B, N, N, R]. Its loss: cross-entropy of the gold head over each
-  position's heads, plus cross-entropy of the gold label at the gold head (positions marked −100 unscored).
-- **USI** (universal structure integration), **Decision** (the formulation of the seed's Appendix is not at
-  hand; this one uses exactly the two score tensors the paper names):
-  S_US[b, i, j, l] = softmax_j(S_arc[b, i, :])_j · softmax_l(S_label[b, i, j, :])_l, the probability that j heads
-  i with label l (Σ_{j,l} = 1 per real i); H_US[b, i] = Σ_{j,l} S_US[b, i, j, l] · (W_h H^(L)[b, j] + E_l) with
-  W_h a d × d map and E a table of R label embeddings; H^(L+1) = Transformer layer(H_US + H^(L)).
-- **MLM head**: a d × d GELU layer, LayerNorm, and the tied token embedding (+ bias) over H^(L) (``JOINT``
-  steps, MLM-only and no-USI encoders) or H^(L+1) (UD-PrLM's ``MLM`` steps, and its representations).
+- **Encoder** (§3.2): token + learned position embeddings, ``layers`` Transformer layers (pre-norm, GELU;
+  ``parsing.encoder_layer``) → H^(L). An encoder with USI has one layer fewer than its baseline (§4, layer parity:
+  ``pretrain.run.encoder_config``).
+- **USL** (universal structure learning, §3.3): on H^(L), r^m = ReLU(MLP^m(h)) for heads (``head_mlp`` units,
+  the paper's H_head 128) and dependents (``dep_mlp``, H_dep 64), arc and label biaffines (``modules.usl_heads``):
+  arc scores S_arc [B, N(dep), N(head)] with padding heads at −10⁹, label scores [B, N, N, D]. Its loss:
+  cross-entropy of the gold head over each position's heads, plus cross-entropy of the gold label at the gold
+  head (positions marked −100 unscored).
+- **USI** (universal structure integration, §3.4; ``parsing.structure``): S_US from the two softmaxes, H_US from
+  S_US and H^(L), H^(L+1) = LayerNorm(Transformer layer(H_US + H^(L))).
+- **MLM head**: a H × H GELU layer, LayerNorm, and the tied token embedding (+ bias) over H^(L) (phase 1 of
+  Algorithm 1 and encoders without USI) or H^(L+1) (phase 2 with USI; ``pretrain.schedule``).
+
+``structure: expected-label`` keeps the encoder this project first built (LeakyReLU MLPs of ``arc_mlp`` and
+``rel_mlp`` units, ``structure.ExpectedLabelIntegration``) as a named ablation; encoder folders written before
+the field existed read as it.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from contextlib import nullcontext
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 import torch
@@ -29,12 +33,14 @@ from torch import nn
 
 from forgetbench.errors import ForgetbenchError
 from forgetbench.parsing.encoder_layer import EncoderLayer
-from forgetbench.parsing.modules import biaffine_heads, biaffine_scores
+from forgetbench.parsing.modules import biaffine_heads, biaffine_scores, usl_heads
+from forgetbench.parsing.structure import integration, legacy_names, structure_tensor
 
 IGNORE = -100
 MODEL_TYPE = "forgetbench-encoder"
 PAD, UNK, BOS, EOS, MASK = 0, 1, 2, 3, 4  # the encoder's SentencePiece layout (pretrain/data.py rule 3)
 FIRST_NORMAL = 5
+LEGACY_STRUCTURE = "expected-label"  # what an encoder settings record without ``structure`` was made with
 
 
 @dataclass
@@ -42,36 +48,41 @@ class EncoderConfig:
     vocab_size: int
     n_rels: int = 0  # 0: MLM only (no USL)
     d_model: int = 256
-    layers: int = 4
+    layers: int = 4  # the Transformer layers below USL (USI's own layer not counted)
     heads: int = 4
     ffn: int = 1024
     dropout: float = 0.1
     max_positions: int = 256
-    arc_mlp: int = 128
+    arc_mlp: int = 128  # the expected-label form's MLP sizes
     rel_mlp: int = 64
-    usi: bool = True  # UD-PrLM; False: the USL + MLM ablation
+    usi: bool = True  # False: the USL + MLM ablation (w/o US Integration)
     pad_id: int = 0
+    structure: str = "paper"  # or LEGACY_STRUCTURE
+    head_mlp: int = 128  # the paper form's H_head and H_dep (§4)
+    dep_mlp: int = 64
+    supervised: bool = True  # False: USL and USI built but never trained on trees (w/o UD pre-training)
 
     @property
     def variant(self) -> str:
-        return "mlm" if not self.n_rels else ("ud-prlm" if self.usi else "usl-mlm")
+        if not self.n_rels:
+            return "mlm"
+        if not self.usi:
+            return "usl-mlm"
+        return "ud-prlm" if self.supervised else "usi-mlm"
 
     def to_dict(self) -> dict:
         return asdict(self)
 
+    @classmethod
+    def from_dict(cls, d: dict) -> EncoderConfig:
+        """Settings as stored (``config.json``, a parser's ``pretrained``); a record without ``structure`` is
+        an expected-label encoder."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{"structure": LEGACY_STRUCTURE} | {k: v for k, v in d.items() if k in known})
+
 
 def _layer(c: EncoderConfig) -> EncoderLayer:
     return EncoderLayer(c.d_model, c.heads, c.ffn, c.dropout)
-
-
-def structure_tensor(arc: torch.Tensor, rel: torch.Tensor) -> torch.Tensor:
-    """S_US [B, N, N, R] from S_arc [B, N, N] and S_label [B, N, N, R] (module docstring)."""
-    return arc.softmax(-1).unsqueeze(-1) * rel.softmax(-1)
-
-
-def structure_representation(s_us: torch.Tensor, h: torch.Tensor, w_h: nn.Linear, labels: nn.Embedding) -> torch.Tensor:
-    """H_US [B, N, d] = Σ_{j,l} S_US[b, i, j, l] · (W_h h_j + E_l)."""
-    return torch.einsum("bij,bjd->bid", s_us.sum(-1), w_h(h)) + torch.einsum("bil,ld->bid", s_us.sum(2), labels.weight)
 
 
 class PretrainedEncoder(nn.Module):
@@ -84,12 +95,16 @@ class PretrainedEncoder(nn.Module):
         self.layers = nn.ModuleList([_layer(c) for _ in range(c.layers)])
         self.norm = nn.LayerNorm(c.d_model)
         if c.n_rels:
-            self.mlp, self.scorer = biaffine_heads(c.d_model, c.arc_mlp, c.rel_mlp, c.n_rels, c.dropout)
+            if c.structure == "paper":
+                self.mlp, self.scorer = usl_heads(c.d_model, c.head_mlp, c.dep_mlp, c.n_rels, c.dropout)
+            else:
+                self.mlp, self.scorer = biaffine_heads(c.d_model, c.arc_mlp, c.rel_mlp, c.n_rels, c.dropout)
             if c.usi:
-                self.usi_head = nn.Linear(c.d_model, c.d_model, bias=False)
-                self.usi_labels = nn.Embedding(c.n_rels, c.d_model)
+                self.usi = integration(c.structure, c.d_model, c.n_rels)
                 self.usi_layer = _layer(c)
                 self.usi_norm = nn.LayerNorm(c.d_model)
+                if c.structure == LEGACY_STRUCTURE:
+                    self.register_load_state_dict_pre_hook(lambda _m, sd, prefix, *_a: legacy_names(sd, prefix))
         self.mlm_dense = nn.Linear(c.d_model, c.d_model)
         self.mlm_norm = nn.LayerNorm(c.d_model)
         self.mlm_bias = nn.Parameter(torch.zeros(c.vocab_size))
@@ -99,7 +114,7 @@ class PretrainedEncoder(nn.Module):
 
     # ---- the encoder ----
     def encode(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(H^(L) [B, N, d], mask [B, N] of real positions)."""
+        """(H^(L) [B, N, H], mask [B, N] of real positions)."""
         mask = ids != self.config.pad_id
         pos = torch.arange(ids.shape[1], device=ids.device)
         h = self.drop(self.embed(ids) + self.positions(pos))
@@ -109,22 +124,22 @@ class PretrainedEncoder(nn.Module):
 
     # ---- USL ----
     def usl(self, h: torch.Tensor, mask: torch.Tensor):
-        """(S_arc [B, N, N], rel-dependent and rel-head MLP outputs) on H^(L)."""
+        """(S_arc [B, N, N], label-dependent and label-head MLP outputs) on H^(L)."""
         return biaffine_scores(self.mlp, self.scorer, h, mask)
 
     def usl_loss(self, h: torch.Tensor, mask: torch.Tensor, heads: torch.Tensor, rels: torch.Tensor) -> torch.Tensor:
         arc, rel_dep, rel_head = self.usl(h, mask)
         scored = heads != IGNORE
         arc_loss = nn.functional.cross_entropy(arc[scored], heads[scored])
-        rel_at_gold = self.scorer["rel"].at_heads(rel_dep, rel_head, heads)  # [B, R, N]
+        rel_at_gold = self.scorer["rel"].at_heads(rel_dep, rel_head, heads)  # [B, D, N]
         return arc_loss + nn.functional.cross_entropy(rel_at_gold.transpose(1, 2)[scored], rels[scored])
 
     # ---- USI ----
     def integrate(self, h: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """H^(L+1) from H^(L) through the predicted structure."""
         arc, rel_dep, rel_head = self.usl(h, mask)
-        rel = self.scorer["rel"](rel_dep, rel_head).permute(0, 2, 3, 1)  # [B, R, N, N] → [B, N(dep), N(head), R]
-        h_us = structure_representation(structure_tensor(arc, rel), h, self.usi_head, self.usi_labels)
+        rel = self.scorer["rel"](rel_dep, rel_head).permute(0, 2, 3, 1)  # [B, D, N, N] → [B, N(dep), N(head), D]
+        h_us = self.usi(structure_tensor(arc, rel), h)
         return self.usi_norm(self.usi_layer(h_us + h, src_key_padding_mask=~mask))
 
     # ---- MLM ----
@@ -201,7 +216,8 @@ class PretrainedWords(nn.Module):
     """Word representations from a pre-trained encoder, the first-piece pooling of the seed: each sentence is read
     as ``<s> pieces </s>`` (``representations``: H^(L+1) through USI where there is one); word w is the state at
     its first piece, the root the state at ``<s>``. A sentence longer than the encoder's positions is read in
-    consecutive windows of whole words, each its own ``<s> … </s>`` (the root: the first window's ``<s>``)."""
+    consecutive windows of whole words, each its own ``<s> … </s>`` (the root: the first window's ``<s>``). A frozen
+    encoder (no parameter that requires a gradient) runs in eval mode without a graph."""
 
     def __init__(self, cfg: EncoderConfig):
         super().__init__()
@@ -230,7 +246,10 @@ class PretrainedWords(nn.Module):
         ids = torch.full((len(seqs), n), PAD, dtype=torch.long, device=pieces.device)
         for k, x in enumerate(seqs):
             ids[k, : len(x)] = torch.tensor(x, device=pieces.device)
-        h, _ = self.encoder.representations(ids)
+        frozen = not any(p.requires_grad for p in self.encoder.parameters())
+        self.encoder.train(self.training and not frozen)  # a frozen encoder's features: no dropout, no graph
+        with torch.no_grad() if frozen else nullcontext():
+            h, _ = self.encoder.representations(ids)
         out = h.new_zeros(B, L, h.shape[-1])
         b_i, w_i, k_i, p_i = (torch.tensor(c, device=pieces.device) for c in zip(*where, strict=True))
         out[b_i, w_i] = h[k_i, p_i]
@@ -262,7 +281,7 @@ def load_encoder(folder: str | Path) -> tuple[PretrainedEncoder, object, list[st
                                f"{MODEL_TYPE!r}); give the model folder written by forgetbench pretrain-encoder")
     labels = cfg.pop("labels")
     cfg.pop("model_type")
-    model = PretrainedEncoder(EncoderConfig(**cfg))
+    model = PretrainedEncoder(EncoderConfig.from_dict(cfg))
     missing, unexpected = model.load_state_dict(load_file(str(folder / "model.safetensors")), strict=False)
     if missing or unexpected:
         raise ForgetbenchError(f"{folder}: model.safetensors does not match its config.json (missing "

@@ -25,6 +25,7 @@ from __future__ import annotations
 import torch
 
 from forgetbench.parsing.decode import mst
+from forgetbench.parsing.modules import rows
 from forgetbench.parsing.relations import relation_ids
 
 DEFAULT_ITERATIONS = 3
@@ -75,7 +76,7 @@ def refine(model, words, chars, tags, heads0: torch.Tensor, rels0: torch.Tensor,
     per_iteration = []
     for t in range(1, iterations + 1):
         idx = active
-        arc, rd, rh = model.encode(words[idx], chars[idx], tags[idx], graph_relations(model, heads[idx], rels[idx]))
+        arc, rd, rh = model.encode(words[idx], rows(chars, idx), tags[idx], graph_relations(model, heads[idx], rels[idx]))
         new_h, new_r = argmax_graph(model, arc, rd, rh, mask[idx])
         same = ((new_h == heads[idx]) & (new_r == rels[idx])).all(-1)
         stop = same if t < iterations else torch.ones_like(same)

@@ -118,7 +118,7 @@ def parser_skeleton(model_dir: str | Path):
 
 
 def load_parser(model_dir: str | Path) -> tuple[BiaffineParser, Vocab]:
-    model = load_module_dir(model_dir, "forgetbench-biaffine", lambda c: BiaffineParser(ParserConfig(**c)), "biaffine parser")
+    model = load_module_dir(model_dir, "forgetbench-biaffine", lambda c: BiaffineParser(ParserConfig(**ParserConfig.stored(c))), "biaffine parser")
     return model, Vocab(**json.loads((Path(model_dir) / "vocab.json").read_text()))
 
 
@@ -174,7 +174,8 @@ class ParseTrainConfig:
     refiner_graphs: str | None = None  # None: k-fold graphs with an initial parser, else empty ones
     folds: int = 2
     fold_minutes: float = 6.0
-    encoder: str | None = None  # a pretrain-encoder model folder the parser reads (fine-tuned) instead of its own
+    encoder: str | None = None  # a pretrain-encoder model folder the parser reads
+    encoder_mode: str = "beside"  # beside: its features join the parser's own inputs; replace: instead of them
     encoder_lr_scale: float = 1.0  # the encoder's learning rate relative to the parser's (0: frozen)
     encoder_lr_decay: float = 1.0  # layer-wise: each encoder layer down gets this factor more
     model: dict = field(default_factory=dict)  # network settings given (MODEL_OPTIONS); the rest are defaults
@@ -206,7 +207,7 @@ def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Pa
           iterations: int = DEFAULT_ITERATIONS, train_iterations: int | None = None, warm_start: str | Path | None = None,
           refiner_graphs: str = "empty", folds: int = 2, fold_minutes: float = 6.0, label: str = "",
           encoder: str | Path | None = None, encoder_lr_scale: float = 1.0, encoder_lr_decay: float = 1.0,
-          **model_kw) -> dict:
+          encoder_mode: str = "beside", **model_kw) -> dict:
     """Train a parser of ``arch`` on ``train_file``, select on ``dev_file`` (None: ``held_out_split`` of the
     training file); ``minutes`` bounds the whole run (taggers included), ``max_epochs`` the parser's epochs and
     ``tagger_epochs`` each tagger's (predicted tags): with time budgets too large to bind, a run is deterministic.
@@ -238,7 +239,8 @@ def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Pa
     tr, dv = _read_split(train_file, dev_file)
     reused = _reused_tags(Path(tagger_from), train_file, dev_file) if tagger_from is not None else None
     vocab = Vocab(**json.loads((Path(tagger_from) / "vocab.json").read_text())) if reused is not None else Vocab.build(tr)
-    pretrained = _pretrained_encoder(encoder, encoder_lr_scale, encoder_lr_decay, architecture, vocab, model_kw)
+    pretrained = _pretrained_encoder(encoder, encoder_lr_scale, encoder_lr_decay, architecture, vocab, model_kw,
+                                     encoder_mode)
     model = _build(architecture, vocab, model_kw, warm, warm_start)
     if pretrained is not None:
         model.words.encoder.load_state_dict(pretrained.state_dict())
@@ -258,14 +260,15 @@ def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Pa
                   "dev_data": str(dev_file) if dev_file else f"held out: every {HELD_OUT_EVERY}th training sentence",
                   "environment": environment()} | tag_info | ({"encoder": {
                       "folder": str(encoder), "weights_sha256": sha256_file(Path(encoder) / "model.safetensors"),
-                      "variant": pretrained.config.variant, "lr_scale": encoder_lr_scale,
+                      "variant": pretrained.config.variant, "mode": encoder_mode, "lr_scale": encoder_lr_scale,
                       "lr_decay": encoder_lr_decay}} if encoder else {}) | \
             architecture.training_record(
                       initial, iterations, t_iter, warm_start, refiner_graphs, folds, kfold_info)
         return _fit(tmp, parser, tr, dv, settings, t_iter, record, minutes, max_epochs, seed, t0, progress, label)
 
 
-def _pretrained_encoder(encoder, lr_scale: float, lr_decay: float, architecture, vocab: Vocab, model_kw: dict):
+def _pretrained_encoder(encoder, lr_scale: float, lr_decay: float, architecture, vocab: Vocab, model_kw: dict,
+                        mode: str = "beside"):
     """The pre-trained encoder a parser reads (``encoder`` given): its settings join ``model_kw``, its SentencePiece
     model the vocabulary; refused in one line for an architecture that cannot read one or a bad scale."""
     if encoder is None:
@@ -279,8 +282,11 @@ def _pretrained_encoder(encoder, lr_scale: float, lr_decay: float, architecture,
         raise ForgetbenchError(f"--encoder-lr-scale {lr_scale}: give a number >= 0 (0 freezes the encoder)")
     if not 0 < lr_decay <= 1:
         raise ForgetbenchError(f"--encoder-lr-decay {lr_decay}: give a number in (0, 1] (1: one rate for every layer)")
+    if mode not in ("beside", "replace"):
+        raise ForgetbenchError(f"--encoder-mode {mode!r}: use beside (the encoder's features join the parser's own "
+                               "inputs) or replace (they replace them)")
     model, sp, _ = load_encoder(encoder)
-    model_kw["pretrained"] = model.config.to_dict()
+    model_kw["pretrained"], model_kw["pretrained_mode"] = model.config.to_dict(), mode
     vocab.pieces, vocab.sp = "spm.model", sp
     return model
 

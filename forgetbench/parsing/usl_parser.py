@@ -66,6 +66,9 @@ def evaluate_usl(folder: str | Path, data: str | Path) -> dict:
     model, sp, labels = load_encoder(folder)
     if not model.config.n_rels:
         raise ForgetbenchError(f"{folder}: an MLM-only encoder has no USL head to parse with; fine-tune a parser on it")
+    if not model.config.supervised:
+        raise ForgetbenchError(f"{folder}: a usi-mlm encoder's USL head never learnt from trees (w/o UD pre-training); "
+                               "fine-tune a parser on it")
     sents = read_conllu(data)
     preds, too_long = parse_sentences(model, sp, labels, sents)
     return score([(x.heads, x.deprels) for x in sents], preds).to_dict() | {

@@ -29,20 +29,24 @@ from forgetbench.parsing.pretrained import (
     EncoderConfig,
     PretrainedEncoder,
 )
-from forgetbench.pretrain.config import PretrainConfig, fingerprint
+from forgetbench.pretrain.config import TREE_VARIANTS, USI_VARIANTS, PretrainConfig, fingerprint
 from forgetbench.pretrain.data import Batches, prepare
 from forgetbench.pretrain.masking import mask_tokens
-from forgetbench.pretrain.schedule import JOINT, MLM, USL, Schedule
+from forgetbench.pretrain.schedule import Schedule, losses
 
 RUN_MARKER = "pretrain-run.json"
 
 
 def encoder_config(cfg: PretrainConfig, vocab_size: int, n_labels: int) -> EncoderConfig:
+    """The encoder of ``cfg``: ``model.layers`` is the baseline's L; a variant with USI gets L − 1 layers below its
+    USI layer, so that every variant runs L Transformer layers (Sun, Li, Zhao §4)."""
     m = cfg.model
+    usi = m.variant in USI_VARIANTS
     return EncoderConfig(vocab_size=vocab_size, n_rels=0 if m.variant == "mlm" else n_labels, d_model=m.d_model,
-                         layers=m.layers, heads=m.heads, ffn=m.ffn, dropout=m.dropout,
-                         max_positions=cfg.data.max_pieces, arc_mlp=m.arc_mlp, rel_mlp=m.rel_mlp,
-                         usi=m.variant == "ud-prlm", pad_id=PAD)
+                         layers=m.layers - usi, heads=m.heads, ffn=m.ffn, dropout=m.dropout,
+                         max_positions=cfg.data.max_pieces, arc_mlp=m.arc_mlp, rel_mlp=m.rel_mlp, usi=usi, pad_id=PAD,
+                         structure=m.structure, head_mlp=m.head_mlp, dep_mlp=m.dep_mlp,
+                         supervised=m.variant != "usi-mlm")
 
 
 def make_step_loss(model: PretrainedEncoder, schedule: Schedule, state: dict, seed: int, mask_rate: float,
@@ -54,25 +58,25 @@ def make_step_loss(model: PretrainedEncoder, schedule: Schedule, state: dict, se
 
     def step_loss(b):
         step = state["step"] + 1
-        kind = schedule.kind(step, state["epoch"])
+        kind = schedule.kind(step)
+        usl, through_usi = losses(kind, c.variant)
         taken[kind] += 1
         b = {k: v.to(arith.device) for k, v in b.items()}
         loss, tokens = torch.zeros((), device=arith.device), 0
         with arith.autocast():
-            if kind in (JOINT, USL) and "tree_ids" in b:
+            if usl and "tree_ids" in b:
                 h, mask = model.encode(b["tree_ids"])
                 loss = loss + model.usl_loss(h, mask, b["heads"], b["rels"]).float()
                 tokens += int(mask.sum())
-            if kind in (JOINT, MLM):
-                text = b["text"]
-                special = text < FIRST_NORMAL
-                g = torch.Generator().manual_seed(step_seed(seed, step))
-                ids, labels = mask_tokens(text.cpu(), special.cpu(), MASK, c.vocab_size, FIRST_NORMAL, g, mask_rate)
-                h, mask = model.encode(ids.to(arith.device))
-                if kind == MLM and c.n_rels and c.usi:
-                    h = model.integrate(h, mask)
-                loss = loss + model.mlm_loss(h, labels.to(arith.device)).float()
-                tokens += int(mask.sum())
+            text = b["text"]
+            special = text < FIRST_NORMAL
+            g = torch.Generator().manual_seed(step_seed(seed, step))
+            ids, labels = mask_tokens(text.cpu(), special.cpu(), MASK, c.vocab_size, FIRST_NORMAL, g, mask_rate)
+            h, mask = model.encode(ids.to(arith.device))
+            if through_usi:
+                h = model.integrate(h, mask)
+            loss = loss + model.mlm_loss(h, labels.to(arith.device)).float()
+            tokens += int(mask.sum())
         return loss, tokens
 
     return step_loss
@@ -124,12 +128,11 @@ def setup(cfg: PretrainConfig, out: Path, log=print, resume: bool = True) -> Set
     opt = torch.optim.AdamW(model.parameters(), lr=tc.lr, betas=(0.9, 0.98), eps=1e-6, weight_decay=tc.weight_decay)
     fp = fingerprint(cfg)
     state = loop.resume(model, opt, out / "checkpoint", fp, log) if resume else loop.new_state(fp)
-    schedule = Schedule(cfg.objective.joint_epochs, cfg.objective.p, tc.seed, usl=model.config.n_rels > 0,
-                        usi=model.config.usi)
+    schedule = Schedule(cfg.objective.joint_steps, cfg.objective.p, tc.seed)
     taken: Counter = Counter(state.get("objectives", {}))
     state["objectives"] = taken  # saved with every checkpoint (a Counter is a dict)
     step_loss = make_step_loss(model, schedule, state, tc.seed, cfg.objective.mask_rate, arith, taken)
-    return Setup(meta, arith, model, opt, state, taken, step_loss, Batches(out, with_trees=model.config.n_rels > 0))
+    return Setup(meta, arith, model, opt, state, taken, step_loss, Batches(out, with_trees=cfg.model.variant in TREE_VARIANTS))
 
 
 def continuable(cfg: PretrainConfig, folder: Path) -> dict:
