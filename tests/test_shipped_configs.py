@@ -48,7 +48,8 @@ def test_shipped_config_loads(path: Path):
                 assert (s["max_tokens"], s["lr"], s["warmup"], s["dev_sentences"]) == tuple(
                     cfg["train"][k] for k in ("max_tokens", "lr", "warmup", "dev_sentences"))
             if path.name == Path(record["segments"][-1]["config"]).name:
-                assert {k: v for k, v in cfg["train"].items()} == shipped["train"]
+                new = {"patience": 0, "min_delta": 0.0}  # settings added since, at their defaults (early stopping off)
+                assert {k: v for k, v in cfg["train"].items() if k not in new or v != new[k]} == shipped["train"]
     elif "runs" in raw:  # the GPU queue (scripts/gpu_queue.py)
         import importlib.util
 
@@ -187,5 +188,5 @@ def test_the_shipped_encoders_are_one_study_pre_trained_from_these_configs():
         configs[v] = {k: cfg[k] for k in ("spm", "model", "objective")} | {
             "train": {k: x for k, x in cfg["train"].items() if k != "time_budget_minutes"}, "data": {k: x for k, x in cfg["data"].items() if k not in ("shared", "treebanks")}}
         shipped = yaml.safe_load((REPO / "configs" / "pretrain" / f"{v}.yaml").read_text())
-        assert shipped["train"]["steps"] == 6000 and shipped["train"]["seed"] == cfg["train"]["seed"]
+        assert shipped["train"]["seed"] == cfg["train"]["seed"]  # the configs now run until the held-out loss stops
     assert len(spms) == 1 and configs["mlm"] == configs["usl-mlm"] == configs["ud-prlm"]

@@ -683,3 +683,30 @@ def test_a_parser_saved_before_the_mode_existed_replaces_its_inputs():
     assert ParserConfig.stored({"n_words": 1}) == {"n_words": 1}
     legacy = {k: v for k, v in enc.items() if k not in ("structure", "head_mlp", "dep_mlp", "supervised")}
     assert EncoderConfig.from_dict(legacy).structure == "expected-label"
+
+
+def test_pretraining_stops_early_on_its_held_out_loss_and_exports_the_best_step(tmp_path):
+    """``train.patience``: the held-out MLM loss (the treebanks' dev sentences; UD-PrLM's read through USI after
+    the joint steps) measured every ``dev_every`` steps after them; with a min_delta no change can pass, the first
+    measurement stays the best and the run stops ``patience`` measurements later, exporting that step's weights. Run
+    again with more steps, it trains no further."""
+    import json
+
+    from forgetbench.cli import main
+
+    cfg = _tiny_run(tmp_path, steps=40)
+    cfg.write_text(cfg.read_text().replace("threads: 1}", "threads: 1, dev_every: 2, patience: 2, min_delta: 100}"))
+    out = tmp_path / "run"
+    assert main(["pretrain-encoder", str(cfg), "--out", str(out), "--quiet"]) == 0
+    rec = json.loads((out / "model" / "training.json").read_text())
+    es = rec["early_stop"]
+    assert rec["steps"] == 10 and rec["stopped_by"].startswith("early stop") and es["best_step"] == 6
+    assert [s for s, _ in es["scores"]] == [6, 8, 10] and es["exported"] == "best" and es["start"] == 4
+    best, exported = _weights(out / "best"), _weights(out / "model")
+    assert all(torch.equal(best[k], exported[k]) for k in exported)
+    log = [json.loads(x) for x in (out / "train_log.jsonl").read_text().splitlines()]
+    dev = [r for r in log if "dev_score" in r]
+    assert [r["step"] for r in dev] == [6, 8, 10] and all(r["dev_mlm_loss"] > 0 and r["dev_usl_loss"] > 0 for r in dev)
+    assert dev[0]["dev_score"] == pytest.approx(-dev[0]["dev_mlm_loss"], abs=1e-4)
+    assert main(["pretrain-encoder", str(cfg), "--out", str(out), "--steps", "80", "--quiet"]) == 0
+    assert json.loads((out / "model" / "training.json").read_text())["steps"] == 10

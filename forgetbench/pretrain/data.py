@@ -16,7 +16,9 @@ Rules:
 4. **Encoding**: raw sentences as ``<s> pieces </s>``; tree sentences word by word (each word's own pieces), their
    heads and labels by ``subword_trees.subword_tree`` (labels: the treebanks' relations, sorted, then
    ``subword``). Sentences over ``max_pieces`` positions are left out and counted.
-5. **Batches** (``Batches``): an epoch is one pass over the raw text in a seeded order
+5. **Held out** (``dev_set``): the treebanks' dev sentences encoded as rule 4's trees (``dev.npz``, made when a run
+   first measures its dev score), never trained on; a relation the training trees lack is unscored.
+6. **Batches** (``Batches``): an epoch is one pass over the raw text in a seeded order
    (``numpy.random.default_rng(seed · 1,000 + epoch)``), cut into chunks of at most ``max_tokens / 2`` tokens;
    each chunk is paired with the next chunk of trees (their own seeded order, cycled), also ``max_tokens / 2``.
 """
@@ -152,6 +154,34 @@ def prepare(cfg: PretrainConfig, out: Path, log=print) -> dict:
     return meta
 
 
+def dev_set(cfg: PretrainConfig, out: Path, labels: list[str]) -> dict[str, list[np.ndarray]]:
+    """Rule 5: ``{"ids", "heads", "rels"}``, one row per dev sentence that fits ``max_pieces``."""
+    import sentencepiece as spm
+
+    f = out / "dev.npz"
+    if not f.is_file():
+        sp = spm.SentencePieceProcessor(model_file=str(out / "spm.model"))
+        index = {x: i for i, x in enumerate(labels)}
+        rows: dict[str, list] = {"ids": [], "heads": [], "rels": []}
+        for t in cfg.data.treebanks:
+            for k, s in enumerate(treebank_sentences(Path(t), "dev")):
+                pieces = [sp.encode(w) or [UNK] for w in s.forms]
+                if sum(map(len, pieces)) + 2 > cfg.data.max_pieces:
+                    continue
+                h, lab = subword_tree([len(p) for p in pieces], s.heads, s.deprels, f"{t} dev sentence {k + 1}")
+                rows["ids"].append([BOS, *(i for p in pieces for i in p), EOS])
+                rows["heads"].append(h)
+                rows["rels"].append([-100 if x is None else index.get(x, -100) for x in lab])
+        flat = {}
+        for k, v in rows.items():
+            flat[k], flat[k + "_offsets"] = _flat(v)
+        buf = io.BytesIO()
+        np.savez(buf, **flat)
+        atomic_write_bytes(f, buf.getvalue())
+    z = np.load(f, allow_pickle=False)
+    return {k: [r for r in _Ragged(z, k)] for k in ("ids", "heads", "rels")}
+
+
 class _Ragged:
     def __init__(self, z, key: str):
         self.flat, self.off = z[key], z[key + "_offsets"]
@@ -188,7 +218,7 @@ def _chunks(order: np.ndarray, lengths: np.ndarray, budget: int) -> list[np.ndar
 
 
 class Batches:
-    """Rule 5, as ``train.loop.BatchSource``."""
+    """Rule 6, as ``train.loop.BatchSource``."""
 
     def __init__(self, out: Path, with_trees: bool):
         t, g = np.load(out / "text.npz", allow_pickle=False), np.load(out / "trees.npz", allow_pickle=False)

@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from forgetbench.env import environment
@@ -30,7 +31,7 @@ from forgetbench.parsing.pretrained import (
     PretrainedEncoder,
 )
 from forgetbench.pretrain.config import TREE_VARIANTS, USI_VARIANTS, PretrainConfig, fingerprint
-from forgetbench.pretrain.data import Batches, prepare
+from forgetbench.pretrain.data import Batches, dev_set, prepare
 from forgetbench.pretrain.masking import mask_tokens
 from forgetbench.pretrain.schedule import Schedule, losses
 
@@ -80,6 +81,48 @@ def make_step_loss(model: PretrainedEncoder, schedule: Schedule, state: dict, se
         return loss, tokens
 
     return step_loss
+
+
+def make_dev(model: PretrainedEncoder, cfg: PretrainConfig, dev: dict, arith):
+    """``dev(step)`` of ``train.loop.run``: the held-out MLM loss (``pretrain.data`` rule 5's sentences, the same
+    masks every time: BERT's rule drawn from one generator seeded by the run's seed) read as that step reads MLM —
+    through USI after the joint steps for a variant with USI, else on H^(L); its negation is the score. A variant
+    trained on trees also logs its held-out USL loss."""
+    from forgetbench.pretrain.data import _chunks, _pad
+
+    c, m = model.config, cfg.objective.joint_steps
+    lengths = np.asarray([len(r) for r in dev["ids"]])
+    chunks = _chunks(np.arange(len(lengths)), lengths, cfg.train.max_tokens // 2)
+
+    def score(step: int) -> tuple[float, dict]:
+        g = torch.Generator().manual_seed(cfg.train.seed)
+        through = c.n_rels and c.usi and step > m
+        mlm = usl = 0.0
+        n_mlm = n_usl = 0
+        for idx in chunks:
+            ids = _pad([dev["ids"][i] for i in idx], PAD)
+            masked, labels = mask_tokens(ids, ids < FIRST_NORMAL, MASK, c.vocab_size, FIRST_NORMAL, g,
+                                         cfg.objective.mask_rate)
+            with arith.autocast():
+                h, mask = model.encode(masked.to(arith.device))
+                if through:
+                    h = model.integrate(h, mask)
+                k = int((labels != -100).sum())
+                mlm += model.mlm_loss(h, labels.to(arith.device)).float().item() * k
+                n_mlm += k
+                if cfg.model.variant in TREE_VARIANTS:
+                    h, mask = model.encode(ids.to(arith.device))
+                    heads = _pad([dev["heads"][i] for i in idx], -100).to(arith.device)
+                    rels = _pad([dev["rels"][i] for i in idx], -100).to(arith.device)
+                    k = int((heads != -100).sum())
+                    usl += model.usl_loss(h, mask, heads, rels).float().item() * k
+                    n_usl += k
+        fields = {"dev_mlm_loss": round(mlm / max(n_mlm, 1), 4)}
+        if n_usl:
+            fields["dev_usl_loss"] = round(usl / n_usl, 4)
+        return -mlm / max(n_mlm, 1), fields
+
+    return score
 
 
 def export(model: PretrainedEncoder, out: Path, labels: list[str], record: dict) -> Path:
@@ -186,14 +229,20 @@ def pretrain(cfg: PretrainConfig, out_dir: str | Path, progress: bool = True, lo
         continue_from(S, cfg, Path(continue_folder), log)
     elif continue_folder is not None:
         log(f"--continue-from {continue_folder} ignored: the run resumes from its own checkpoint at step {state['step']}")
+    dev = make_dev(S.model, cfg, dev_set(cfg, out, S.meta["labels"]), S.arith) if tc.dev_every else None
     stopped = loop.run(S.model, S.opt, S.data, S.step_loss, tc, state, out / "checkpoint", out / "train_log.jsonl",
-                       None, progress)
+                       None, progress, dev=dev, dev_start=cfg.objective.joint_steps)
+    from forgetbench.train import early_stop
+
+    best = tc.patience > 0 and early_stop.restore_best(S.model, state.get("early_stop"), out)
     record = {"config": asdict(cfg), "variant": cfg.model.variant, "fingerprint": state["fingerprint"],
               "stopped_by": stopped, "steps": state["step"], "epochs": state["epoch"], "tokens": state["tokens"],
               "train_seconds": round(state["elapsed"], 1), "objectives": dict(S.taken), "data": S.meta,
               "parameters": sum(p.numel() for p in S.model.parameters()), "threads": tc.threads,
               "arithmetic": S.arith.record(), "environment": environment(),
-              "continued_from": state.get("continued_from")}
+              "continued_from": state.get("continued_from"),
+              "early_stop": state.get("early_stop") | {"exported": "best" if best else "last"}
+              if state.get("early_stop") else None}
     final = export(S.model.cpu(), out, S.meta["labels"], record)
     log(f"stopped by {stopped} at step {state['step']}; encoder in {final}")
     return final

@@ -69,6 +69,8 @@ class TrainCfg:
     threads: int = 1
     checkpoint_minutes: float = 10.0
     dev_every: int = 1000
+    patience: int = 0  # early stopping (train.early_stop): measurements without improvement; 0 = off
+    min_delta: float = 0.0  # the least dev-score rise that counts as an improvement
     dev_sentences: int = 16
     dev_directions: list = field(default_factory=list)
 
@@ -91,6 +93,11 @@ def train_section(raw, path: Path, cls=TrainCfg):
         raise ForgetbenchError(f"{path}: train.bf16: {bf16!r}; choose auto, true or false")
     tc = dataclass_from(cls, train_raw, f"{path}: train")
     tc.bf16 = bf16
+    if getattr(tc, "patience", 0) < 0 or getattr(tc, "min_delta", 0.0) < 0:
+        raise ForgetbenchError(f"{path}: train.patience and train.min_delta must be >= 0 (patience 0: no early stopping)")
+    if getattr(tc, "patience", 0) and not getattr(tc, "dev_every", 0):
+        raise ForgetbenchError(f"{path}: train.patience {tc.patience} needs train.dev_every > 0 (how often the dev "
+                               "score is measured)")
     return tc
 
 
@@ -238,6 +245,7 @@ def resolve_corpus(d, path: Path) -> str | None:
 
 
 _RUN_ONLY = {"steps", "time_budget_minutes", "checkpoint_minutes", "dev_every", "dev_sentences", "dev_directions",
+             "patience", "min_delta",
              "device"}
 
 

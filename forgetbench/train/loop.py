@@ -119,10 +119,20 @@ def train_step(model, opt, b: dict, step_loss: Callable[[dict], tuple[torch.Tens
 
 
 def run(model, opt, data: BatchSource, step_loss: Callable[[dict], tuple[torch.Tensor, int]], tc: TrainCfg, state: dict,
-        ckpt: Path, log_file: Path, on_log: Callable[[int], dict] | None = None, progress: bool = True) -> str:
-    """Train until ``tc.steps`` or the time budget; returns what stopped it. ``step_loss(batch)`` gives the
-    loss to minimise and the tokens it covered; ``on_log(step)`` adds fields (dev scores) to every 100th
-    step's log record. ``state`` is updated in place."""
+        ckpt: Path, log_file: Path, on_log: Callable[[int], dict] | None = None, progress: bool = True,
+        dev: Callable[[int], tuple[float, dict]] | None = None, dev_start: int = 0) -> str:
+    """Train until ``tc.steps``, the time budget or early stopping; returns what stopped it. ``step_loss(batch)``
+    gives the loss to minimise and the tokens it covered; ``on_log(step)`` adds fields (dev scores) to every 100th
+    step's log record; ``dev(step)`` gives the held-out score (higher is better) and the fields to log, measured and
+    acted on by ``early_stop``'s rules every ``tc.dev_every`` steps after ``dev_start``. ``state`` is updated in
+    place."""
+    from forgetbench.train import early_stop
+
+    if dev is not None:
+        state.setdefault("early_stop", early_stop.new(dev_start))
+    es = state.get("early_stop")
+    if es and es.get("stopped"):  # rule 3: a stopped run trains no further
+        return es["stopped"]
     batches = data.batches(tc.max_tokens, tc.seed, state["epoch"])
     t_start, last_ckpt = time.perf_counter() - state["elapsed"], time.perf_counter()
     stage = Console("train-mt", quiet=not progress).stage("steps", tc.steps, "steps", "tokens")
@@ -155,13 +165,24 @@ def run(model, opt, data: BatchSource, step_loss: Callable[[dict], tuple[torch.T
                 rec |= on_log(step) if on_log else {}
                 log_f.write(json.dumps(rec) + "\n")
                 log_f.flush()
+            early = False
+            if dev is not None and early_stop.due(es, step, tc.dev_every):
+                score, fields = early_stop.evaluated(model, lambda s=step: dev(s))
+                early = early_stop.record(es, step, score, tc.patience, tc.min_delta, model, ckpt.parent)
+                log_f.write(json.dumps({"step": step, "dev_score": round(score, 6), **fields,
+                                        "best_step": es["best_step"]}) + "\n")
+                log_f.flush()
             over_budget = tc.time_budget_minutes and elapsed > tc.time_budget_minutes * 60
             deadline = step < tc.steps and past_stop_at()  # resources rule 6
             over_budget = over_budget or deadline
-            if time.perf_counter() - last_ckpt > tc.checkpoint_minutes * 60 or over_budget or step == tc.steps:
+            if (time.perf_counter() - last_ckpt > tc.checkpoint_minutes * 60 or over_budget or early
+                    or step == tc.steps):
                 state["elapsed"] = elapsed
                 save_checkpoint(model, opt, state, ckpt)
                 last_ckpt = time.perf_counter()
+            if early:
+                stopped = es["stopped"]
+                break
             if over_budget:
                 stopped = "the wall deadline (--stop-after)" if deadline else f"time budget ({tc.time_budget_minutes} min)"
                 break
