@@ -710,3 +710,20 @@ def test_pretraining_stops_early_on_its_held_out_loss_and_exports_the_best_step(
     assert dev[0]["dev_score"] == pytest.approx(-dev[0]["dev_mlm_loss"], abs=1e-4)
     assert main(["pretrain-encoder", str(cfg), "--out", str(out), "--steps", "80", "--quiet"]) == 0
     assert json.loads((out / "model" / "training.json").read_text())["steps"] == 10
+
+
+def test_pretraining_batches_put_like_lengths_together_within_the_padded_budget():
+    import numpy as np
+
+    from forgetbench.pretrain.data import POOL, buckets
+
+    lengths = np.random.default_rng(0).integers(3, 120, 2500)
+    lengths[7] = 900  # longer than the budget: alone
+    out = buckets(np.random.default_rng(1).permutation(2500), lengths, 1024, np.random.default_rng(2))
+    flat = np.concatenate(out)
+    assert sorted(flat.tolist()) == list(range(2500))  # every sentence once
+    assert all(len(b) * lengths[b].max() <= 1024 or len(b) == 1 for b in out) and [7] in [b.tolist() for b in out]
+    padded = sum(len(b) * lengths[b].max() for b in out)
+    assert padded < 1.1 * lengths.sum()  # like lengths together (random batches pad several times over)
+    again = buckets(np.random.default_rng(1).permutation(2500), lengths, 1024, np.random.default_rng(2))
+    assert all(np.array_equal(a, b) for a, b in zip(out, again, strict=True)) and POOL == 1000
