@@ -271,3 +271,25 @@ def test_udprlm_study_end_to_end_on_a_tiny_treebank(tmp_path):
     assert {(Path(c["reference"]).name, c["recipe"]) for c in S["contrasts"]} == {
         ("mlm-tuned", r) for r in ("prune-45", "wanda-45-uniform", "ptq-int8")}  # Wanda reaches every encoder's matrices
     assert "Who pays" in text and "ud-prlm·tuned − mlm·tuned" in text
+
+
+def test_training_curves_reads_runs_and_marks_the_best_step(tmp_path):
+    """scripts/training_curves.py: one panel per logged field, each run's best held-out measurement and its step
+    (lower is better for losses), the early-stopping end where a run has one."""
+    runs = []
+    for name, dev in (("a", [3.0, 2.5, 2.7]), ("b", [3.2, 2.9, 2.8])):
+        r = tmp_path / name
+        (r / "checkpoint").mkdir(parents=True)
+        rows = [{"step": 100 * (i + 1), "loss": 5.0 - i} for i in range(3)]
+        rows += [{"step": 100 * (i + 1), "dev_score": -x, "dev_mlm_loss": x} for i, x in enumerate(dev)]
+        (r / "train_log.jsonl").write_text("\n".join(json.dumps(x) for x in rows) + "\n")
+        stopped = "early stop: no dev improvement" if name == "a" else None
+        (r / "checkpoint" / "state.json").write_text(json.dumps({"early_stop": {"best_step": 200, "stopped": stopped}}))
+        runs.append(r)
+    text = _run(REPO / "scripts" / "training_curves.py", *runs, "--out", tmp_path / "fig" / "curves.png")
+    assert (tmp_path / "fig" / "curves.png").stat().st_size > 1000
+    md = (tmp_path / "fig" / "curves.md").read_text()
+    assert md == text.strip() + "\n"
+    rows = {line.split(" | ")[0].strip("| "): line for line in md.splitlines()[2:]}
+    assert "| 2.5 (200) |" in rows["a"] and "| 2.8 (300) |" in rows["b"] and "| 3 (300) |" in rows["a"]  # loss 5, 4, 3
+    assert rows["a"].endswith("early stop: no dev improvement |") and rows["b"].endswith("steps or budget |")
