@@ -198,3 +198,24 @@ def test_model_from_a_folder_takes_its_shape_and_refuses_what_does_not_apply(tmp
     (odd / "config.json").write_text(json.dumps(teacher | {"model_type": "marian"}))
     with pytest.raises(ForgetbenchError, match="model_type 'marian', not m2m_100"):
         load({"from": str(odd)})
+
+
+def test_train_mt_stops_early_on_dev_chrf_and_exports_the_best_step(tmp_path):
+    """``train.patience`` on the teacher trainer: the mean dev chrF of ``dev_directions`` every ``dev_every``
+    steps; with a min_delta no change can pass, the first measurement stays the best, the run stops ``patience``
+    measurements later and exports that step's weights; a config with patience and no dev directions is refused."""
+    import json
+
+    _shared(tmp_path / "shared")
+    cfg = _config(tmp_path, 30, dev_every=2, patience=2, min_delta=1000.0, dev_directions=["en-de"], dev_sentences=2)
+    final = train(cfg, tmp_path / "run", progress=False, log=lambda *_: None)
+    rec = json.loads((final / "training.json").read_text())
+    es = rec["early_stop"]
+    assert rec["steps"] == 6 and rec["stopped_by"].startswith("early stop") and es["best_step"] == 2
+    assert [s for s, _ in es["scores"]] == [2, 4, 6] and es["exported"] == "best"
+    best, out = (load_file(str(p / "model.safetensors")) for p in (tmp_path / "run" / "best", final))
+    assert all(torch.equal(best[k], out[k]) for k in best if k in out)
+    log = [json.loads(x) for x in (tmp_path / "run" / "train_log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in log if "dev_score" in r] == [2, 4, 6] and "en-de" in log[0]["dev_chrf"]
+    with pytest.raises(ForgetbenchError, match="dev_directions, which is empty"):
+        _config(tmp_path, 30, dev_every=2, patience=2)

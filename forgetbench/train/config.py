@@ -123,6 +123,9 @@ def load_config(path: str | Path) -> TrainMTConfig:
                 raise ForgetbenchError(f"{path}: {sec}.{k} must be at least 1, got {getattr(parts[sec], k)}")
     if parts["model"].d_model % parts["model"].heads:
         raise ForgetbenchError(f"{path}: model.d_model {parts['model'].d_model} must be a multiple of model.heads")
+    if parts["train"].patience and not parts["train"].dev_directions:
+        raise ForgetbenchError(f"{path}: train.patience {parts['train'].patience} stops on the dev chrF of "
+                               "train.dev_directions, which is empty; list them (e.g. [en-de, de-en])")
     if not parts["data"].languages:
         raise ForgetbenchError(f"{path}: data.languages is empty; list the languages to train with English")
     emb = parts["model"].embeddings

@@ -22,7 +22,7 @@ import torch
 from forgetbench.env import environment
 from forgetbench.errors import ForgetbenchError
 from forgetbench.io import atomic_write_json
-from forgetbench.train import loop
+from forgetbench.train import early_stop, loop
 from forgetbench.train.arithmetic import choose
 from forgetbench.train.config import TrainMTConfig, config_record, fingerprint, load_config
 from forgetbench.train.data import Examples, prepare
@@ -174,17 +174,25 @@ def train(cfg: TrainMTConfig, out_dir: str | Path, progress: bool = True, log=pr
     table_of = graphmerge.materialised if graph is not None else contextlib.nullcontext
 
     def on_log(step):
-        if tc.dev_every and step % tc.dev_every == 0 and tc.dev_directions:
+        if tc.dev_every and step % tc.dev_every == 0 and tc.dev_directions and not tc.patience:
             with table_of(model):  # GraphMerge: the final table, as the exported model will have it
                 return {"dev_chrf": dev_chrf(model, tok, dev, tc.dev_directions, tc.dev_sentences)}
         return {}
 
-    stopped = loop.run(model, opt, data, step_loss, tc, state, ckpt, out / "train_log.jsonl", on_log, progress)
+    def dev_score(step):  # early stopping (train.early_stop): the mean dev chrF over the dev directions
+        with table_of(model):
+            per = dev_chrf(model, tok, dev, tc.dev_directions, tc.dev_sentences)
+        return sum(per.values()) / max(len(per), 1), {"dev_chrf": per}
+
+    stopped = loop.run(model, opt, data, step_loss, tc, state, ckpt, out / "train_log.jsonl", on_log, progress,
+                       dev=dev_score if tc.patience else None)
+    best = tc.patience > 0 and early_stop.restore_best(model, state.get("early_stop"), out)
     if graph is not None:
         graphmerge.bake(model)
     final = export_model(model, tok, out, {
         "config": config_record(cfg), "stopped_by": stopped, "steps": state["step"], "epochs": state["epoch"],
         "warm_start": warm,
+        "early_stop": state.get("early_stop") | {"exported": "best" if best else "last"} if state.get("early_stop") else None,
         "tokens": state["tokens"], "train_seconds": round(state["elapsed"], 1),
         "threads": tc.threads, "arithmetic": arith.record(), "corpus": S.meta["corpus"], "spm_sha256": S.meta["spm_sha256"],
         "environment": environment(),
