@@ -539,3 +539,29 @@ def test_the_teacher_cache_grows_with_the_steps_and_its_entries_do_not_depend_on
     err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
     assert rc == 2 and len(err) == 1 and "lacks" in err[0] and "leave kd.cache empty" in err[0], err
     assert not (tmp_path / "long" / "run" / "checkpoint").exists()
+
+
+def test_distillation_stops_early_on_dev_chrf_and_a_rerun_trains_no_further(tiny_dir, tmp_path):
+    """``train.patience`` on a student: the mean dev chrF over directions every ``dev_every`` steps after phase 1;
+    with a min_delta no change can pass, the first measurement stays the best, the run stops ``patience``
+    measurements later, exports that step's weights, and the same command with more steps trains no further."""
+    from forgetbench.distill.config import load_distill_config
+    from forgetbench.distill.run import distill
+
+    extra = ", dev_every: 2, dev_sentences: 2, patience: 2, min_delta: 1000"
+    cfg = load_distill_config(toy_setup(tmp_path, tiny_dir, steps=30, extra_train=extra))
+    out = distill(cfg, tmp_path / "run", progress=False, log=lambda *_: None)
+    rec = json.loads((out / "training.json").read_text())
+    es = rec["early_stop"]
+    assert rec["steps"] == 8 and rec["stopped_by"].startswith("early stop") and es["best_step"] == 4
+    assert [s for s, _ in es["scores"]] == [4, 6, 8] and es["start"] == 3 and es["exported"] == "best"
+    best, exported = load_file(str(tmp_path / "run" / "best" / "model.safetensors")), _weights(tmp_path / "run")
+    assert all(torch.equal(best[k], exported[k]) for k in exported if k in best)
+    log = [json.loads(x) for x in (tmp_path / "run" / "train_log.jsonl").read_text().splitlines()]
+    dev = [r for r in log if "dev_score" in r]
+    # Swahili's 5 pairs leave it no dev pairs (a tenth of them, rounded down): German's directions only
+    assert [r["step"] for r in dev] == [4, 6, 8] and set(dev[0]["dev_chrf"]) == {"en-de", "de-en"}
+    assert dev[0]["dev_score"] == pytest.approx(sum(dev[0]["dev_chrf"].values()) / 2, abs=1e-3)
+    again = load_distill_config(toy_setup(tmp_path, tiny_dir, steps=60, extra_train=extra))
+    distill(again, tmp_path / "run", progress=False, log=lambda *_: None)
+    assert json.loads((out / "training.json").read_text())["steps"] == 8

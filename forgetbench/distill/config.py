@@ -104,6 +104,10 @@ class DistillTrainCfg:
     log_every: int = 50
     signal_every: int = 300
     signal_sentences: int = 8
+    dev_every: int = 0  # the dev chrF for early stopping (train.early_stop) every so many steps; 0: never
+    dev_sentences: int = 50  # the first dev pairs of each direction it translates
+    patience: int = 0  # measurements without improvement before the run stops; 0: never
+    min_delta: float = 0.0
 
 
 @dataclass
@@ -228,7 +232,8 @@ def _check_numbers(path: Path, cfg: DistillConfig) -> None:
         raise ForgetbenchError(f"{path}: data.tiers must be 3 increasing integers, got {tiers!r}")
 
 
-_RUN_ONLY = {"steps", "checkpoint_minutes", "log_every", "signal_every", "signal_sentences", "threads"}
+_RUN_ONLY = {"steps", "checkpoint_minutes", "log_every", "signal_every", "signal_sentences", "threads", "dev_every",
+             "dev_sentences", "patience", "min_delta"}
 
 
 def fingerprint(cfg: DistillConfig) -> str:

@@ -135,10 +135,28 @@ def _past_stop_at(acc) -> bool:
     return bool(broadcast(flag, from_process=0).item())
 
 
+def _shared_flag(acc, flag: bool) -> bool:
+    """The main process's ``flag``, the same on every process."""
+    if acc.num_processes == 1:
+        return flag
+    from accelerate.utils import broadcast
+
+    return bool(broadcast(torch.tensor([1 if flag else 0], device=acc.device), from_process=0).item())
+
+
 def train_loop(acc, cfg: DistillConfig, model, opt, data, step_loss: StepLoss, state: dict, ckpt: Path, out: Path,
-               probe_fn, alpha_module: LearnedAlpha | None, progress: bool = True) -> str:
-    """Run until ``train.steps``; returns what stopped it. ``state`` is updated in place."""
+               probe_fn, alpha_module: LearnedAlpha | None, progress: bool = True, dev_fn=None) -> str:
+    """Run until ``train.steps`` or early stopping (``dev_fn(model)``: the dev score and fields to log, measured on
+    the main process every ``train.dev_every`` steps after phase 1, ``train.early_stop``'s rules); returns what
+    stopped it. ``state`` is updated in place."""
+    from forgetbench.train import early_stop
+
     tc = cfg.train
+    if dev_fn is not None:
+        state.setdefault("early_stop", early_stop.new(tc.phase1_steps))
+    es = state.get("early_stop")
+    if es and es.get("stopped"):  # a stopped run trains no further
+        return es["stopped"]
     rank, world = acc.process_index, acc.num_processes
     unwrapped = acc.unwrap_model(model)
     batches = data.batches(tc.max_tokens, tc.seed, state["epoch"])
@@ -185,14 +203,25 @@ def train_loop(acc, cfg: DistillConfig, model, opt, data, step_loss: StepLoss, s
                 window = {}
             if main and (step % tc.signal_every == 0 or step == tc.steps):
                 _write(sig_f, {"step": step, "phase": phase, "split": "probe", "groups": probe_fn(unwrapped)})
+            early = False
+            if dev_fn is not None and early_stop.due(es, step, tc.dev_every):
+                if main:
+                    score, fields = early_stop.evaluated(unwrapped, lambda: dev_fn(unwrapped))
+                    early = early_stop.record(es, step, score, tc.patience, tc.min_delta, unwrapped, out)
+                    _write(log_f, {"step": step, "dev_score": round(score, 4), **fields, "best_step": es["best_step"]})
+                early = _shared_flag(acc, early)
             deadline = step < tc.steps and _past_stop_at(acc)
-            if time.perf_counter() - last_ckpt > tc.checkpoint_minutes * 60 or step == tc.steps or deadline:
+            if (time.perf_counter() - last_ckpt > tc.checkpoint_minutes * 60 or step == tc.steps or deadline
+                    or early):
                 state["elapsed"] = elapsed
                 state["alpha_s"] = float(alpha_module.s.detach()) if alpha_module is not None else None
                 if main:
                     save_checkpoint(unwrapped, opt, state, ckpt)
                 acc.wait_for_everyone()
                 last_ckpt = time.perf_counter()
+            if early:
+                stage.close()
+                return es["stopped"] if main else "early stop"
             if deadline:
                 stage.close()
                 return "the wall deadline (--stop-after)"

@@ -134,6 +134,35 @@ def cpu_arithmetic(cfg: DistillConfig, cuda: bool) -> Arithmetic | None:
     return choose("cpu", cfg.train.bf16, f"{cfg.source}: train")
 
 
+def dev_chrf_fn(cfg: DistillConfig, tok, dev: dict):
+    """The students' early-stopping score (METHOD §3.5): greedy translations of the first ``train.dev_sentences``
+    held-out pairs of every direction (their texts decoded from the prepared ids), corpus chrF3 per direction, the
+    mean over directions the score; the student read in its own format (SMaLL-100's tokenizer for such students)."""
+    from forgetbench.eval.metrics import corpus_chrf
+    from forgetbench.models.generation import translate_rows
+
+    student_tok = load_tokenizer(cfg.teacher.path, small100=cfg.student.format == "small100")
+    rows, refs = [], []
+    for src, tgt in cfg.pairs:
+        lang = tgt if src == "en" else src
+        for e_ids, x_ids in dev.get(lang, [])[: cfg.train.dev_sentences]:
+            e, x = (tok.decode(i, skip_special_tokens=True).strip() for i in (e_ids, x_ids))
+            rows.append((e if src == "en" else x, src, tgt))
+            refs.append(x if src == "en" else e)
+
+    def score(model) -> tuple[float, dict]:
+        hyps = translate_rows(model, student_tok, rows, num_beams=1, max_new_tokens=cfg.train.max_len,
+                              max_length=cfg.train.max_len)
+        per: dict[str, tuple[list, list]] = {}
+        for (_, s, t), h, r in zip(rows, hyps, refs, strict=True):
+            per.setdefault(f"{s}-{t}", ([], []))[0].append(h)
+            per[f"{s}-{t}"][1].append(r)
+        chrf = {d: round(corpus_chrf(h, r), 2) for d, (h, r) in per.items()}
+        return sum(chrf.values()) / max(len(chrf), 1), {"dev_chrf": chrf}
+
+    return score
+
+
 def distill(cfg: DistillConfig, out_dir: str | Path, progress: bool = True, log=print) -> Path:
     from accelerate import Accelerator
 
@@ -215,12 +244,16 @@ def distill(cfg: DistillConfig, out_dir: str | Path, progress: bool = True, log=
     def probe_fn(m):
         return probe(m, ch.teacher, rows, data.lang_id, s.format == "small100", ch.teacher_small100, groups)
 
+    dev_fn = dev_chrf_fn(cfg, ch.tok, dev) if cfg.train.dev_every else None
     stopped = train_loop(acc, cfg, model, opt, data, StepLoss(cfg, ch.teacher, cache, alpha), state, ckpt, out,
-                         probe_fn, alpha, progress)
+                         probe_fn, alpha, progress, dev_fn)
     final = out / "model"
     if acc.is_main_process:
         tok = load_tokenizer(cfg.teacher.path)  # the teacher's files; config.json marks the SMaLL-100 format
         unwrapped = acc.unwrap_model(model)
+        from forgetbench.train import early_stop
+
+        best = cfg.train.patience > 0 and early_stop.restore_best(unwrapped, state.get("early_stop"), out)
         record = {"config": asdict(cfg), "fingerprint": fingerprint(cfg), "stopped_by": stopped, "steps": state["step"],
                   "epochs": state["epoch"], "tokens": state["tokens"], "train_seconds": round(state["elapsed"], 1),
                   "processes": acc.num_processes, "threads": cfg.train.threads, "teacher_sha256": ch.teacher_sha256,
@@ -230,7 +263,9 @@ def distill(cfg: DistillConfig, out_dir: str | Path, progress: bool = True, log=
                   "arithmetic": arithmetic.record() if arithmetic is not None else {
                       "device": str(acc.device), "autocast": "none (float32)" if half == "no" else f"mixed precision {half}",
                       "why": "hardware.dtype on CUDA (accelerate)"},
-                  "environment": environment()}
+                  "environment": environment(),
+                  "early_stop": state.get("early_stop") | {"exported": "best" if best else "last"}
+                  if state.get("early_stop") else None}
         final = export_model(unwrapped, tok, out, record, (out / "signals.jsonl",))
         log(f"stopped by {stopped} at step {state['step']}; student in {final}")
     acc.wait_for_everyone()
