@@ -206,9 +206,9 @@ def train_loop(acc, cfg: DistillConfig, model, opt, data, step_loss: StepLoss, s
             early = False
             if dev_fn is not None and early_stop.due(es, step, tc.dev_every):
                 if main:
-                    score, fields = early_stop.evaluated(unwrapped, lambda: dev_fn(unwrapped))
-                    early = early_stop.record(es, step, score, tc.patience, tc.min_delta, unwrapped, out)
-                    _write(log_f, {"step": step, "dev_score": round(score, 4), **fields, "best_step": es["best_step"]})
+                    early, rec = early_stop.measure(es, step, unwrapped, lambda: dev_fn(unwrapped), tc.patience,
+                                                    tc.min_delta, out)
+                    _write(log_f, rec)
                 early = _shared_flag(acc, early)
             deadline = step < tc.steps and _past_stop_at(acc)
             if (time.perf_counter() - last_ckpt > tc.checkpoint_minutes * 60 or step == tc.steps or deadline

@@ -253,7 +253,7 @@ def distill(cfg: DistillConfig, out_dir: str | Path, progress: bool = True, log=
         unwrapped = acc.unwrap_model(model)
         from forgetbench.train import early_stop
 
-        best = cfg.train.patience > 0 and early_stop.restore_best(unwrapped, state.get("early_stop"), out)
+        stopping = early_stop.finish(unwrapped, state, out, cfg.train.patience)
         record = {"config": asdict(cfg), "fingerprint": fingerprint(cfg), "stopped_by": stopped, "steps": state["step"],
                   "epochs": state["epoch"], "tokens": state["tokens"], "train_seconds": round(state["elapsed"], 1),
                   "processes": acc.num_processes, "threads": cfg.train.threads, "teacher_sha256": ch.teacher_sha256,
@@ -264,8 +264,7 @@ def distill(cfg: DistillConfig, out_dir: str | Path, progress: bool = True, log=
                       "device": str(acc.device), "autocast": "none (float32)" if half == "no" else f"mixed precision {half}",
                       "why": "hardware.dtype on CUDA (accelerate)"},
                   "environment": environment(),
-                  "early_stop": state.get("early_stop") | {"exported": "best" if best else "last"}
-                  if state.get("early_stop") else None}
+                  "early_stop": stopping}
         final = export_model(unwrapped, tok, out, record, (out / "signals.jsonl",))
         log(f"stopped by {stopped} at step {state['step']}; student in {final}")
     acc.wait_for_everyone()

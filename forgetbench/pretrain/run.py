@@ -234,15 +234,14 @@ def pretrain(cfg: PretrainConfig, out_dir: str | Path, progress: bool = True, lo
                        None, progress, dev=dev, dev_start=cfg.objective.joint_steps)
     from forgetbench.train import early_stop
 
-    best = tc.patience > 0 and early_stop.restore_best(S.model, state.get("early_stop"), out)
+    stopping = early_stop.finish(S.model, state, out, tc.patience)
     record = {"config": asdict(cfg), "variant": cfg.model.variant, "fingerprint": state["fingerprint"],
               "stopped_by": stopped, "steps": state["step"], "epochs": state["epoch"], "tokens": state["tokens"],
               "train_seconds": round(state["elapsed"], 1), "objectives": dict(S.taken), "data": S.meta,
               "parameters": sum(p.numel() for p in S.model.parameters()), "threads": tc.threads,
               "arithmetic": S.arith.record(), "environment": environment(),
               "continued_from": state.get("continued_from"),
-              "early_stop": state.get("early_stop") | {"exported": "best" if best else "last"}
-              if state.get("early_stop") else None}
+              "early_stop": stopping}
     final = export(S.model.cpu(), out, S.meta["labels"], record)
     log(f"stopped by {stopped} at step {state['step']}; encoder in {final}")
     return final

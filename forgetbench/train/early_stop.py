@@ -18,8 +18,6 @@ resumed run goes on counting where the interrupted one stood.
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 import torch
@@ -54,18 +52,29 @@ def record(es: dict, step: int, score: float, patience: int, min_delta: float, m
 def save_best(model, folder: Path) -> None:
     from safetensors.torch import save_file
 
+    from forgetbench.io import atomic_directory
     from forgetbench.train.loop import _unique_tensors
 
-    final, tmp = folder / BEST, folder / (BEST + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    save_file(_unique_tensors(model), str(tmp / "model.safetensors"))
-    old = folder / (BEST + ".old")
-    shutil.rmtree(old, ignore_errors=True)
-    if final.exists():
-        os.rename(final, old)
-    os.rename(tmp, final)
-    shutil.rmtree(old, ignore_errors=True)
+    with atomic_directory(folder / BEST, replace=True) as tmp:
+        save_file(_unique_tensors(model), str(tmp / "model.safetensors"))
+
+
+def measure(es: dict, step: int, model, score_fn, patience: int, min_delta: float, folder: Path) -> tuple[bool, dict]:
+    """One measurement at ``step`` (``score_fn()`` in eval mode, rules 2-3): whether the run stops now, and the
+    log record (step, score, the fields ``score_fn`` gave, the best step)."""
+    score, fields = evaluated(model, score_fn)
+    stop = record(es, step, score, patience, min_delta, model, folder)
+    return stop, {"step": step, "dev_score": round(score, 6), **fields, "best_step": es["best_step"]}
+
+
+def finish(model, state: dict, folder: Path, patience: int) -> dict | None:
+    """Rule 4 at export: the best step's weights loaded where early stopping was on, and the record for
+    ``training.json`` (the measurements, the best step, which weights were exported)."""
+    es = state.get("early_stop")
+    if not es:
+        return None
+    best = patience > 0 and restore_best(model, es, folder)
+    return es | {"exported": "best" if best else "last"}
 
 
 def restore_best(model, es: dict | None, folder: Path) -> bool:

@@ -167,10 +167,9 @@ def run(model, opt, data: BatchSource, step_loss: Callable[[dict], tuple[torch.T
                 log_f.flush()
             early = False
             if dev is not None and early_stop.due(es, step, tc.dev_every):
-                score, fields = early_stop.evaluated(model, lambda s=step: dev(s))
-                early = early_stop.record(es, step, score, tc.patience, tc.min_delta, model, ckpt.parent)
-                log_f.write(json.dumps({"step": step, "dev_score": round(score, 6), **fields,
-                                        "best_step": es["best_step"]}) + "\n")
+                early, rec = early_stop.measure(es, step, model, lambda s=step: dev(s), tc.patience, tc.min_delta,
+                                                ckpt.parent)
+                log_f.write(json.dumps(rec) + "\n")
                 log_f.flush()
             over_budget = tc.time_budget_minutes and elapsed > tc.time_budget_minutes * 60
             deadline = step < tc.steps and past_stop_at()  # resources rule 6

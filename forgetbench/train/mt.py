@@ -186,13 +186,13 @@ def train(cfg: TrainMTConfig, out_dir: str | Path, progress: bool = True, log=pr
 
     stopped = loop.run(model, opt, data, step_loss, tc, state, ckpt, out / "train_log.jsonl", on_log, progress,
                        dev=dev_score if tc.patience else None)
-    best = tc.patience > 0 and early_stop.restore_best(model, state.get("early_stop"), out)
+    stopping = early_stop.finish(model, state, out, tc.patience)
     if graph is not None:
         graphmerge.bake(model)
     final = export_model(model, tok, out, {
         "config": config_record(cfg), "stopped_by": stopped, "steps": state["step"], "epochs": state["epoch"],
         "warm_start": warm,
-        "early_stop": state.get("early_stop") | {"exported": "best" if best else "last"} if state.get("early_stop") else None,
+        "early_stop": stopping,
         "tokens": state["tokens"], "train_seconds": round(state["elapsed"], 1),
         "threads": tc.threads, "arithmetic": arith.record(), "corpus": S.meta["corpus"], "spm_sha256": S.meta["spm_sha256"],
         "environment": environment(),
