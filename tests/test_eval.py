@@ -431,6 +431,26 @@ def test_piece_to_word_alignment_map(tiny_dir):
     assert find_word("The developer argued .".split(), "developer") == 1
 
 
+def test_pronoun_links_come_from_the_same_attention_and_model_as_the_profession_links(tiny_dir):
+    """The gender pass links the profession and the sentence's pronoun from one attention pass (``attention_links``)
+    and one fast_align model (``fastalign_links``): each word's link is the one the single-word aligner gives it."""
+    from forgetbench.eval.alignment import align_words, attention_links, fastalign_align, fastalign_links
+    from forgetbench.eval.bias import GenderRow
+    from forgetbench.models.load import load
+
+    model, tok, _ = load(tiny_dir, dtype="fp32", with_signature=False)
+    srcs = ["The developer argued with the designer because she did not like it .", "The nurse called him ."]
+    hyps = ["Die Entwicklerin stritt mit dem Designer , weil sie es nicht mochte .", "Die Pflegerin rief ihn ."]
+    rows = [GenderRow("female", 1, srcs[0], "developer", None), GenderRow("male", 1, srcs[1], "nurse", None)]
+    assert [r.pronoun for r in rows] == [7, 3]
+    both = attention_links(model, tok, srcs, hyps, "en", "de", [(1, 7), (1, 3)])
+    assert [b[0] for b in both] == align_words(model, tok, srcs, hyps, "en", "de", [1, 1])
+    assert [b[1] for b in both] == align_words(model, tok, srcs, hyps, "en", "de", [7, 3])
+    links = fastalign_links(srcs, hyps, [(1, 7), (1, 3)], best_target=(True, False))
+    assert [x[0] for x in links] == fastalign_align(srcs, hyps, [1, 1], best_target=True)
+    assert [x[1] for x in links] == fastalign_align(srcs, hyps, [7, 3])
+
+
 def test_base_only_eval_skips_the_attention_pass_and_matches_the_sweep_rows(tiny_dir, tmp_path):
     """`eval` (one variant) translates exactly what the base of a full sweep translates, and computes no λ
     inputs (there is nothing to compare with)."""

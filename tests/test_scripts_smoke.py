@@ -293,3 +293,33 @@ def test_training_curves_reads_runs_and_marks_the_best_step(tmp_path):
     rows = {line.split(" | ")[0].strip("| "): line for line in md.splitlines()[2:]}
     assert "| 2.5 (200) |" in rows["a"] and "| 2.8 (300) |" in rows["b"] and "| 3 (300) |" in rows["a"]  # loss 5, 4, 3
     assert rows["a"].endswith("early stop: no dev improvement |") and rows["b"].endswith("steps or budget |")
+
+
+def test_gender_human_agreement_counts_the_annotators_genders(tmp_path):
+    """scripts/gender_human_agreement.py on a four-row MT-Gender set: the annotation file's system is found by its
+    sentences, and the agreement is the share of annotated rows whose reading names the annotator's gender."""
+    rows = [("female", 1, "The developer argued with the designer because she did not like the design .", "developer"),
+            ("male", 1, "The developer argued with the designer because he did not like the design .", "developer"),
+            ("female", 1, "The mother called the nurse because she was ill .", "mother"),
+            ("male", 1, "The doctor called the nurse because he was ill .", "doctor")]
+    de = ["Die Entwicklerin stritt mit dem Designer , weil sie das Design nicht mochte .",
+          "Der Entwickler stritt mit dem Designer , weil er das Design nicht mochte .",
+          "Die Mutter rief die Pflegerin , weil sie krank war .",
+          "Der Arzt rief den Pfleger , weil er krank war ."]
+    data, clone = tmp_path / "mt_gender", tmp_path / "clone"
+    data.mkdir()
+    (data / "en.txt").write_text("".join("\t".join(map(str, r)) + "\n" for r in rows))
+    for system, hyps in (("aws", de), ("google", list(reversed(de)))):
+        (clone / "translations" / system).mkdir(parents=True)
+        (clone / "translations" / system / "en-de.txt").write_text(
+            "".join(f"{r[2]} ||| {h}\n" for r, h in zip(rows, hyps, strict=True)))
+    (clone / "data" / "human_annotations").mkdir(parents=True)
+    ann = ["Index,Entity,Sentence,Find entity? [Y/N],Gender? [M/F/N],Comments",  # row 3 judged female: disagrees
+           *(f'{i},x,"{de[i]}",Y,{g},' for i, g in ((0, "F"), (1, "M"), (2, "F"), (3, "F"))), "1,x,unjudged,,,"]
+    (clone / "data" / "human_annotations" / "aws.de.in - de.in.csv").write_text("\n".join(ann) + "\n")
+    out = tmp_path / "agree.json"
+    printed = _run(REPO / "scripts" / "gender_human_agreement.py", clone, "--langs", "de", "--data", data,
+                   "--out", out)
+    res = json.loads(out.read_text())["results"][0]
+    assert (res["system"], res["items"], res["agree"], res["agreement"]) == ("aws", 4, 3, 75.0)
+    assert res["disagree"] == {"f->m": 1} and res["wrong"][0]["index"] == 3 and "de   75.0 %" in printed

@@ -16,12 +16,13 @@ from forgetbench.eval.hallucination import cross_attention
 _SPACE = "\u2581"
 
 
-_TOKEN = re.compile(r"\w+(?:['’]\w+)*['’]?|[^\w\s]", re.UNICODE)
+_TOKEN = re.compile(r"[\u05d0-\u05ea]+[\"\u05f4][\u05d0-\u05ea]+|\w+(?:['’]\w+)*['’]?|[^\w\s]", re.UNICODE)
 
 
 def tokens(text: str) -> list[str]:
-    """Words (apostrophes inside kept: ``l'enfant``) and punctuation marks, in order: what the statistical aligner
-    and the gender readers see ("плотника," and "плотника" are one word)."""
+    """Words (apostrophes inside kept: ``l'enfant``; a Hebrew acronym's gershayim too: ``מנכ"ל``) and punctuation
+    marks, in order: what the statistical aligner and the gender readers see ("плотника," and "плотника" are one
+    word)."""
     return _TOKEN.findall(text)
 
 
@@ -67,17 +68,28 @@ def align_words(model, tokenizer, srcs: list[str], hyps: list[str], src_lang: st
                 src_word_index: list[int | None], states: list | None = None) -> list[int | None]:
     """For each sentence, the index of the hypothesis word aligned to ``srcs[k].split()[src_word_index[k]]``
     (``states``: the encoder states its translation kept, per sentence, as ``cross_attention`` takes them)."""
+    return [links[0] for links in attention_links(model, tokenizer, srcs, hyps, src_lang, tgt_lang,
+                                                  [(wi,) for wi in src_word_index], states)]
+
+
+def attention_links(model, tokenizer, srcs: list[str], hyps: list[str], src_lang: str, tgt_lang: str,
+                    src_word_indices: list[tuple[int | None, ...]], states: list | None = None) -> list[tuple]:
+    """``align_words`` for several source words of each sentence from one attention pass: per sentence, the
+    hypothesis word aligned to each of its ``src_word_indices`` (None where a word has no pieces)."""
     out = []
-    for (alpha, s_ids, t_ids), wi in zip(cross_attention(model, tokenizer, srcs, hyps, src_lang, tgt_lang,
-                                                         states=states), src_word_index, strict=True):
+    for (alpha, s_ids, t_ids), wis in zip(cross_attention(model, tokenizer, srcs, hyps, src_lang, tgt_lang,
+                                                          states=states), src_word_indices, strict=True):
         s_words, t_words = piece_words(tokenizer, s_ids), piece_words(tokenizer, t_ids)
-        cols = [j for j, w in enumerate(s_words) if w is not None and w == wi]
         rows = [i for i, w in enumerate(t_words) if w is not None]
-        if wi is None or not cols or not rows:
-            out.append(None)
-            continue
-        score = alpha[rows][:, cols].sum(-1)
-        out.append(t_words[rows[int(score.argmax())]])
+        links = []
+        for wi in wis:
+            cols = [j for j, w in enumerate(s_words) if w is not None and w == wi]
+            if wi is None or not cols or not rows:
+                links.append(None)
+                continue
+            score = alpha[rows][:, cols].sum(-1)
+            links.append(t_words[rows[int(score.argmax())]])
+        out.append(tuple(links))
     return out
 
 
@@ -159,18 +171,31 @@ def fastalign_align(srcs: list[str], hyps: list[str], src_word_index: list[int |
     source word; the first target word linked to the given source word is returned (None: none is; with
     ``best_target``, the target word whose posterior of being aligned to the given source word is highest
     instead: every sentence with words gets a link)."""
+    return [links[0] for links in fastalign_links(srcs, hyps, [(wi,) for wi in src_word_index], context, iterations,
+                                                  p_null, tension, (best_target,))]
+
+
+def fastalign_links(srcs: list[str], hyps: list[str], src_word_indices: list[tuple[int | None, ...]],
+                    context: list[tuple[str, str]] = (), iterations: int = 5, p_null: float = 0.08,
+                    tension: float = 4.0, best_target: tuple[bool, ...] = (False,)) -> list[tuple]:
+    """``fastalign_align`` for several source words of each sentence from one trained model: per sentence, the
+    link of each of its ``src_word_indices``; ``best_target[k]`` says whether the k-th word of every sentence
+    gets the posterior fallback (a profession: yes; a pronoun a language may drop: no)."""
     pairs = [(s.lower().split(), h.lower().split()) for s, h in [*context, *zip(srcs, hyps, strict=True)]]
     blocks = ibm2_scores(pairs, iterations, p_null, tension)[len(context):]
     out = []
-    for block, wi in zip(blocks, src_word_index, strict=True):
-        if block is None or wi is None:
-            out.append(None)
-            continue
-        m = block.shape[1] - 1
-        viterbi = block.argmax(1)  # 0 = NULL, else source word i (1-based)
-        hits = [k for k, v in enumerate(viterbi) if v == wi + 1]
-        if hits or not best_target or wi + 1 > m:
-            out.append(hits[0] if hits else None)
-        else:  # no word chose it: the word that gives it the highest posterior
-            out.append(int((block[:, wi + 1] / block.sum(1)).argmax()))
+    for block, wis in zip(blocks, src_word_indices, strict=True):
+        out.append(tuple(_fastalign_link(block, wi, best_target[min(k, len(best_target) - 1)])
+                         for k, wi in enumerate(wis)))
     return out
+
+
+def _fastalign_link(block, wi: int | None, best_target: bool) -> int | None:
+    if block is None or wi is None:
+        return None
+    m = block.shape[1] - 1
+    viterbi = block.argmax(1)  # 0 = NULL, else source word i (1-based)
+    hits = [k for k, v in enumerate(viterbi) if v == wi + 1]
+    if hits or not best_target or wi + 1 > m:
+        return hits[0] if hits else None
+    return int((block[:, wi + 1] / block.sum(1)).argmax())  # no word chose it: the highest posterior

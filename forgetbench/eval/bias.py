@@ -7,7 +7,8 @@
 
 MT-Gender: en.txt (gold gender, profession index, sentence, profession; items also in en_pro.txt /
 en_anti.txt are pro- / anti-stereotypical) is translated into each language; the profession is
-aligned with the model's own cross-attention and its gender read by ``gender_readers``. Items
+aligned with the model's own cross-attention (so is the sentence's pronoun, which refers to it) and its gender
+read by ``gender_readers``. Items
 with gold "neutral" are skipped (the metrics are over male and female entities).
 MuCoW: the pair's source sentences are translated and scored against the sense keys.
 DiBiMT (closed: the user's licensed copy, ``word_sense.read_dibimt``'s JSONL with ``sentence`` and ``lang``):
@@ -17,13 +18,14 @@ change from the base with a paired bootstrap interval over the items.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tqdm.auto import tqdm
 
 from forgetbench.errors import ForgetbenchError
-from forgetbench.eval.alignment import align_words, fastalign_align, source_index, tokens
+from forgetbench.eval.alignment import attention_links, fastalign_links, source_index, tokens
 from forgetbench.eval.gender_metrics import GenderItem, gender_scores, resampled_scores
 from forgetbench.eval.gender_readers import read_gender
 from forgetbench.eval.gender_readers import version as readers_version
@@ -69,6 +71,15 @@ class GenderRow:
     sentence: str
     profession: str
     stereotype: str | None
+
+    @property
+    def pronoun(self) -> int | None:
+        """The whitespace-word index of the sentence's first gendered third-person pronoun (WinoMT's sentences
+        have one, and it refers to the profession: the gold gender is its gender), or None."""
+        return next((k for k, w in enumerate(self.sentence.split()) if _PRONOUN.fullmatch(w)), None)
+
+
+_PRONOUN = re.compile(r"(?i)(he|she|him|her|his|hers|himself|herself)[.,;:!?'\"]*")
 
 
 def read_mt_gender(folder: Path) -> list[GenderRow]:
@@ -187,23 +198,27 @@ def gender_pass(store: Store, variant: str, model, tokenizer, bias: BiasConfig, 
         for batch in tqdm(pair_batches(todo, srcs, hyps, batch_size), desc=f"gender {variant} en-{job.tgt}",
                           disable=None if progress else True):
             kept = None if states is None else [states.get((srcs[i], job.src, job.tgt)) for i in batch]
-            tgt_idx = align_words(model, tokenizer, [srcs[i] for i in batch], [hyps[i] for i in batch], "en", job.tgt,
-                                  [bias.gender_rows[i].index for i in batch], kept)
+            links = attention_links(model, tokenizer, [srcs[i] for i in batch], [hyps[i] for i in batch], "en",
+                                    job.tgt, [(bias.gender_rows[i].index, bias.gender_rows[i].pronoun) for i in batch],
+                                    kept)
             rows = []
-            for i, ti in zip(batch, tgt_idx, strict=True):
+            for i, (ti, pi) in zip(batch, links, strict=True):
                 words = hyps[i].split()
-                g = read_gender(job.tgt, words, ti) if ti is not None else "unknown"
+                g = read_gender(job.tgt, words, ti, pronoun=pi) if ti is not None else "unknown"
                 rows.append((variant, *key, i, "gender_pred", GENDER_CODE[g]))
             store.add_stats(rows)
 
 
 def profession_links(rows: list[GenderRow], hyps: list[list[str]], context: list[tuple[str, str]] = (),
-                     best_target: bool = True) -> list[int | None]:
-    """The token of each tokenised hypothesis (``alignment.tokens``) linked to its row's profession by fast_align's
-    model trained on these pairs and ``context`` together; ``best_target``: every item linked (the posterior
-    fallback)."""
-    return fastalign_align([" ".join(tokens(r.sentence)) for r in rows], [" ".join(h) for h in hyps],
-                           [source_index(r.sentence, r.index) for r in rows], context, best_target=best_target)
+                     best_target: bool = True) -> list[tuple[int | None, int | None]]:
+    """The tokens of each tokenised hypothesis (``alignment.tokens``) linked to its row's profession and to its
+    pronoun (``GenderRow.pronoun``) by fast_align's model trained on these pairs and ``context`` together;
+    ``best_target``: every profession linked (the posterior fallback; a pronoun is linked by its Viterbi links
+    only, as a language may drop it)."""
+    return fastalign_links([" ".join(tokens(r.sentence)) for r in rows], [" ".join(h) for h in hyps],
+                           [(source_index(r.sentence, r.index),
+                             None if r.pronoun is None else source_index(r.sentence, r.pronoun)) for r in rows],
+                           context, best_target=(best_target, False))
 
 
 def fastalign_gender_pass(store: Store, variants: list[str], bias: BiasConfig, jobs: list[Job] | None = None) -> None:
@@ -222,10 +237,10 @@ def fastalign_gender_pass(store: Store, variants: list[str], bias: BiasConfig, j
                 continue  # aligned already (a variant's items are aligned together, so all or none)
             hyps = {r["idx"]: tokens(r["hyp"]) for r in store.translations(v, *key, below=len(bias.gender_rows))}
             idx = sorted(hyps)
-            tgt_idx = profession_links([bias.gender_rows[i] for i in idx], [hyps[i] for i in idx], ctx)
+            links = profession_links([bias.gender_rows[i] for i in idx], [hyps[i] for i in idx], ctx)
             store.add_stats([(v, *key, i, FASTALIGN_STAT,
-                              GENDER_CODE[read_gender(job.tgt, hyps[i], ti) if ti is not None else "unknown"])
-                             for i, ti in zip(idx, tgt_idx, strict=True)])
+                              GENDER_CODE[read_gender(job.tgt, hyps[i], ti, pronoun=pi) if ti is not None else "unknown"])
+                             for i, (ti, pi) in zip(idx, links, strict=True)])
 
 
 def gender_intervals(items: dict[str, dict[str, dict[int, GenderItem]]], base: str, resamples: int, seed: int,

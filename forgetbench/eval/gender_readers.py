@@ -1,7 +1,11 @@
-"""Offline readers of the grammatical gender of a translated profession noun (MT-Gender).
+"""Offline readers of the gender of a translated person noun (MT-Gender).
 
-``read_gender(lang, words, i)`` looks at ``words[i]`` (the aligned translation of the profession)
-and its left context, and returns "male", "female", "neutral" or "unknown".
+``read_gender(lang, words, i, pronoun=None)`` looks at ``words[i]`` (the aligned translation of the profession),
+its own phrase and, where given, ``words[pronoun]`` (the word aligned to the source's pronoun), and returns
+"male", "female", "neutral" or "unknown". The order of evidence (METHOD §2.7): the noun's own gender where the
+word is gendered in itself (``gender_lexicon``: tables per language, and German's Wiktionary lexicon where the
+``german-nouns`` package is installed); the language's rules below; the pronoun, for an epicene noun and, in
+German and French, for a masculine form a woman may bear.
 
 Covered: de, fr, es, it (determiner + suffix rules, written here from the languages' grammar),
 ru, uk (pymorphy3 with its Russian and Ukrainian dictionaries; the noun's gender, or for
@@ -11,7 +15,8 @@ forms, then an agreeing past-tense form -ła/-la nearby, as for Russian), he, ar
 Hebrew ־ה/־ת/־ית, Arabic ة and the plural ات; the masculine base form otherwise; Hebrew nouns that spell
 both genders alike, like מורה, are "unknown"). No offline morphological analyser for these four installs
 from the package registries without a model download (camel-tools, MorphoDiTa, Morfeusz need data
-files), hence rules; each is checked on a hand-labelled list (tests/test_gender_readers.py).
+files), hence rules; each is checked on hand-written sentences (tests/test_gender_readers.py,
+tests/test_gender_lexicon.py).
 
 Rules shared by the readers (each with real MT sentences of its shape in the tests):
 
@@ -24,7 +29,7 @@ Rules shared by the readers (each with real MT sentences of its shape in the tes
   word; in German, Spanish and Italian the noun after the determiner is read (it carries the suffix). A link
   on another function word (es "a", "de") is "unknown", never read as a suffix.
 - *Windows stop at a noun*: a determiner is looked for left of the noun across prenominal modifiers only,
-  never across another word (es "los países [víctima]").
+  never across another word (es "los países [víctima]"; de "Die Krankheit von [Konteradmiral]").
 - Dictionary readings that are not common nouns (pymorphy3's surnames, "Surn") are not used.
 """
 
@@ -36,6 +41,8 @@ from functools import cache
 from importlib import metadata
 from pathlib import Path
 
+from forgetbench.eval import gender_lexicon as lexicon
+
 COVERED = ("de", "fr", "es", "it", "ru", "uk", "pl", "cs", "he", "ar")
 
 _PUNCT = re.compile(r"^[\W_]+|[\W_]+$", re.UNICODE)
@@ -43,17 +50,18 @@ _PUNCT = re.compile(r"^[\W_]+|[\W_]+$", re.UNICODE)
 
 @cache
 def version() -> str:
-    """What decides a reading: this module's source (SHA-256, first 16 hex digits) and the installed pymorphy3 with
-    its Russian and Ukrainian dictionaries. A run store keeps it beside its readings, so that a sweep resumed under
+    """What decides a reading: this module's and ``gender_lexicon``'s source (SHA-256, first 16 hex digits), the
+    installed pymorphy3 with its Russian and Ukrainian dictionaries, and german-nouns (or "absent"). A run store keeps it beside its readings, so that a sweep resumed under
     other readers reads its MT-Gender items again instead of mixing two sets of rules."""
     src = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+    src = hashlib.sha256(Path(lexicon.__file__).read_bytes() + src.encode()).hexdigest()[:16]  # and the tables
     libs = []
     for dist in ("pymorphy3", "pymorphy3-dicts-ru", "pymorphy3-dicts-uk"):
         try:
             libs.append(f"{dist} {metadata.version(dist)}")
         except metadata.PackageNotFoundError:
             libs.append(f"{dist} absent")
-    return f"{src}; " + ", ".join(libs)
+    return f"{src}; " + ", ".join([*libs, *lexicon.packages()])
 
 
 def _clean(w: str) -> str:
@@ -78,6 +86,32 @@ _DE_NEUTRAL = {"person", "fachkraft", "lehrkraft", "hilfskraft", "mitglied", "pe
 _DE_DET = {"der", "die", "das", "den", "dem", "des", "ein", "eine", "einen", "einem", "einer", "eines"}
 
 
+_DE_ADJ_END = ("e", "en", "er", "es", "em")
+
+
+def _de_left(words, i):
+    """Determiners and attributive adjectives left of a German noun, nearest first, up to 3 words: the scan stops
+    at another noun (a capitalised word that is neither the sentence's first nor a determiner) and at any word
+    that is neither an inflected adjective nor a determiner (a preposition: "Die Krankheit von Konteradmiral")."""
+    out = []
+    for j in range(i - 1, max(-1, i - 4), -1):
+        raw, w = words[j], _clean(words[j])
+        if w in _DE_DET or w in _DE_MASC_ONLY or w in _DE_MASC_NOM or w in _DE_FEM_DET:
+            out.append(w)
+            continue
+        if not w or (raw[:1].isupper() and j > 0) or not w.endswith(_DE_ADJ_END) or w in _DE_FUNCTION:
+            break
+        out.append(w)
+    return out
+
+
+_DE_FEM_DET = {"die", "eine", "keine", "diese", "seine", "ihre", "meine", "jede", "einer", "keiner", "dieser", "jener",
+               "unsere", "deine"}
+_DE_FUNCTION = {"hatte", "habe", "haben", "werden", "wurde", "wurden", "sie", "ihre", "ihren", "ohne", "gegen", "unter",
+                "über", "hinter", "neben", "zwischen", "wieder", "immer", "gerne", "einige", "alle", "viele", "wenn",
+                "aber", "denn", "weil", "dass", "oder", "und"}
+
+
 def _de(words, i):
     w = _clean(words[i])
     if w in _DE_DET and i + 1 < len(words):  # the link landed on the article: the noun after it
@@ -90,7 +124,7 @@ def _de(words, i):
         return "female"
     if w.endswith("mann") or w.endswith("männer"):
         return "male"
-    for d in _left(words, i):
+    for d in _de_left(words, i):
         if d in _DE_MASC_ONLY or d in _DE_MASC_NOM:
             return "male"
         if d in {"die", "eine", "keine", "diese", "seine", "ihre", "meine", "jede"}:
@@ -101,11 +135,13 @@ def _de(words, i):
                 return "female"
             masc_looking = w.endswith(("er", "e", "en", "t", "ent", "ant", "eur", "or", "ist", "loge", "at", "äre"))
             return "male" if masc_looking else "female"
+    if lexicon.german_lexicon().get(w) == "m":  # a masculine noun without article or suffix: Kapitän, Chef
+        return "male"
     return "male" if w.endswith(("er", "eur", "ent", "ant", "ist", "or", "loge", "arzt", "at")) else "unknown"
 
 
 # ---------------------------------------------------------------- French
-_FR_M = {"le", "un", "du", "au", "ce", "cet", "mon", "ton", "son", "notre", "votre", "leur", "quel", "aucun", "chaque_m"}
+_FR_M = {"le", "un", "du", "au", "ce", "cet", "mon", "ton", "son", "quel", "aucun"}
 _FR_F = {"la", "une", "cette", "ma", "ta", "sa", "quelle", "aucune"}
 _FR_FEM_SUFFIX = ("eure", "euse", "rice", "ière", "ienne", "enne", "esse", "ante", "ente", "ée", "oise", "ine", "aise", "ate", "ère",
                   "ette", "elle")
@@ -143,11 +179,12 @@ def _fr(words, i):
     for d in _left(words, i, 2):
         if d in ("mon", "ton", "son") and w[:1] in "aeéèêiîoôuhy":
             break  # "son avocate": mon/ton/son also stand before vowel-initial feminine nouns
-        if d in _FR_M:
+        if d in _FR_M or d in ("d'un", "d’un", "qu'un", "qu’un"):
             return "male"
-        if d in _FR_F:
+        if d in _FR_F or d in ("d'une", "d’une", "qu'une", "qu’une"):
             return "female"
-        if d.endswith(("l'", "l’")) or d in ("l", "d", "les", "des", "aux", "ces", "mes", "ses", "leurs", "de"):
+        if d.endswith(("l'", "l’")) or d in ("l", "d", "les", "des", "aux", "ces", "mes", "ses", "leurs", "de", "leur",
+                                              "notre", "votre", "chaque"):
             break
     return _fr_noun(w)  # an epicene noun ("secrétaire") without a gendered determiner: unknown
 
@@ -163,6 +200,12 @@ _ES_PRENOMINAL = {"nuevo", "nueva", "buen", "buena", "gran", "mismo", "misma", "
                   "vieja", "primer", "primera", "único", "única"}
 
 
+# nouns in -a that name either gender (el/la colega): their determiner or their pronoun tells
+_ES_EPICENE = {"colega", "guía", "policía", "psiquiatra", "pediatra", "atleta", "idiota", "astronauta", "burócrata",
+               "demócrata", "hincha", "espía", "centinela", "camarada", "homicida", "patriota", "compatriota",
+               "cineasta", "nómada", "terapeuta", "políglota", "logopeda"}
+
+
 def _es(words, i):
     w = _clean(words[i])
     if (w in _ES_M or w in _ES_F) and i + 1 < len(words):  # the link landed on the determiner: the noun after it
@@ -171,6 +214,13 @@ def _es(words, i):
         return "female"
     if w in _ES_FUNCTION:  # the link landed on a function word: no suffix to read
         return "unknown"
+    if w in _ES_EPICENE or (w.endswith("s") and w[:-1] in _ES_EPICENE):
+        for d in _left(words, i, 2):
+            if d in _ES_M or d in _ES_F:
+                return "male" if d in _ES_M else "female"
+            if d not in _ES_PRENOMINAL:
+                break
+        return "unknown"
     for d in _left(words, i, 2):
         if d in _ES_M:
             return "male"
@@ -178,9 +228,10 @@ def _es(words, i):
             return "female"
         if d not in _ES_PRENOMINAL:  # another word (a noun): its determiner is not this noun's
             break
-    if w.endswith(("a", "as")) and not w.endswith(("ista", "istas", "ta", "cía")) or w.endswith(("ora", "oras", "esa")):
+    if (w.endswith(("a", "as")) and not w.endswith(("ista", "istas", "eta", "etas", "ata", "atas", "cía"))
+            or w.endswith(("ora", "oras", "esa", "triz", "trices"))):
         return "female"
-    if w.endswith(("o", "os", "or", "ores", "ero")):
+    if w.endswith(("o", "os", "or", "ores", "ero", "ón", "ones", "és", "eses")):  # barón, marqués
         return "male"
     return "unknown"
 
@@ -235,13 +286,20 @@ def _it_predicate(words, i):
     return "unknown"
 
 
+_IT_PLURAL_F = {"due", "tre", "quattro", "cinque", "sei", "sette", "otto", "nove", "dieci", "alcune", "molte", "tante",
+                "poche", "queste", "quelle", "altre", "tutte", "certe", "varie"}
+
+
 def _it_determined(words, i, raw):
+    w = _clean(raw)
     for d in _left(words, i, 2):
         if d in _IT_M:
             return "male"
         if d in _IT_F:
             return "female"
-    return _it_suffix(_clean(raw))
+        if d in _IT_PLURAL_F and w.endswith(("iere", "ore")):  # due cameriere, alcune signore: feminine plurals
+            return "female"
+    return _it_suffix(w)
 
 
 # ---------------------------------------------------------------- Russian, Ukrainian (pymorphy3)
@@ -344,7 +402,7 @@ _HE_PREFIX = re.compile(r"^[והבלשכמ]?ה?")
 
 
 def _he(words, i):
-    w = _MARKS.sub("", _clean(words[i])).replace("\u05f3", "").replace("'", "")
+    w = _MARKS.sub("", _clean(words[i])).replace("\u05f3", "").replace("'", "").replace('"', "").replace("\u05f4", "")
     bare = _HE_PREFIX.sub("", w, count=1)
     if i + 1 < len(words) and _clean(words[i + 1]) == "חשבון" and (w in _HE_CONSTRUCT or bare in _HE_CONSTRUCT):
         return _HE_CONSTRUCT.get(w) or _HE_CONSTRUCT[bare]
@@ -369,14 +427,83 @@ def _ar(words, i):
         return "unknown"
     if w.endswith(("ة", "ات")):  # ta marbuta, feminine plural
         return "female"
+    if len(w) >= 5 and w.endswith(_AR_TA_SUFFIXED):  # ة written ت before a possessive suffix: والدتها, زميلته
+        return "female"
     return "male" if len(w) >= 3 else "unknown"
+
+
+_AR_TA_SUFFIXED = ("تها", "ته", "تهم", "تهن", "تي", "تك", "تنا", "تكم")
 
 
 _READERS = {"de": _de, "fr": _fr, "es": _es, "it": _it, "ru": lambda w, i: _slavic("ru", w, i),
             "uk": lambda w, i: _slavic("uk", w, i), "pl": _pl, "cs": _cs, "he": _he, "ar": _ar}
 
 
-def read_gender(lang: str, words: list[str], i: int) -> str:
+def read_gender(lang: str, words: list[str], i: int, pronoun: int | None = None,
+                pronoun_over_masculine: bool = False) -> str:
+    """The gender of the person ``words[i]`` names, in this order (METHOD §2.7): (1) the noun's own gender where
+    the word is gendered in itself (``gender_lexicon.lexical``: *Mutter*, *roi*, *أم*); (2) the language's reader:
+    feminine marking (derivation, an agreeing determiner or adjective in the noun's own phrase) and the
+    masculine or epicene readings of its rules; (3) where that reading is unknown (an epicene noun:
+    *l'insegnante*, *המורה*), the pronoun the translation gives the person: ``pronoun``, the index of the word
+    linked to the source sentence's pronoun (WinoMT's pronoun refers to the profession), when that word is a
+    gendered third-person pronoun. A masculine noun stays masculine whatever pronoun follows (*der Arzt … sie*:
+    the noun does not mark the woman, which is what MT-Gender measures); ``pronoun_over_masculine`` reads the
+    whole sentence's referent instead (the pronoun outweighs a masculine noun), for comparison with annotators
+    who read it so (``scripts/gender_human_agreement.py``)."""
     if lang not in _READERS or not 0 <= i < len(words):
         return "unknown"
-    return _READERS[lang](words, i)
+    lex = _lexical_at(lang, words, i)
+    if lex:
+        return lex
+    g = _READERS[lang](words, i)
+    if pronoun is not None and pronoun != i and 0 <= pronoun < len(words) and (
+            g == "unknown" or (g == "male" and pronoun_over_masculine)):
+        return _pronoun_gender(lang, words[pronoun]) or g
+    return g
+
+
+_ELISION = re.compile(r"^(l|d|qu|j|s|un|dell|all|nell|dall|sull|dall|coll)['’]")
+_AR_PREFIX = re.compile(r"^(وال|فال|بال|كال|لل|ال|و|ف)")
+_DETERMINERS = {"de": _DE_DET, "fr": set(_FR_ARTICLE) | _FR_HANDOVER, "es": _ES_M | _ES_F, "it": _IT_M | _IT_F}
+
+
+def _lexical_at(lang, words, i):
+    k = i
+    while k + 1 < len(words) and _clean(words[k]) in _DETERMINERS.get(lang, ()):  # a link on the determiner
+        k += 1
+    w = _MARKS.sub("", _clean(words[k]))
+    candidates = [w, _ELISION.sub("", w)]
+    if lang in ("fr", "es") and len(w) > 3 and w[-1] in "sx":  # plurals: veufs, neveux, madres
+        candidates.append(w[:-1])
+    if lang == "ar":
+        stems = {w, _AR_PREFIX.sub("", w), _AR_PREFIX.sub("", _AR_PREFIX.sub("", w))}
+        bare = {re.sub(f"({_AR_POSSESSIVE})$", "", c) for c in stems if len(c) > 2}  # أختي, أمه, زوجها
+        candidates += [*stems, *bare, *(c[:-1] + "ة" for c in bare if c.endswith("ت"))]  # جدتي → جدة
+    elif lang == "he":
+        w = w.replace('"', "").replace("\u05f4", "")
+        stems = {w, _HE_PREFIX.sub("", w, count=1), re.sub("^[והבלשכמ]", "", w)}
+        bare = {_HE_FINAL(re.sub(f"({_HE_POSSESSIVE})$", "", c)) for c in stems if len(c) > 2}  # אחותי, אמי
+        candidates += [*stems, *bare, *(c[:-1] + "ה" for c in bare if c.endswith("ת"))]  # דודתי → דודה
+    for c in candidates:
+        g = lexicon.lexical(lang, c)
+        if g:
+            return g
+    return None
+
+
+_AR_POSSESSIVE = "ها|هما|هم|هن|كم|كن|نا|ه|ي|ك"
+_HE_POSSESSIVE = "יה|יו|נו|כם|כן|הם|הן|י|ו|ך|ם|ן"
+_HE_FINALS = {"מ": "ם", "נ": "ן", "צ": "ץ", "פ": "ף", "כ": "ך"}
+
+
+def _HE_FINAL(w):
+    return w[:-1] + _HE_FINALS.get(w[-1], w[-1]) if w else w
+
+
+def _pronoun_gender(lang, word):
+    w = _ELISION.sub("", _MARKS.sub("", _clean(word)))  # qu'elle
+    g = lexicon.pronoun(lang, w)
+    if g is None and lang == "he":
+        g = lexicon.pronoun(lang, re.sub("^[וש]", "", w))
+    return g

@@ -15,7 +15,8 @@ Rules:
 3. *Links.* The profession (en.txt's whitespace-word index, on the tokenised source) is linked to a target word
    by fast_align's model (``alignment.fastalign_align``, deterministic) trained on the whole file at once, as
    the official pipeline aligns the whole test set; the link rate is the share of items that get a link.
-4. *Reading.* ``gender_readers.read_gender`` on the linked word (no link: "unknown"); metrics from
+4. *Reading.* ``gender_readers.read_gender`` on the linked word, given the word linked to the sentence's pronoun
+   (Viterbi links only; none where the translation drops it) (no profession link: "unknown"); metrics from
    ``gender_metrics.gender_scores`` (a "neutral" or "unknown" prediction counts as wrong, as in the official
    evaluation); accuracy, F1 and ΔG in percent as the WinoMT tables print them.
 """
@@ -64,16 +65,16 @@ def score_translations(path: str | Path, lang: str, data: str | Path, best_targe
     tgts = [tokens(h) for h in hyps]
     links = profession_links(rows, tgts, best_target=best_target)
     items, read, left_out = [], Counter(), set(differ)
-    for n, (r, t, j) in enumerate(zip(rows, tgts, links, strict=True), 1):
+    for n, (r, t, (j, pj)) in enumerate(zip(rows, tgts, links, strict=True), 1):
         if n in left_out:
             continue
-        g = read_gender(lang, t, j) if j is not None else "unknown"
+        g = read_gender(lang, t, j, pronoun=pj) if j is not None else "unknown"
         read[g] += 1
         items.append(GenderItem(r.gold, g, r.stereotype))
     s = gender_scores(items).to_dict()
     pct = {k: (None if s[k] is None else round(100 * s[k], 2)) for k in ("accuracy", "f1_male", "f1_female",
                                                                           "delta_g", "delta_s")}
-    linked = sum(j is not None for n, j in enumerate(links, 1) if n not in left_out)
+    linked = sum(j is not None for n, (j, _) in enumerate(links, 1) if n not in left_out)
     return {"translations": str(path), "lang": lang, "items": len(items), "sources_differ": differ,
             "link_rate": round(linked / len(items), 4),
             "predicted": dict(read), **pct, "psi": s["psi"], "psi_star": s["psi_star"],
