@@ -281,17 +281,26 @@ def alignment(cfg: dict, out: Path, b, langs: list[str]) -> dict:
     """Each model's cross-lingual embedding alignment (``eval.embedding_alignment``): mean cosine of the embeddings
     of subword pairs linked in English–x FLORES-101 devtest pairs, per script pair; then per arm the seeds' mean and
     range."""
-    from forgetbench.eval.embedding_alignment import alignment_scores
+    import json
+
+    from forgetbench.eval.embedding_alignment import alignment_scores, independent_aligner
     from forgetbench.models.load import load
 
     bitext = {}
     for x in langs:
         eng, foreign = b.pair("en", x)
         bitext[x] = list(zip(eng[:ALIGNMENT_SENTENCES], foreign[:ALIGNMENT_SENTENCES], strict=True))
+    graph_aligners = set()
+    for run in runs(cfg, out).values():
+        rec = json.loads((model_dir(run) / "training.json").read_text()).get("graphmerge")
+        if rec:
+            graph_aligners.add(rec["graph"].get("aligner", rec["settings"]["aligner"]))
+    # every arm measured by one aligner, the one that built no arm's graph where there is one
+    aligner = independent_aligner(next(iter(graph_aligners)) if len(graph_aligners) == 1 else None)
     per_model = {}
     for (arm, seed), run in runs(cfg, out).items():
         model, tok, _ = load(model_dir(run), with_signature=False)
-        per_model[f"{arm}-s{seed}"] = alignment_scores(model, tok, bitext)
+        per_model[f"{arm}-s{seed}"] = alignment_scores(model, tok, bitext, aligner=aligner)
     table = {}
     for arm in cfg["arms"]:
         rows = [per_model[f"{arm}-s{s}"]["script_pairs"] for s in cfg["seeds"]]
@@ -299,7 +308,11 @@ def alignment(cfg: dict, out: Path, b, langs: list[str]) -> dict:
             vals = [r[sp]["mean_cosine"] for r in rows if r.get(sp, {}).get("mean_cosine") is not None]
             table.setdefault(sp, {})[arm] = {"mean": _r(float(np.mean(vals))) if vals else None,
                                              "seeds": vals, "pairs": rows[0][sp]["pairs"]}
-    return {"sentences": ALIGNMENT_SENTENCES, "script_pairs": table, "models": per_model}
+    iso = {arm: _r(float(np.mean([r["isotropy"] for s in cfg["seeds"]
+                                  for r in per_model[f"{arm}-s{s}"]["languages"].values() if r["isotropy"] is not None])))
+           for arm in cfg["arms"]}
+    return {"sentences": ALIGNMENT_SENTENCES, "aligner": aligner, "graph_aligners": sorted(graph_aligners),
+            "script_pairs": table, "isotropy": iso, "models": per_model}
 
 
 def _f(v, fmt: str = "+.2f") -> str:
@@ -336,7 +349,10 @@ def markdown(res: dict) -> str:
     if al:
         arms = list(res["settings"]["arms"])
         lines += [f"**Cross-lingual embedding alignment** (mean cosine of linked subword pairs, first {al['sentences']} "
-                  "FLORES-101 devtest sentences per language; seeds' mean (each seed))", "",
+                  f"FLORES-101 devtest sentences per language, linked by {al.get('aligner', 'fast_align')} (graphs built "
+                  f"by {', '.join(al.get('graph_aligners', [])) or 'n/a'}); seeds' mean (each seed)); isotropy control "
+                  "(mean cosine to random subwords, languages and seeds averaged): "
+                  + ", ".join(f"{a} {_f(v, '.3f')}" for a, v in al.get("isotropy", {}).items()), "",
                   "| script pair | " + " | ".join(arms) + " |", "|---|" + "---|" * len(arms)]
         for sp, row in al["script_pairs"].items():
             cells = [f"{_f(row[a]['mean'], '.3f')} ({', '.join(f'{v:.3f}' for v in row[a]['seeds'])})" for a in arms]

@@ -124,7 +124,7 @@ ALIGNMENT_SENTENCES = 400  # FLORES-101 devtest sentences per language for the e
 def embedding_alignment_section(m: Path, langs: list[str], graphmerge: dict | None) -> list[str]:
     """The card's embedding-alignment table (``eval.embedding_alignment``: mean cosine of the embeddings of subwords
     linked in held-out English–x pairs, per language and per script pair) and, for a GraphMerge model, its graph."""
-    from forgetbench.eval.embedding_alignment import alignment_scores
+    from forgetbench.eval.embedding_alignment import alignment_scores, independent_aligner
     from forgetbench.models.load import load
 
     flores = Path(__file__).resolve().parents[1] / "data" / "flores101"
@@ -135,24 +135,37 @@ def embedding_alignment_section(m: Path, langs: list[str], graphmerge: dict | No
         if f.is_file():
             bitext[c] = list(zip(eng, f.read_text(encoding="utf-8").splitlines()[:ALIGNMENT_SENTENCES], strict=True))
     model, tok, _ = load(m, with_signature=False)
-    A = alignment_scores(model, tok, bitext)
+    graph_aligner = (graphmerge or {}).get("graph", {}).get("aligner") or (graphmerge or {}).get("settings", {}).get(
+        "aligner")
+    aligner = independent_aligner(graph_aligner)
+    A = alignment_scores(model, tok, bitext, aligner=aligner)
     ci = lambda r: f"{r['mean_cosine']:.3f} [{r['ci95'][0]:.3f}, {r['ci95'][1]:.3f}]" if r["pairs"] else "–"  # noqa: E731
+    how = {"fast_align": "IBM Model 2 both ways, intersected", "eflomal": "eflomal, intersected"}[aligner]
+    same = " — the aligner that built its graph: not independent of it" if aligner == graph_aligner else ""
     out = ["", "## Cross-lingual embedding alignment", "",
            f"Mean cosine of the input embeddings of subword pairs linked in FLORES-101 devtest English–x pairs (the first "
-           f"{ALIGNMENT_SENTENCES}; IBM Model 2 both ways, intersected; identical subwords and special tokens left out), "
-           "with 95 % bootstrap intervals over the pairs (docs/METHOD.md §5b).", "",
-           "| language | script pair | linked subword pairs | mean cosine [95 % CI] |", "|---|---|---:|---|"]
-    out += [f"| {language(c).name} | {r['script_pair']} | {r['pairs']:,} | {ci(r)} |" for c, r in A["languages"].items()]
+           f"{ALIGNMENT_SENTENCES}; {how}{same}; identical subwords and special tokens left out), with 95 % bootstrap "
+           "intervals over the pairs, beside the isotropy control (each English subword's mean cosine to 50 random "
+           "subwords, averaged: a similarity is read against it) (docs/METHOD.md §5b).", "",
+           "| language | script pair | linked subword pairs | mean cosine [95 % CI] | isotropy control |",
+           "|---|---|---:|---|---:|"]
+    out += [f"| {language(c).name} | {r['script_pair']} | {r['pairs']:,} | {ci(r)} | "
+            f"{'–' if r['isotropy'] is None else format(r['isotropy'], '.3f')} |" for c, r in A["languages"].items()]
     out += ["", "| script pair | linked subword pairs | mean cosine [95 % CI] |", "|---|---:|---|"]
     out += [f"| {k} | {r['pairs']:,} | {ci(r)} |" for k, r in A["script_pairs"].items()]
     if graphmerge:
         g, st = graphmerge["graph"], graphmerge["settings"]
         out += ["", "## GraphMerge embeddings", "",
-                f"{st['hops']} hop(s), {st['mode']}, aligner {st['aligner']} ({st['symmetrisation']}), links counted at "
-                f"least {st['min_count']} times, α {st['alpha']}, up to {st['pairs_per_language']:,} pairs per language: "
+                f"{st['hops']} hop(s), {st['mode']}, aligner {g.get('aligner', st['aligner'])} ({st['symmetrisation']}), "
+                f"links counted at least {st['min_count']} times, α {st['alpha']}, "
+                + ("the whole bitext" if st.get("pairs_per_language") is None
+                   else f"up to {st['pairs_per_language']:,} pairs per language")
+                + f", output projection {'tied to the graph table' if st.get('tie', True) else 'the original table (w/o Tie)'}: "
                 f"a graph of {g['vocabulary']:,} subwords with {g['cross_edges']:,} cross-word edges (density "
-                f"{g['density']:.2e}), built in {g['seconds']} s; graph SHA-256 `{g['sha256']}`. The exported table is "
-                "the final re-parameterised one: inference is a plain M2M-100's."]
+                f"{g['density']:.2e}), built in {g['seconds']} s"
+                + (f" (peak memory {g['peak_rss_mb']:,} MB)" if "peak_rss_mb" in g else "")
+                + f"; graph SHA-256 `{g['sha256']}`. The exported table is the final re-parameterised one: inference is a "
+                "plain M2M-100's."]
     return out
 
 

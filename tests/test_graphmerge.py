@@ -88,7 +88,8 @@ def _gm_config(tmp_path, name, train=None, **gm):
     cfg = {"data": {"shared": str(tmp_path / "shared"), "languages": ["de", "fr"], "dev_per_language": 2},
            "spm": {"vocab_size": 300, "sample_per_language": 1000},
            "model": {"d_model": 32, "encoder_layers": 1, "decoder_layers": 1, "heads": 2, "ffn": 64,
-                     "embeddings": {"graphmerge": {"hops": 2, "min_count": 1, "dropout": 0.0} | gm}},
+                     "embeddings": {"graphmerge": {"hops": 2, "min_count": 1, "dropout": 0.0,
+                                                   "aligner": "fast_align"} | gm}},
            "train": {"seed": 3, "max_tokens": 600, "warmup": 4, "steps": 6, "checkpoint_minutes": 0,
                      "dev_every": 0, "threads": 1, "bf16": False} | (train or {})}
     p = tmp_path / f"{name}.yaml"
@@ -165,8 +166,10 @@ def test_a_rerun_with_the_same_seed_gives_the_same_weights(tmp_path):
     assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
 
 
-@pytest.mark.parametrize("gm,msg", [({"hops": 0}, "hops: 0; GraphMerge takes 1 to 3 hops"),
-                                    ({"aligner": "giza"}, "aligner: 'giza'; choose fast_align or eflomal"),
+@pytest.mark.parametrize("gm,msg", [({"hops": 0}, "hops: 0; GraphMerge takes 1 to 5 hops"),
+                                    ({"hops": 6}, "hops: 6; GraphMerge takes 1 to 5 hops"),
+                                    ({"tie": "no"}, "tie: expected true or false"),
+                                    ({"aligner": "giza"}, "aligner: 'giza'; choose auto or eflomal or fast_align"),
                                     ({"mode": "sum"}, "mode: 'sum'"),
                                     ({"min_count": 0}, "min_count: 0")])
 def test_bad_graph_settings_are_one_line_exit_2(tmp_path, capsys, gm, msg):
@@ -183,7 +186,7 @@ def test_a_language_without_bitext_is_one_line(tmp_path):
     from forgetbench.train.graph import build_graph
 
     with pytest.raises(ForgetbenchError, match=r"no bitext for \['sw'\]"):
-        build_graph({"de": PAIRS, "sw": []}, 24, GraphSettings(), set())
+        build_graph({"de": PAIRS, "sw": []}, 24, GraphSettings(aligner="fast_align"), set())
 
 
 def test_embedding_alignment_is_the_mean_cosine_of_linked_subwords(tiny_dir):
@@ -206,6 +209,7 @@ def test_embedding_alignment_is_the_mean_cosine_of_linked_subwords(tiny_dir):
         model.get_input_embeddings().weight.copy_(torch.ones_like(model.get_input_embeddings().weight))
     S = alignment_scores(model, tok, {"ru": bitext("rus"), "de": bitext("deu")}, resamples=100)
     assert S["languages"]["ru"]["mean_cosine"] == pytest.approx(1.0) and S["languages"]["ru"]["pairs"] == len(links)
+    assert S["languages"]["ru"]["isotropy"] == pytest.approx(1.0) and S["aligner"] == "fast_align"  # all alike
     assert S["languages"]["ru"]["script_pair"] == "Latin–Cyrillic" and set(S["script_pairs"]) == {
         "Latin–Cyrillic", "Latin–Latin"}
     with torch.no_grad():  # rows ±1 by the parity of the id: cosine +1 for same-parity pairs, −1 otherwise
@@ -214,3 +218,167 @@ def test_embedding_alignment_is_the_mean_cosine_of_linked_subwords(tiny_dir):
     want = sum(1 if a % 2 == b % 2 else -1 for a, b in links) / len(links)
     assert alignment_scores(model, tok, {"ru": bitext("rus")})["languages"]["ru"]["mean_cosine"] == pytest.approx(
         want, abs=1e-4)
+
+
+# a toy bitext whose alignment is certain: each English id has one x id that always appears with it, in place
+TOY = [([10 + a, 10 + b, 10 + c], [20 + a, 20 + b, 20 + c]) for a, b, c in
+       [(0, 1, 2), (1, 2, 3), (2, 3, 0), (3, 0, 1), (0, 2, 1), (1, 3, 2), (2, 0, 3), (3, 1, 0)] * 6]
+
+
+def test_the_eflomal_graph_of_a_toy_bitext_is_the_hand_count():
+    """eflomal (the paper's aligner), intersected: every English id i is linked to x id i + 10 in every sentence,
+    so c(i, i + 10) = 36 (each id is in 6 of the 8 triples, each triple 6 times), nothing else: A[i, i + 10] = 1."""
+    pytest.importorskip("eflomal", reason="eflomal is the optional extra graphmerge (pip install -e '.[graphmerge]')")
+    from forgetbench.train.graph import align, build_graph
+
+    links = align(TOY, "eflomal")
+    assert link_counts(TOY, links) == Counter({(10 + k, 20 + k): 36 for k in range(4)})
+    g = build_graph({"de": TOY}, 24, GraphSettings(aligner="auto", min_count=10), set(range(4)))
+    A = dense(g["indices"], g["values"], g["shape"])
+    assert g["record"]["aligner"] == "eflomal" and g["record"]["languages"]["de"] == {
+        "pairs": 48, "links": 144, "kept_pairs": 4}
+    assert all(A[10 + k, 20 + k] == 1 and A[20 + k, 10 + k] == 1 for k in range(4)) and A.sum() == 24
+
+
+def test_the_streamed_build_from_the_prepared_ids_equals_the_in_memory_build(tmp_path):
+    """``graph_chunks`` over a run's prepared ids, 7 pairs at a time, builds the graph ``build_graph`` builds from
+    the same pairs held as lists (``graph_pairs``); the auto aligner falls back to fast_align without eflomal."""
+    import numpy as np
+    from transformers import M2M100Tokenizer
+
+    from forgetbench.train.data import Examples, prepare
+    from forgetbench.train.graph import build_graph, build_graph_streamed, resolved_aligner
+    from forgetbench.train.graphmerge import graph_chunks, graph_pairs
+    from forgetbench.train.mt import load_config
+
+    _shared(tmp_path / "shared")
+    cfg = load_config(_gm_config(tmp_path, "s"))
+    meta = prepare(cfg, tmp_path / "run", log=lambda *_: None)
+    tok = M2M100Tokenizer.from_pretrained(str(tmp_path / "run" / "tokenizer"))
+    data = Examples(tmp_path / "run" / "train.npz", 64)
+    st = GraphSettings(aligner="fast_align", min_count=2, chunk=7, pairs_per_language=40)
+    chunks = list(graph_chunks(data, tok, ["de", "fr"], 40, 7, seed=3))
+    held = graph_pairs(data, tok, 40, seed=3)
+    assert max(len(c) for _, c in chunks) == 7 and sum(len(c) for _, c in chunks) == sum(map(len, held.values()))
+    streamed = build_graph_streamed(iter(chunks), ["de", "fr"], meta["vocab_size"], st, set(range(4)), lambda *_: None)
+    memory = build_graph(held, meta["vocab_size"], st, set(range(4)), lambda *_: None)
+    for k in ("indices", "values"):
+        assert np.array_equal(streamed[k], memory[k])
+    assert streamed["record"]["languages"] == memory["record"]["languages"] and streamed["record"]["cross_edges"] > 0
+    assert resolved_aligner("fast_align") == "fast_align" and resolved_aligner("auto") in ("eflomal", "fast_align")
+
+
+def test_up_to_five_hops_by_the_formula():
+    A, sparse = _five_word_graph()
+    ws = GraphMerge(sparse, 2, GraphSettings(hops=5, mode="weighted-sum", dropout=0.0))
+    E = torch.randn(5, 2)
+    M = 0.5 * (A + torch.eye(5))
+    assert torch.allclose(ws(E), torch.linalg.matrix_power(M, 5) @ E, atol=1e-5)
+
+
+def test_without_tie_the_output_projection_is_the_original_table_and_the_export_has_two(tmp_path):
+    """The paper's w/o Tie: inputs from the graph's table T, logits from the original table E; the export keeps T as
+    the shared input embedding and E as an untied lm_head, and loads as a plain M2M-100 with the same logits."""
+    import json
+
+    from transformers.models.m2m_100.modeling_m2m_100 import shift_tokens_right
+
+    from forgetbench.models.load import load
+    from forgetbench.train import graphmerge, loop
+    from forgetbench.train.config import fingerprint
+    from forgetbench.train.mt import load_config, setup, train
+
+    _shared(tmp_path / "shared")
+    cfg = load_config(_gm_config(tmp_path, "u", tie=False))
+    out = train(cfg, tmp_path / "run", progress=False, log=lambda *_: None)
+    assert json.loads((out / "training.json").read_text())["graphmerge"]["settings"]["tie"] is False
+    exported, tok, _ = load(out, with_signature=False)
+    S = setup(cfg, tmp_path / "run", log=lambda *_: None)
+    loop.resume(S.model, S.opt, tmp_path / "run" / "checkpoint", fingerprint(cfg), lambda *_: None)
+    S.model.eval()
+    T, E = graphmerge.final_table(S.model), S.model.model.shared.weight.detach()
+    assert not torch.equal(T, E)
+    assert torch.equal(exported.model.shared.weight, T) and torch.equal(exported.lm_head.weight, E)
+    assert exported.lm_head.weight.data_ptr() != exported.model.shared.weight.data_ptr()
+    tok.src_lang, tok.tgt_lang = "en", "de"
+    b = tok(["Hello world"], text_target=["Hallo Welt"], return_tensors="pt")
+    dec = shift_tokens_right(b["labels"], 1, 2)
+    with torch.no_grad():
+        a = graphmerge.logits(S.model, b["input_ids"], b["attention_mask"], dec)
+        e = exported(input_ids=b["input_ids"], attention_mask=b["attention_mask"], decoder_input_ids=dec).logits
+    assert torch.allclose(a, e, atol=1e-5)
+
+
+def test_the_isotropy_control_is_the_hand_value_on_a_toy_table():
+    """Appendix A.6's control: each word's mean cosine to 50 random subwords, averaged over the words. Rows of unit
+    length at fixed angles make every draw's cosine known: word rows (1, 0) and (0, 1); candidate rows (0.6, ±0.8)
+    give cosine 0.6 to the first word and ±0.8 to the second; with the draws fixed by the seed the value is
+    (0.6 + 0.8 · (share of + draws − share of − draws)) / 2, counted here by hand from the same draws."""
+    import numpy as np
+
+    from forgetbench.eval.embedding_alignment import ISOTROPY_SAMPLES, isotropy
+
+    E = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8], [0.6, -0.8], [0.6, 0.8]])
+    candidates = np.array([2, 3, 4])
+    got = isotropy(E, [0, 1], candidates, np.random.default_rng(7))
+    drawn = candidates[np.random.default_rng(7).integers(0, 3, (2, ISOTROPY_SAMPLES))]
+    plus = (drawn[1] != 3).mean()
+    assert got == pytest.approx((0.6 + 0.8 * (plus - (1 - plus))) / 2, abs=1e-6)
+    assert isotropy(E, [0], candidates, np.random.default_rng(1)) == pytest.approx(0.6)
+
+
+def test_the_similarity_measure_uses_the_aligner_that_did_not_build_the_graph():
+    from forgetbench.eval.embedding_alignment import independent_aligner
+
+    assert independent_aligner("eflomal") == "fast_align" and independent_aligner(None) == "fast_align"
+    try:
+        import eflomal  # noqa: F401
+        want = "eflomal"
+    except ImportError:
+        want = "fast_align"
+    assert independent_aligner("fast_align") == want
+
+
+@pytest.mark.parametrize("T", [1, 2, 5])
+def test_temperature_sampling_gives_each_language_the_formulas_share(tmp_path, T):
+    """An epoch under temperature T holds round(N · n_ℓ^(1/T) / Σ n^(1/T)) examples of language ℓ (both directions
+    of its pairs), each of its examples at most once more than any other; T = 1 is every example once."""
+    import numpy as np
+
+    from forgetbench.train.data import Examples, _save_ids, language_shares
+
+    n = {10: 600, 11: 60, 12: 6}  # language codes; 9 is English, on one side of every example
+    src, tgt, sl, tl = [], [], [], []
+    for code, k in n.items():
+        for i in range(k):
+            src.append([5, i % 7 + 5])
+            tgt.append([6])
+            sl.append(9 if i % 2 else code)
+            tl.append(code if i % 2 else 9)
+    _save_ids(tmp_path / "t.npz", src, tgt, sl, tl)
+    data = Examples(tmp_path / "t.npz", 16, temperature=T)
+    N = sum(n.values())
+    want = np.array([v ** (1 / T) for v in n.values()])
+    assert np.allclose(language_shares(np.array(list(n.values())), T), want / want.sum())
+    picked = np.concatenate(data.batches(10_000, seed=1, epoch=0))
+    langs = data.languages()[picked]
+    got = [int((langs == c).sum()) for c in n]
+    assert got == [int(round(N * w / want.sum())) for w in want]
+    for code in n:  # repeats spread evenly: no example twice before every example once
+        uses = np.bincount(picked[langs == code], minlength=len(data))[data.languages() == code]
+        assert uses.max() - uses.min() <= 1
+    if T == 1:
+        assert sorted(picked.tolist()) == list(range(N))
+
+
+def test_a_temperature_of_one_keeps_the_fingerprint_and_a_bad_one_is_refused(tmp_path, capsys):
+    from forgetbench.train.config import fingerprint
+    from forgetbench.train.mt import load_config
+
+    _shared(tmp_path / "shared")
+    a = fingerprint(load_config(_gm_config(tmp_path, "a")))
+    assert fingerprint(load_config(_gm_config(tmp_path, "b", train={"temperature": 1.0}))) == a
+    assert fingerprint(load_config(_gm_config(tmp_path, "c", train={"temperature": 5}))) != a
+    assert main(["train-mt", str(_gm_config(tmp_path, "d", train={"temperature": 0})), "--out",
+                 str(tmp_path / "run"), "--quiet"]) == 2
+    assert "train.temperature: 0; a positive number" in capsys.readouterr().err

@@ -144,6 +144,24 @@ def ibm2_scores(pairs: list[tuple[list, list]], iterations: int = 5, p_null: flo
     return out
 
 
+def eflomal_links(pairs: list[tuple[list, list]]) -> list[set[tuple[int, int]]]:
+    """Symmetrised links (i, j) of each pair by eflomal (Östling and Tiedemann 2016; the optional package: its
+    sampler is seeded from the system, so two runs may differ), forward and reverse intersected."""
+    import tempfile
+    from pathlib import Path
+
+    import eflomal
+
+    with tempfile.TemporaryDirectory() as d:
+        fwd, rev = Path(d) / "fwd", Path(d) / "rev"
+        eflomal.Aligner().align([" ".join(map(str, s)) for s, _ in pairs], [" ".join(map(str, t)) for _, t in pairs],
+                                links_filename_fwd=str(fwd), links_filename_rev=str(rev), quiet=True)
+        out = []
+        for a, b in zip(fwd.read_text().splitlines(), rev.read_text().splitlines(), strict=True):
+            out.append({tuple(map(int, x.split("-"))) for x in a.split()} & {tuple(map(int, x.split("-"))) for x in b.split()})
+        return out
+
+
 def ibm2_links(pairs: list[tuple[list, list]], iterations: int = 5, p_null: float = 0.08,
                tension: float = 4.0) -> list[set[tuple[int, int]]]:
     """Symmetrised links (i, j) (source position, target position, 0-based) of each pair: the Viterbi links of

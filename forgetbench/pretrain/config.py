@@ -91,6 +91,9 @@ def load_pretrain_config(path: str | Path) -> PretrainConfig:
         raise ForgetbenchError(f"{path}: unknown section(s) {sorted(extra)}; allowed: {', '.join(sections)}")
     parts = {k: dataclass_from(cls, raw.get(k), f"{path}: {k}") for k, cls in sections.items() if k != "train"}
     parts["train"] = train_section(raw.get("train"), path)
+    if parts["train"].temperature != 1.0:
+        raise ForgetbenchError(f"{path}: train.temperature is train-mt's (sampling over translation languages); an "
+                               "encoder reads its treebanks' text as it is")
     m, d, o = parts["model"], parts["data"], parts["objective"]
     if m.variant not in VARIANTS:
         raise ForgetbenchError(f"{path}: model.variant {m.variant!r}; choose one of {', '.join(VARIANTS)}")

@@ -73,6 +73,7 @@ class TrainCfg:
     min_delta: float = 0.0  # the least dev-score rise that counts as an improvement
     dev_sentences: int = 16
     dev_directions: list = field(default_factory=list)
+    temperature: float = 1.0  # train-mt: sampling over languages (train.data); 1 = the corpus as it is
 
 
 @dataclass
@@ -95,6 +96,9 @@ def train_section(raw, path: Path, cls=TrainCfg):
     tc.bf16 = bf16
     if getattr(tc, "patience", 0) < 0 or getattr(tc, "min_delta", 0.0) < 0:
         raise ForgetbenchError(f"{path}: train.patience and train.min_delta must be >= 0 (patience 0: no early stopping)")
+    if not getattr(tc, "temperature", 1.0) > 0:
+        raise ForgetbenchError(f"{path}: train.temperature: {tc.temperature!r}; a positive number (1: the corpus as it "
+                               "is; the GraphMerge paper: 2 and 5)")
     if getattr(tc, "patience", 0) and not getattr(tc, "dev_every", 0):
         raise ForgetbenchError(f"{path}: train.patience {tc.patience} needs train.dev_every > 0 (how often the dev "
                                "score is measured)")
@@ -258,6 +262,8 @@ def settings_hash(d: dict) -> str:
     d = dict(d)
     d.pop("source", None)
     d["train"] = {k: v for k, v in d["train"].items() if k not in _RUN_ONLY}
+    if d["train"].get("temperature", 1.0) == 1.0:
+        d["train"].pop("temperature", None)  # the corpus as it is: the fingerprint of configs written before the key
     return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -2,6 +2,12 @@
 out) → SentencePiece BPE on a language-balanced sample, M2M-100 vocabulary format → token ids
 cached as ``.npz`` (no pickle) → length-bucketed batches in a seeded order (``Examples``).
 
+**Temperature sampling over languages** (``train.temperature`` T; GraphMerge's setting, Wu & Monz 2023 §4.1:
+T = 2 on IWSLT14, 5 on EC30): each epoch draws as many examples as the corpus holds, language ℓ (an example's
+non-English side, both directions together) getting round(N · p_ℓ) of them with p_ℓ = n_ℓ^(1/T) / Σ_k n_k^(1/T)
+(``language_shares``): its examples in a seeded order, repeated in fresh seeded orders where the share exceeds
+them. T = 1 is the corpus as it is, every example once per epoch (the order of runs before the setting).
+
 Format is M2M-100's: source ``__src__ tokens </s>``, labels ``__tgt__ tokens </s>``, decoder
 input ``</s> __tgt__ tokens``; generation forces ``__tgt__`` as first token.
 """
@@ -109,12 +115,19 @@ def _save_ids(path: Path, src, tgt, sl, tl) -> None:
              tgt_lang=np.array(tl, np.int32))
 
 
+def language_shares(counts: np.ndarray, temperature: float) -> np.ndarray:
+    """p_ℓ = n_ℓ^(1/T) / Σ_k n_k^(1/T) (module docstring)."""
+    w = np.asarray(counts, dtype=np.float64) ** (1.0 / temperature)
+    return w / w.sum()
+
+
 class Examples:
-    def __init__(self, path: Path, max_len: int):
+    def __init__(self, path: Path, max_len: int, temperature: float = 1.0):
         z = np.load(path, allow_pickle=False)
         self.src, self.src_off, self.tgt, self.tgt_off = z["src"], z["src_off"], z["tgt"], z["tgt_off"]
         self.src_lang, self.tgt_lang = z["src_lang"], z["tgt_lang"]
         self.max_len = max_len
+        self.temperature = float(temperature)
         body = max_len - 2
         self.src_len = np.minimum(np.diff(self.src_off), body) + 2
         self.tgt_len = np.minimum(np.diff(self.tgt_off), body) + 2
@@ -122,10 +135,33 @@ class Examples:
     def __len__(self):
         return len(self.src_lang)
 
+    def languages(self) -> np.ndarray:
+        """Each example's non-English language code (English: the code on one side of every example)."""
+        codes, n = np.unique(np.concatenate([self.src_lang, self.tgt_lang]), return_counts=True)
+        en = codes[n.argmax()]
+        return np.where(self.src_lang == en, self.tgt_lang, self.src_lang)
+
+    def epoch_indices(self, rng) -> np.ndarray:
+        """The examples of one epoch under temperature sampling (module docstring), in language order; the caller
+        shuffles them."""
+        lang = self.languages()
+        codes, counts = np.unique(lang, return_counts=True)
+        quota = np.rint(len(self) * language_shares(counts, self.temperature)).astype(np.int64)
+        out = []
+        for code, q in zip(codes, quota, strict=True):
+            own = np.nonzero(lang == code)[0]
+            reps = -(-int(q) // len(own))
+            out.append(np.concatenate([own[rng.permutation(len(own))] for _ in range(reps)])[:q])
+        return np.concatenate(out)
+
     def batches(self, max_tokens: int, seed: int, epoch: int) -> list[np.ndarray]:
         """Length-bucketed batches (source+target padded tokens <= max_tokens), in a seeded order."""
         rng = np.random.default_rng(seed * 1000 + epoch)
-        order = rng.permutation(len(self))
+        if self.temperature == 1.0:
+            order = rng.permutation(len(self))
+        else:
+            pool = self.epoch_indices(rng)
+            order = pool[rng.permutation(len(pool))]
         order = order[np.argsort(np.maximum(self.src_len, self.tgt_len)[order], kind="stable")]
         out, cur, cur_max = [], [], 0
         for i in order:

@@ -3,18 +3,23 @@ subword vocabulary.
 
 Rules:
 
-1. **Links.** For each training language x, up to ``pairs_per_language`` English–x pairs of the prepared
-   training ids (the first ones of the seeded order, ``graph_pairs``) are aligned at the subword level:
-   ``fast_align`` = IBM Model 2 with a diagonal prior both ways, intersected (``eval.alignment.ibm2_links``,
-   deterministic); ``eflomal`` = the eflomal package (if installed), intersected likewise.
+1. **Links.** For each training language x, its English–x pairs of the prepared training ids (all of them, the
+   paper's whole bitext; or the first ``pairs_per_language`` of the seeded order, ``graphmerge.graph_chunks``)
+   are aligned at the subword level, ``chunk`` pairs per aligner call, streamed (memory bounded by a chunk and
+   the link counts, never the bitext): ``eflomal`` (the paper's aligner, §4.1 and Table 3: fast_align costs
+   0.2 BLEU there; the optional extra ``graphmerge``; its sampler is seeded from the system, so a graph is
+   built once per run and kept), intersected both ways; ``fast_align`` = IBM Model 2 with a diagonal prior both
+   ways, intersected (``eval.alignment.ibm2_links``, deterministic); ``auto`` (the default) = eflomal where
+   installed, else fast_align — the record says which ran.
 2. **Transfer ratios.** Per direction s→t (both en→x and x→en, from the same links), c(i, j) = how often
-   subword i of s is linked to subword j of t; counts below ``min_count`` are dropped; then
+   subword i of s is linked to subword j of t; counts below ``min_count`` are dropped (10: the authors' code,
+   ``util/graph_merge_v2_sparse.py``, keeps counts ≥ 10); then
    T_{s→t}[i, j] = c(i, j) / Σ_k c(i, k) (``transfer_ratios``).
 3. **Merged adjacency.** R = Σ_{s→t} T_{s→t}, English the pivot; each row of R with links is normalised to sum 1
    and scaled by ``alpha``; a row with links gets 1 − ``alpha`` on its diagonal, a row without links (and every
    special token and language code) gets 1 (``merged_adjacency``). A is row-stochastic.
 4. The graph is built once per run (``graph.npz`` beside the prepared data: indices, values, shape), its SHA-256
-   in the run record; its size, density and build time go to the card.
+   in the run record; its size, density, aligner, build time and the process's peak memory go to the card.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,8 +35,9 @@ import numpy as np
 
 from forgetbench.errors import ForgetbenchError
 
-ALIGNERS = ("fast_align", "eflomal")
+ALIGNERS = ("auto", "eflomal", "fast_align")
 MODES = ("gnn", "weighted-sum")
+MAX_HOPS = 5
 
 
 @dataclass(frozen=True)
@@ -39,17 +46,24 @@ class GraphSettings:
 
     hops: int = 2
     mode: str = "gnn"  # gnn (W_self, W_nb per hop) | weighted-sum (no parameters)
-    aligner: str = "fast_align"
+    aligner: str = "auto"
     symmetrisation: str = "intersect"
     min_count: int = 10
     alpha: float = 1.0
-    pairs_per_language: int = 5000
+    pairs_per_language: int | None = None  # None: the whole bitext
+    chunk: int = 20000  # pairs per aligner call
+    tie: bool = True  # the output projection is T (the paper's main setting); False: "w/o Tie", the original table
     dropout: float = 0.1
 
     def check(self, where: str) -> GraphSettings:
-        if not isinstance(self.hops, int) or not 1 <= self.hops <= 3:
-            raise ForgetbenchError(f"{where}.hops: {self.hops!r}; GraphMerge takes 1 to 3 hops (the paper: 2 on EC30, "
-                                   "3 on IWSLT14)")
+        if not isinstance(self.hops, int) or not 1 <= self.hops <= MAX_HOPS:
+            raise ForgetbenchError(f"{where}.hops: {self.hops!r}; GraphMerge takes 1 to {MAX_HOPS} hops (the paper: "
+                                   "best 2 on EC30, 3 on IWSLT14)")
+        if not isinstance(self.tie, bool):
+            raise ForgetbenchError(f"{where}.tie: {self.tie!r}; true (the output projection is the graph's table) or "
+                                   "false (the paper's w/o Tie: the original table)")
+        if not isinstance(self.chunk, int) or self.chunk < 1:
+            raise ForgetbenchError(f"{where}.chunk: {self.chunk!r}; pairs per aligner call, at least 1")
         if self.mode not in MODES:
             raise ForgetbenchError(f"{where}.mode: {self.mode!r}; choose {' or '.join(MODES)}")
         if self.aligner not in ALIGNERS:
@@ -66,11 +80,24 @@ class GraphSettings:
             raise ForgetbenchError(f"{where}.min_count: {self.min_count!r}; a link count of at least 1")
         if not 0 < float(self.alpha) <= 1:
             raise ForgetbenchError(f"{where}.alpha: {self.alpha!r}; a weight in (0, 1]")
-        if not isinstance(self.pairs_per_language, int) or self.pairs_per_language < 1:
-            raise ForgetbenchError(f"{where}.pairs_per_language: {self.pairs_per_language!r}; at least 1")
+        if self.pairs_per_language is not None and (not isinstance(self.pairs_per_language, int)
+                                                    or self.pairs_per_language < 1):
+            raise ForgetbenchError(f"{where}.pairs_per_language: {self.pairs_per_language!r}; at least 1, or leave it "
+                                   "out for the whole bitext")
         if not 0 <= float(self.dropout) < 1:
             raise ForgetbenchError(f"{where}.dropout: {self.dropout!r}; in [0, 1)")
         return self
+
+
+def resolved_aligner(aligner: str) -> str:
+    """``auto``: eflomal where the package imports, else fast_align."""
+    if aligner != "auto":
+        return aligner
+    try:
+        import eflomal  # noqa: F401
+    except ImportError:
+        return "fast_align"
+    return "eflomal"
 
 
 def link_counts(pairs: list[tuple[list[int], list[int]]], links: list[set[tuple[int, int]]]) -> Counter:
@@ -121,55 +148,60 @@ def merged_adjacency(ratios: list[dict[int, dict[int, float]]], size: int, alpha
 
 def align(pairs: list[tuple[list[int], list[int]]], aligner: str) -> list[set[tuple[int, int]]]:
     """Rule 1: symmetrised (intersected) subword links of each pair."""
-    if aligner == "eflomal":
-        return _eflomal_links(pairs)
-    from forgetbench.eval.alignment import ibm2_links
+    from forgetbench.eval.alignment import eflomal_links, ibm2_links
 
-    return ibm2_links(pairs)
-
-
-def _eflomal_links(pairs):
-    import tempfile
-
-    import eflomal
-
-    with tempfile.TemporaryDirectory() as d:
-        src = [" ".join(map(str, s)) for s, _ in pairs]
-        tgt = [" ".join(map(str, t)) for _, t in pairs]
-        fwd, rev = Path(d) / "fwd", Path(d) / "rev"
-        eflomal.Aligner().align(src, tgt, links_filename_fwd=str(fwd), links_filename_rev=str(rev), quiet=True)
-        out = []
-        for a, b in zip(fwd.read_text().splitlines(), rev.read_text().splitlines(), strict=True):
-            fa = {tuple(map(int, x.split("-"))) for x in a.split()}
-            fb = {tuple(map(int, x.split("-"))) for x in b.split()}
-            out.append(fa & fb)
-        return out
+    return eflomal_links(pairs) if resolved_aligner(aligner) == "eflomal" else ibm2_links(pairs)
 
 
 def build_graph(by_language: dict[str, list[tuple[list[int], list[int]]]], size: int, settings: GraphSettings,
                 fixed: set[int], log=print) -> dict:
-    """Rules 1-3 over English–x pairs per language (English on the source side); returns the graph and its record
-    (size, edges, density, links per language, seconds)."""
-    missing = [x for x, pairs in by_language.items() if not pairs]
+    """Rules 1-3 over English–x pairs held in memory per language (English on the source side): the streaming build
+    (``build_graph_streamed``) over the same pairs, ``settings.chunk`` at a time."""
+    def chunks():
+        for lang, pairs in by_language.items():
+            pairs = pairs[: settings.pairs_per_language]
+            for k in range(0, len(pairs), settings.chunk):
+                yield lang, pairs[k: k + settings.chunk]
+
+    return build_graph_streamed(chunks(), list(by_language), size, settings, fixed, log)
+
+
+def build_graph_streamed(chunks: Iterable[tuple[str, list]], languages: list[str], size: int,
+                         settings: GraphSettings, fixed: set[int], log=print) -> dict:
+    """Rules 1-3 from ``(language, pairs)`` chunks, each aligned on its own and counted, the counts summed per
+    language (as int64 keys i·size + j); returns the graph and its record (size, edges, density, aligner, links
+    per language, seconds, the process's peak resident memory)."""
+    import resource
+
+    aligner = resolved_aligner(settings.aligner)
+    t0, keys, per_lang = time.perf_counter(), {x: [] for x in languages}, {x: {"pairs": 0, "links": 0} for x in languages}
+    for lang, pairs in chunks:
+        links = align(pairs, aligner)
+        k = [src[i] * size + tgt[j] for (src, tgt), ls in zip(pairs, links, strict=True) for i, j in ls]
+        keys[lang].append(np.asarray(k, dtype=np.int64))
+        per_lang[lang]["pairs"] += len(pairs)
+        per_lang[lang]["links"] += len(k)
+        log(f"graphmerge: en-{lang}: {per_lang[lang]['pairs']:,} pairs aligned ({aligner}), "
+            f"{per_lang[lang]['links']:,} links")
+    missing = [x for x in languages if not per_lang[x]["pairs"]]
     if missing:
         raise ForgetbenchError(f"model.embeddings.graphmerge: no bitext for {missing} to align; every training "
                                "language needs English pairs")
-    t0, ratios, per_lang = time.perf_counter(), [], {}
-    for lang, pairs in by_language.items():
-        pairs = pairs[: settings.pairs_per_language]
-        links = align(pairs, settings.aligner)
-        counts = link_counts(pairs, links)
-        reverse = Counter({(j, i): n for (i, j), n in counts.items()})
+    ratios = []
+    for lang in languages:
+        uniq, n = np.unique(np.concatenate(keys.pop(lang)), return_counts=True)
+        keep = n >= settings.min_count  # the threshold of both directions (c(j, i) = c(i, j))
+        counts = Counter({(int(u // size), int(u % size)): int(c) for u, c in zip(uniq[keep], n[keep], strict=True)})
+        reverse = Counter({(j, i): c for (i, j), c in counts.items()})
         ratios += [transfer_ratios(counts, settings.min_count), transfer_ratios(reverse, settings.min_count)]
-        per_lang[lang] = {"pairs": len(pairs), "links": int(sum(counts.values())),
-                          "kept_pairs": sum(n >= settings.min_count for n in counts.values())}
-        log(f"graphmerge: en-{lang}: {len(pairs):,} pairs, {per_lang[lang]['links']:,} links")
+        per_lang[lang]["kept_pairs"] = len(counts)
     idx, val, shape = merged_adjacency(ratios, size, settings.alpha, fixed)
     off = int((idx[0] != idx[1]).sum())
     return {"indices": idx, "values": val, "shape": shape,
             "record": {"vocabulary": size, "edges": int(len(val)), "cross_edges": off,
-                       "density": round(len(val) / (size * size), 8), "languages": per_lang,
-                       "seconds": round(time.perf_counter() - t0, 1)}}
+                       "density": round(len(val) / (size * size), 8), "aligner": aligner, "chunk": settings.chunk,
+                       "languages": per_lang, "seconds": round(time.perf_counter() - t0, 1),
+                       "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}}
 
 
 def save_graph(graph: dict, path: Path) -> str:

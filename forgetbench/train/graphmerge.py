@@ -10,11 +10,14 @@ Rules:
    parameter-free baseline): H ← ½ (A H + H), i.e. the row-normalised A + I.
 2. **One table everywhere.** The final table T is the encoder's and the decoder's input embedding (times the
    model's ``embed_scale``) and the output projection (logits = h Tᵀ): ``logits`` computes T once per step and
-   calls the model with ``inputs_embeds``. The hop layers are the model's submodule ``graphmerge`` (checkpointed
+   calls the model with ``inputs_embeds``. With ``tie: false`` (the paper's "w/o Tie" ablation, §5 Table 3) the
+   output projection is the original table E instead (logits = h Eᵀ), the inputs still T. The hop layers are the model's submodule ``graphmerge`` (checkpointed
    and optimised with it); the adjacency is a buffer rebuilt from ``graph.npz``, not stored in checkpoints.
 3. **Inference unchanged.** ``bake`` writes T (eval mode: no dropout) into the shared embedding (tied to the
    output projection) and removes ``graphmerge``: the exported folder is a plain
-   ``M2M100ForConditionalGeneration``. ``materialised`` does the same for the duration of a block (dev chrF).
+   ``M2M100ForConditionalGeneration``. "w/o Tie" exports two tables: T as the input embedding (the shared table
+   and, as transformers unties them all with ``tie_word_embeddings: false``, its copies in the encoder and the
+   decoder) and E as the ``lm_head``. ``materialised`` does the same for the duration of a block (dev chrF).
 """
 
 from __future__ import annotations
@@ -27,13 +30,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from forgetbench.train.graph import GraphSettings, build_graph, load_graph, save_graph
+from forgetbench.train.graph import GraphSettings, build_graph_streamed, load_graph, save_graph
 
 
 class GraphMerge(nn.Module):
     def __init__(self, adjacency: torch.Tensor, dim: int, settings: GraphSettings):
         super().__init__()
-        self.hops, self.mode = settings.hops, settings.mode
+        self.hops, self.mode, self.tie = settings.hops, settings.mode, settings.tie
         self.register_buffer("adjacency", adjacency, persistent=False)
         self.dropout = nn.Dropout(settings.dropout)
         if self.mode == "gnn":
@@ -75,7 +78,7 @@ def logits(model, input_ids, attention_mask, decoder_input_ids) -> torch.Tensor:
     enc = F.embedding(input_ids, T, padding_idx=pad) * shared.embed_scale
     dec = F.embedding(decoder_input_ids, T, padding_idx=pad) * shared.embed_scale
     out = model.model(inputs_embeds=enc, attention_mask=attention_mask, decoder_inputs_embeds=dec)
-    return F.linear(out.last_hidden_state, T)
+    return F.linear(out.last_hidden_state, T if model.graphmerge.tie else shared.weight)
 
 
 @torch.no_grad()
@@ -103,49 +106,69 @@ def materialised(model):
 
 
 def bake(model) -> None:
-    """Rule 3: T into the shared table (tied to the output projection), ``graphmerge`` removed."""
+    """Rule 3: T into the shared table (tied to the output projection; "w/o Tie": E kept as an untied
+    ``lm_head``), ``graphmerge`` removed."""
     T = final_table(model)
+    if not model.graphmerge.tie:  # untied: transformers then reads every table from its own key
+        model.config.tie_word_embeddings = False
+        model.lm_head.weight = nn.Parameter(model.model.shared.weight.detach().clone())
+        for emb in (model.model.encoder.embed_tokens, model.model.decoder.embed_tokens):
+            emb.weight = nn.Parameter(T.clone())
     with torch.no_grad():
         model.model.shared.weight.copy_(T)
     del model.graphmerge
 
 
-def graph_pairs(data, tok, per_language: int, seed: int) -> dict[str, list[tuple[list[int], list[int]]]]:
-    """English–x pairs of the prepared training ids, per language, the first ``per_language`` of a seeded order."""
+def graph_pairs(data, tok, per_language: int | None, seed: int) -> dict[str, list[tuple[list[int], list[int]]]]:
+    """English–x pairs of the prepared training ids, per language, the first ``per_language`` of a seeded order
+    (None: all), held in memory (``graph_chunks`` streams the same pairs)."""
+    out: dict[str, list] = {}
+    for lang, pairs in graph_chunks(data, tok, None, per_language, 1 << 62, seed):
+        out.setdefault(lang, []).extend(pairs)
+    return out
+
+
+def graph_chunks(data, tok, languages: list[str] | None, per_language: int | None, chunk: int, seed: int):
+    """``(language, pairs)`` chunks of at most ``chunk`` English–x pairs, each language's in one seeded order (the
+    first ``per_language`` of it; None: all), language after language (``languages``; None: in the order of their
+    first appearance); only one chunk's ids are lists at a time."""
     eid = tok.get_lang_id("en")
     rng = np.random.default_rng(seed)
-    out: dict[str, list] = {}
     en_side = np.nonzero(data.src_lang == eid)[0]
-    for i in en_side[rng.permutation(len(en_side))]:
-        lang = tok.convert_ids_to_tokens(int(data.tgt_lang[i])).strip("_")
-        rows = out.setdefault(lang, [])
-        if len(rows) < per_language:
-            rows.append((data.src[data.src_off[i]:data.src_off[i + 1]].tolist(),
-                         data.tgt[data.tgt_off[i]:data.tgt_off[i + 1]].tolist()))
-    return out
+    order = en_side[rng.permutation(len(en_side))]
+    tgt = data.tgt_lang[order]
+    if languages is None:
+        _, first = np.unique(tgt, return_index=True)
+        codes = [int(tgt[i]) for i in sorted(first)]
+        languages = [tok.convert_ids_to_tokens(c).strip("_") for c in codes]
+    for lang in languages:
+        rows = order[tgt == tok.get_lang_id(lang)][:per_language]
+        for k in range(0, len(rows), chunk):
+            yield lang, [(data.src[data.src_off[i]:data.src_off[i + 1]].tolist(),
+                          data.tgt[data.tgt_off[i]:data.tgt_off[i + 1]].tolist()) for i in rows[k: k + chunk]]
 
 
 def ensure_graph(out: Path, data, tok, settings: GraphSettings, languages: list[str], vocab_size: int, seed: int,
                  log=print) -> tuple[torch.Tensor, dict]:
     """The run's graph (rule 4 of ``train.graph``): ``out/graph.npz`` when it is there (built by this run with
-    these settings), else built from the training bitext; returns the adjacency and its record."""
+    these settings; with ``aligner: auto`` whichever aligner built it), else built from the training bitext,
+    streamed; returns the adjacency and its record."""
     import json
 
     from forgetbench.io import atomic_write_json, sha256_file
 
     path, rec_path = out / "graph.npz", out / "graph.json"
     key = {"settings": {k: getattr(settings, k) for k in ("aligner", "symmetrisation", "min_count", "alpha",
-                                                          "pairs_per_language")}, "seed": seed}
+                                                          "pairs_per_language", "chunk")}, "seed": seed}
     if path.is_file() and rec_path.is_file():
         rec = json.loads(rec_path.read_text())
         if rec.get("key") == key and rec.get("sha256") == sha256_file(path):
             return load_graph(path), rec
-    pairs = graph_pairs(data, tok, settings.pairs_per_language, seed)
-    by_language = {x: pairs.get(x, []) for x in languages}
     fixed = set(range(4)) | set(tok.lang_code_to_id.values()) | set(range(len(tok), vocab_size))
-    g = build_graph(by_language, vocab_size, settings, fixed, log)
+    chunks = graph_chunks(data, tok, languages, settings.pairs_per_language, settings.chunk, seed)
+    g = build_graph_streamed(chunks, languages, vocab_size, settings, fixed, log)
     rec = g["record"] | {"key": key, "sha256": save_graph(g, path)}
     atomic_write_json(rec_path, rec)
-    log(f"graphmerge: graph of {rec['vocabulary']:,} subwords, {rec['cross_edges']:,} cross-word edges, "
-        f"built in {rec['seconds']} s")
+    log(f"graphmerge: graph of {rec['vocabulary']:,} subwords, {rec['cross_edges']:,} cross-word edges "
+        f"({rec['aligner']}), built in {rec['seconds']} s, peak memory {rec['peak_rss_mb']:,} MB")
     return load_graph(path), rec

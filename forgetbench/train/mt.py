@@ -91,7 +91,7 @@ def setup(cfg: TrainMTConfig, out: Path, log=print) -> Setup:
         atomic_write_json(out / RUN_MARKER, {"kind": "forgetbench train-mt run", "config": cfg.source})
     meta = prepare(cfg, out, log)
     tok = M2M100Tokenizer.from_pretrained(str(out / "tokenizer"))
-    data = Examples(out / "train.npz", tc.max_len)
+    data = Examples(out / "train.npz", tc.max_len, tc.temperature)
     arith = choose(tc.device, tc.bf16, f"{cfg.source}: train")
     log(f"arithmetic: {arith.describe()}")
     model = build_model(cfg, meta["vocab_size"]).to(arith.device)
