@@ -541,6 +541,56 @@ def test_the_teacher_cache_grows_with_the_steps_and_its_entries_do_not_depend_on
     assert not (tmp_path / "long" / "run" / "checkpoint").exists()
 
 
+def test_the_cache_read_where_it_lies_gives_what_the_whole_cache_in_memory_gives(tiny_dir, tmp_path):
+    """``TeacherCache`` holds only its index and reads each example's rows from its shard: for every example, in any
+    order and at any cut C, the tensors (and so the top-k + tail KD loss) equal those of every shard read whole into
+    memory and sliced by the offsets — the reading before it; its resident memory does not grow with the shards."""
+    from safetensors.numpy import load_file as load_np
+
+    from forgetbench.distill.cache import TeacherCache, build_cache, cache_keys
+    from forgetbench.distill.config import load_distill_config
+    from forgetbench.distill.data import DistillData
+    from forgetbench.distill.loss import kd_cached
+    from forgetbench.distill.run import distill
+    from forgetbench.models.load import load
+
+    cfg = load_distill_config(toy_setup(tmp_path, tiny_dir))
+    distill(cfg, tmp_path / "short", progress=False, log=lambda *_: None)
+    teacher, tok, _ = load(tiny_dir, with_signature=False)
+    data = DistillData(cfg, tmp_path / "short" / "data", tok.get_lang_id, False)
+    keys = cache_keys("t", "d", 1.0, 4, 4, teacher.config.vocab_size)
+    half = np.arange(len(data.unique_keys))[::2]
+    build_cache(tmp_path / "c", keys, data, teacher, 1, 1024, progress=False, log=lambda *_: None, uids=half)
+    man = build_cache(tmp_path / "c", keys, data, teacher, 1, 1024, progress=False, log=lambda *_: None)
+    assert len(man["shards"]) == 2  # two shards, each example in one of them
+
+    whole = {}  # the reference: every shard in memory, rows by (shard, offsets)
+    for entry in man["shards"]:
+        arr = load_np(str(tmp_path / "c" / entry["file"]))
+        for r, u in enumerate(arr["uid"]):
+            a, b = arr["off"][r], arr["off"][r + 1]
+            whole[int(u)] = {k: arr[k][a:b] for k in TeacherCache.NAMES}
+    cache = TeacherCache(tmp_path / "c", man)
+    assert not hasattr(cache, "arrays")
+    rng = np.random.default_rng(0)
+    for C in (3, 12):
+        uids = rng.permutation(len(data.unique_keys))[:9]
+        got = cache.lookup(uids, C)
+        for k in TeacherCache.NAMES:
+            for r, u in enumerate(uids):
+                ref = whole[int(u)][k][:C].astype(np.float64)
+                assert np.array_equal(got[k][r, : len(ref)].double().numpy(), ref), (k, u)
+                assert not got[k][r, len(ref):].any()
+        student = torch.randn(len(uids), C, teacher.config.vocab_size)
+        ref = {k: torch.stack([torch.from_numpy(np.pad(whole[int(u)][k][:C].astype(np.float64),
+                                                       [(0, C - min(C, len(whole[int(u)][k])))]
+                                                       + [(0, 0)] * (whole[int(u)][k].ndim - 1)))
+                               for u in uids]) for k in TeacherCache.NAMES}
+        ref = {k: v.long() if k.endswith("ids") else v.float() for k, v in ref.items()}
+        for a, b in zip(kd_cached(student, got), kd_cached(student, ref), strict=True):
+            assert torch.allclose(a, b)
+
+
 def test_distillation_stops_early_on_dev_chrf_and_a_rerun_trains_no_further(tiny_dir, tmp_path):
     """``train.patience`` on a student: the mean dev chrF over directions every ``dev_every`` steps after phase 1;
     with a min_delta no change can pass, the first measurement stays the best, the run stops ``patience``

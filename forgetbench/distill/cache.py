@@ -198,24 +198,27 @@ def build_cache(folder: Path, keys: dict, data, teacher, seed: int, max_tokens: 
 
 
 class TeacherCache:
-    """A finished cache in memory; ``lookup(uids, C)`` gives padded target tensors [B, C, ·]."""
+    """A finished cache, read where it lies: ``lookup(uids, C)`` gives padded target tensors [B, C, ·], reading each
+    example's rows from its shard (safetensors slices over the file's memory map) — in memory only the index (a
+    shard, start and length per unique example), so a cache of the whole corpus costs its index, not its size."""
+
+    NAMES = ("top_ids", "top_q", "tail_ids", "tail_logq", "tail_mass")
 
     def __init__(self, folder: Path, manifest: dict):
-        from safetensors.numpy import load_file
+        from safetensors import safe_open
 
-        parts = [load_file(str(folder / s["file"])) for s in manifest["shards"]]
-        ids = [p["uid"] if "uid" in p else shard_uids(folder, s) for p, s in zip(parts, manifest["shards"], strict=True)]
-        self.arrays = {name: np.concatenate([p[name] for p in parts]) for name in
-                       ("top_ids", "top_q", "tail_ids", "tail_logq", "tail_mass")}
+        self.folder = folder
+        self.files = [safe_open(str(folder / s["file"]), framework="np") for s in manifest["shards"]]
+        ids = [f.get_tensor("uid") if "uid" in f.keys() else shard_uids(folder, s)
+               for f, s in zip(self.files, manifest["shards"], strict=True)]
         n = max((int(i.max()) + 1 for i in ids if len(i)), default=0)
+        self.shard = np.full(n, -1, np.int32)
         self.start = np.full(n, -1, np.int64)
         self.length = np.zeros(n, np.int64)
-        base = 0
-        for p, i in zip(parts, ids, strict=True):
-            self.start[i] = p["off"][:-1] + base
-            self.length[i] = np.diff(p["off"])
-            base += int(p["off"][-1])
-        self.folder = folder
+        for k, (f, i) in enumerate(zip(self.files, ids, strict=True)):
+            off = f.get_tensor("off")
+            self.shard[i], self.start[i], self.length[i] = k, off[:-1], np.diff(off)
+        self.slices = [{name: f.get_slice(name) for name in self.NAMES} for f in self.files]
 
     def holds(self, uids) -> np.ndarray:
         """Which of ``uids`` the cache has entries for."""
@@ -231,8 +234,11 @@ class TeacherCache:
                                    "batch (e.g. unique id {}); it was built for fewer steps: leave kd.cache empty to "
                                    "build this run's own".format(int(np.asarray(uids)[missing][0])))
         out = {}
-        for name, arr in self.arrays.items():
-            rows = [arr[self.start[u]: self.start[u] + min(self.length[u], C)] for u in np.asarray(uids)]
+        for name in self.NAMES:
+            rows = []
+            for u in np.asarray(uids):
+                a = int(self.start[u])
+                rows.append(self.slices[self.shard[u]][name][a: a + int(min(self.length[u], C))])
             a = _pad_rows(rows, C)
             out[name] = torch.from_numpy(a.astype(np.int64) if a.dtype in (np.uint16, np.int32) else a.astype(np.float32))
         return out
