@@ -615,3 +615,54 @@ def test_distillation_stops_early_on_dev_chrf_and_a_rerun_trains_no_further(tiny
     again = load_distill_config(toy_setup(tmp_path, tiny_dir, steps=60, extra_train=extra))
     distill(again, tmp_path / "run", progress=False, log=lambda *_: None)
     assert json.loads((out / "training.json").read_text())["steps"] == 8
+
+
+def test_a_direction_with_kd_alpha_zero_learns_from_the_references_alone(tiny_dir, tmp_path, capsys):
+    """``kd.alpha_directions``: each direction's KD term weighted by α_d / α. With α_d = 0 for every direction the
+    KD student trains the no-KD twin's weights exactly (same data, batches, dropout); with it for en-sw alone the
+    step losses differ from the plain KD run's only on batches that hold en-sw rows. One α for all keeps the
+    fingerprint of configs written before the key; a direction the run lacks is refused in one line."""
+    from forgetbench.distill.config import fingerprint, load_distill_config
+    from forgetbench.distill.run import distill
+
+    every = ", alpha_directions: {en-de: 0.0, de-en: 0.0, en-sw: 0.0, sw-en: 0.0}"
+    runs = {}
+    for name, source, extra in (("twin", "none", ""), ("zero", "cache", every), ("plain", "cache", ""),
+                                ("sw", "cache", ", alpha_directions: {en-sw: 0.0}")):
+        cfg = load_distill_config(toy_setup(tmp_path / name, tiny_dir, source=source, kd_extra=extra))
+        distill(cfg, tmp_path / name / "run", progress=False, log=lambda *_: None)
+        runs[name] = cfg
+    twin, zero = _weights(tmp_path / "twin" / "run"), _weights(tmp_path / "zero" / "run")
+    assert all(torch.equal(twin[k], zero[k]) for k in twin)
+    plain, sw = _weights(tmp_path / "plain" / "run"), _weights(tmp_path / "sw" / "run")
+    assert any(not torch.equal(plain[k], sw[k]) for k in plain) and any(not torch.equal(zero[k], sw[k]) for k in sw)
+    sw_fp = fingerprint(runs["sw"])
+    one = load_distill_config(toy_setup(tmp_path / "sw", tiny_dir))  # the same folder, without the key
+    empty = load_distill_config(toy_setup(tmp_path / "sw", tiny_dir, kd_extra=", alpha_directions: {}"))
+    assert fingerprint(one) == fingerprint(empty) != sw_fp
+    bad = toy_setup(tmp_path / "bad", tiny_dir, kd_extra=", alpha_directions: {en-fr: 0.0}")
+    capsys.readouterr()
+    assert main(["distill", str(bad), "--out", str(tmp_path / "bad" / "run"), "--quiet"]) == 2
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert len(err) == 1 and "kd.alpha_directions: ['en-fr'] not among the run's directions" in err[-1]
+
+
+def test_the_twin_trains_the_steps_the_early_stopped_kd_student_exported(tiny_dir, tmp_path, capsys):
+    """``distill --steps-of KD_RUN``: the no-KD twin runs as many steps as the KD run's exported weights (its best
+    step under early stopping), so both students have seen the same batches; a twin that would stop early itself,
+    or a folder without a finished run, is refused in one line."""
+    extra = ", dev_every: 2, dev_sentences: 2, patience: 2, min_delta: 1000"
+    kd = toy_setup(tmp_path / "kd", tiny_dir, steps=30, extra_train=extra)
+    assert main(["distill", str(kd), "--out", str(tmp_path / "kd" / "run"), "--quiet"]) == 0
+    best = json.loads((tmp_path / "kd" / "run" / "model" / "training.json").read_text())["early_stop"]["best_step"]
+    twin = toy_setup(tmp_path / "twin", tiny_dir, source="none", steps=30)
+    assert main(["distill", str(twin), "--out", str(tmp_path / "twin" / "run"), "--steps-of",
+                 str(tmp_path / "kd" / "run"), "--quiet"]) == 0
+    assert json.loads((tmp_path / "twin" / "run" / "model" / "training.json").read_text())["steps"] == best == 4
+    capsys.readouterr()
+    early = toy_setup(tmp_path / "early", tiny_dir, source="none", steps=30, extra_train=extra)
+    assert main(["distill", str(early), "--out", str(tmp_path / "early" / "run"), "--steps-of",
+                 str(tmp_path / "kd" / "run"), "--quiet"]) == 2
+    assert main(["distill", str(twin), "--out", str(tmp_path / "t2"), "--steps-of", str(tmp_path / "none"), "--quiet"]) == 2
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("forgetbench")]
+    assert len(err) == 2 and "set patience 0" in err[0] and "no model/training.json" in err[1]

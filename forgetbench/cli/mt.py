@@ -133,6 +133,24 @@ def cmd_train_mt(args) -> int:
     return 0
 
 
+def steps_of(run: Path, cfg) -> int:
+    """``distill --steps-of RUN``: the steps of the weights RUN exported (its early-stopping best step, else its
+    last), so a no-KD twin trains exactly as many steps, on the same batches, as the KD student it is compared with
+    (METHOD §3.5)."""
+    from forgetbench.errors import ForgetbenchError
+
+    rec_path = run / "model" / "training.json"
+    if not rec_path.is_file():
+        raise ForgetbenchError(f"distill --steps-of {run}: no model/training.json there; give a finished distill run "
+                               "folder (the KD student's)")
+    if cfg.train.patience:
+        raise ForgetbenchError(f"distill --steps-of {run}: {cfg.source} stops early itself (train.patience "
+                               f"{cfg.train.patience}); the twin runs a fixed number of steps: set patience 0")
+    rec = json.loads(rec_path.read_text())
+    es = rec.get("early_stop") or {}
+    return int(es["best_step"]) if es.get("exported") == "best" and es.get("best_step") else int(rec["steps"])
+
+
 def cmd_distill(args) -> int:
     from forgetbench.distill.config import load_distill_config
     from forgetbench.distill.run import RUN_MARKER, distill
@@ -148,6 +166,10 @@ def cmd_distill(args) -> int:
     resumable_output(args.out, RUN_MARKER, "distill run folder")
     if cfg.data_note:
         print(f"forgetbench: warning: {cfg.data_note}", file=sys.stderr)
+    if args.steps_of is not None:
+        if args.steps is not None:
+            raise ForgetbenchError("distill: give --steps or --steps-of, not both")
+        args.steps = steps_of(Path(args.steps_of), cfg)
     if args.steps is not None:
         if args.steps < 1:
             raise ForgetbenchError(f"distill --steps {args.steps}: must be a positive number of steps")
@@ -362,6 +384,8 @@ def add_commands(sub) -> None:
     ds.add_argument("config", help="distillation config YAML (see configs/distill-kd.yaml)")
     ds.add_argument("--out", required=True, help="run folder: new, or a distill run folder to resume")
     ds.add_argument("--steps", type=int, help="override train.steps")
+    ds.add_argument("--steps-of", metavar="RUN", help="train as many steps as the finished run RUN exported (its "
+                    "early-stopping best step): the no-KD twin of an early-stopped KD student")
     ds.add_argument("--stop-after", type=float, metavar="MINUTES", help="checkpoint and stop after MINUTES of wall time (a lent machine's slot); the same command resumes")
     ds.add_argument("--quiet", action="store_true", help="no progress bars")
     add_hardware_flags(ds)

@@ -84,6 +84,7 @@ class KDCfg:
     top_k: int = 8
     tail_samples: int = 8
     cache: str = ""
+    alpha_directions: dict = field(default_factory=dict)  # {en-sw: 0.0}: α of those directions' KD term
 
 
 @dataclass
@@ -227,6 +228,16 @@ def _check_numbers(path: Path, cfg: DistillConfig) -> None:
             raise ForgetbenchError(f"{path}: {where} must be > 0, got {v}")
     if cfg.kd.alpha < 0:
         raise ForgetbenchError(f"{path}: kd.alpha must be >= 0, got {cfg.kd.alpha}")
+    ad = cfg.kd.alpha_directions
+    if not isinstance(ad, dict) or any(not isinstance(v, int | float) or isinstance(v, bool) or v < 0 for v in ad.values()):
+        raise ForgetbenchError(f"{path}: kd.alpha_directions: {ad!r}; a mapping direction: α >= 0, e.g. {{en-sw: 0.0}}")
+    pairs = {f"{a}-{b}" for a, b in cfg.pairs}
+    if set(ad) - pairs:
+        raise ForgetbenchError(f"{path}: kd.alpha_directions: {sorted(set(ad) - pairs)} not among the run's directions "
+                               f"({', '.join(sorted(pairs))})")
+    if ad and cfg.kd.alpha <= 0:
+        raise ForgetbenchError(f"{path}: kd.alpha_directions needs kd.alpha > 0 (each direction's α is read relative "
+                               "to it under alpha_mode learned)")
     tiers = cfg.data.tiers
     if len(tiers) != 3 or not all(is_type(x, int) for x in tiers) or tiers != sorted(tiers):
         raise ForgetbenchError(f"{path}: data.tiers must be 3 increasing integers, got {tiers!r}")
@@ -246,4 +257,6 @@ def fingerprint(cfg: DistillConfig) -> str:
     if cfg.hardware.dtype != "float32":
         d["dtype"] = cfg.hardware.dtype
     d["train"] = {k: v for k, v in d["train"].items() if k not in _RUN_ONLY}
+    if not d["kd"].get("alpha_directions"):
+        d["kd"].pop("alpha_directions", None)  # one α for all: the fingerprint of configs written before the key
     return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]

@@ -239,6 +239,7 @@ class DistillData:
         out |= encode_batch(rows, self.lang_id, self.teacher_small100, prefix="teacher_")
         out["group"] = torch.tensor([PAIR_GROUPS.index(self.dir_group[self.dirs[i]]) for i in idx])
         out["uid"] = torch.from_numpy(self.uid[np.asarray(idx)])
+        out["direction"] = torch.from_numpy(self.dirs[np.asarray(idx)].astype(np.int64))  # index into self.pairs
         return out
 
 

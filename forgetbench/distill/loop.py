@@ -1,7 +1,9 @@
 """The distillation loop on accelerate: one CPU process here, DDP on several GPUs from the same config.
 
 - Phases: steps 1 … ``phase1_steps`` minimise L_ce only; later steps L_ce + α·T²·L_kd (``kd.source`` cache or
-  online; ``none`` is the no-KD twin: L_ce throughout, same data, same steps).
+  online; ``none`` is the no-KD twin: L_ce throughout, same data, same steps). ``kd.alpha_directions`` gives
+  some directions their own α: each target position's KD term is weighted by α_d / α before the batch mean
+  (α_d = 0: those directions learn from the references alone).
 - Data parallel: every process sees the same global batch order and takes every world-th example of each
   batch, so one process and N processes follow the same sequence of global batches; DDP averages the
   gradients.
@@ -61,6 +63,9 @@ class StepLoss:
 
     def __init__(self, cfg: DistillConfig, teacher, cache, alpha_module: LearnedAlpha | None):
         self.cfg, self.teacher, self.cache, self.alpha = cfg, teacher, cache, alpha_module
+        k = cfg.kd  # per direction (DistillData.pairs order = cfg.pairs): α_d / α
+        self.weight = torch.tensor([k.alpha_directions.get(f"{s}-{t}", k.alpha) / k.alpha if k.alpha > 0 else 1.0
+                                    for s, t in cfg.pairs]) if k.alpha_directions else None
 
     def __call__(self, model, b: dict, phase: int) -> tuple[torch.Tensor, dict]:
         cfg, k = self.cfg, self.cfg.kd
@@ -87,7 +92,8 @@ class StepLoss:
                 t = {n: v.to(dev) for n, v in self.cache.lookup(b["uid"], C).items()}
                 kd_tok, kl_tok = kd_cached(s_content, t, k.temperature)
             n_c = mask.sum().clamp_min(1)
-            kd = (kd_tok * mask).sum() / n_c
+            w = mask if self.weight is None else mask * self.weight[b["direction"]].to(dev)[:, None]
+            kd = (kd_tok * w).sum() / n_c
             scaled = k.temperature ** 2 * kd
             loss = ce + (self.alpha(scaled) if self.alpha is not None else k.alpha * scaled)
             rec |= {"kd": float(kd.detach()), "kl": float((kl_tok.detach() * mask).sum() / n_c), "n_kd": 1,
