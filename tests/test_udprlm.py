@@ -727,3 +727,29 @@ def test_pretraining_batches_put_like_lengths_together_within_the_padded_budget(
     assert padded < 1.1 * lengths.sum()  # like lengths together (random batches pad several times over)
     again = buckets(np.random.default_rng(1).permutation(2500), lengths, 1024, np.random.default_rng(2))
     assert all(np.array_equal(a, b) for a, b in zip(out, again, strict=True)) and POOL == 1000
+
+
+def test_snapshots_keep_the_weights_of_fixed_steps_and_do_not_change_the_run(tmp_path):
+    """``train.snapshot_every``: every N steps the encoder as parsers read it goes to ``snapshots/step-NNNNNN``
+    (the weights of that step: the same as a run stopped there), and the run's own weights and fingerprint are
+    those of a run without snapshots (the setting only says what to keep)."""
+    import json
+
+    from forgetbench.cli import main
+    from forgetbench.parsing.pretrained import load_encoder
+
+    cfg = _tiny_run(tmp_path)
+    snap = tmp_path / "snap.yaml"
+    snap.write_text(cfg.read_text().replace("threads: 1}", "threads: 1, snapshot_every: 5}"))
+    assert main(["pretrain-encoder", str(snap), "--out", str(tmp_path / "s"), "--quiet"]) == 0
+    assert main(["pretrain-encoder", str(cfg), "--out", str(tmp_path / "plain"), "--quiet"]) == 0
+    assert main(["pretrain-encoder", str(cfg), "--out", str(tmp_path / "five"), "--steps", "5", "--quiet"]) == 0
+    assert sorted(p.name for p in (tmp_path / "s" / "snapshots").iterdir()) == ["step-000005", "step-000010"]
+    at5, five = _weights(tmp_path / "s" / "snapshots" / "step-000005"), _weights(tmp_path / "five" / "model")
+    assert all(torch.equal(at5[k], five[k]) for k in five)
+    full, plain = _weights(tmp_path / "s" / "model"), _weights(tmp_path / "plain" / "model")
+    assert all(torch.equal(full[k], plain[k]) for k in plain)
+    rec = json.loads((tmp_path / "s" / "snapshots" / "step-000010" / "training.json").read_text())
+    assert rec["steps"] == 10 and rec["snapshot"] is True
+    assert rec["fingerprint"] == json.loads((tmp_path / "plain" / "model" / "training.json").read_text())["fingerprint"]
+    assert load_encoder(tmp_path / "s" / "snapshots" / "step-000010")[0].config.variant == "ud-prlm"

@@ -125,17 +125,20 @@ def make_dev(model: PretrainedEncoder, cfg: PretrainConfig, dev: dict, arith):
     return score
 
 
-def export(model: PretrainedEncoder, out: Path, labels: list[str], record: dict) -> Path:
+def export(model: PretrainedEncoder, out: Path, labels: list[str], record: dict, folder: Path | None = None) -> Path:
+    """The encoder as a folder parsers read (``out/model``, or ``folder``: a snapshot)."""
     from safetensors.torch import save_file
 
     from forgetbench.train.loop import _unique_tensors
 
-    with atomic_directory(out / "model", replace=True) as tmp:
+    dest = folder or out / "model"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_directory(dest, replace=True) as tmp:
         save_file(_unique_tensors(model), str(tmp / "model.safetensors"))
         atomic_write_json(tmp / "config.json", {"model_type": MODEL_TYPE, **model.config.to_dict(), "labels": labels})
         shutil.copy(out / "spm.model", tmp / "spm.model")
         atomic_write_json(tmp / "training.json", record)
-    return out / "model"
+    return dest
 
 
 @dataclass
@@ -230,8 +233,16 @@ def pretrain(cfg: PretrainConfig, out_dir: str | Path, progress: bool = True, lo
     elif continue_folder is not None:
         log(f"--continue-from {continue_folder} ignored: the run resumes from its own checkpoint at step {state['step']}")
     dev = make_dev(S.model, cfg, dev_set(cfg, out, S.meta["labels"]), S.arith) if tc.dev_every else None
+
+    def snapshot(step: int) -> None:  # the weights at a fixed step: the variants compared at equal steps
+        was = S.model.training
+        export(S.model, out, S.meta["labels"], {"variant": cfg.model.variant, "fingerprint": state["fingerprint"],
+                                                "steps": step, "snapshot": True, "tokens": state["tokens"]},
+               out / "snapshots" / f"step-{step:06d}")
+        S.model.train(was)
+
     stopped = loop.run(S.model, S.opt, S.data, S.step_loss, tc, state, out / "checkpoint", out / "train_log.jsonl",
-                       None, progress, dev=dev, dev_start=cfg.objective.joint_steps)
+                       None, progress, dev=dev, dev_start=cfg.objective.joint_steps, snapshot=snapshot)
     from forgetbench.train import early_stop
 
     stopping = early_stop.finish(S.model, state, out, tc.patience)

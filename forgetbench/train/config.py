@@ -74,6 +74,7 @@ class TrainCfg:
     dev_sentences: int = 16
     dev_directions: list = field(default_factory=list)
     temperature: float = 1.0  # train-mt: sampling over languages (train.data); 1 = the corpus as it is
+    snapshot_every: int = 0  # keep the weights every N steps (loop.run's ``snapshot``), for equal-step comparisons
 
 
 @dataclass
@@ -252,7 +253,7 @@ def resolve_corpus(d, path: Path) -> str | None:
 
 
 _RUN_ONLY = {"steps", "time_budget_minutes", "checkpoint_minutes", "dev_every", "dev_sentences", "dev_directions",
-             "patience", "min_delta",
+             "patience", "min_delta", "snapshot_every",
              "device"}
 
 

@@ -120,12 +120,13 @@ def train_step(model, opt, b: dict, step_loss: Callable[[dict], tuple[torch.Tens
 
 def run(model, opt, data: BatchSource, step_loss: Callable[[dict], tuple[torch.Tensor, int]], tc: TrainCfg, state: dict,
         ckpt: Path, log_file: Path, on_log: Callable[[int], dict] | None = None, progress: bool = True,
-        dev: Callable[[int], tuple[float, dict]] | None = None, dev_start: int = 0) -> str:
+        dev: Callable[[int], tuple[float, dict]] | None = None, dev_start: int = 0,
+        snapshot: Callable[[int], None] | None = None) -> str:
     """Train until ``tc.steps``, the time budget or early stopping; returns what stopped it. ``step_loss(batch)``
     gives the loss to minimise and the tokens it covered; ``on_log(step)`` adds fields (dev scores) to every 100th
     step's log record; ``dev(step)`` gives the held-out score (higher is better) and the fields to log, measured and
-    acted on by ``early_stop``'s rules every ``tc.dev_every`` steps after ``dev_start``. ``state`` is updated in
-    place."""
+    acted on by ``early_stop``'s rules every ``tc.dev_every`` steps after ``dev_start``; ``snapshot(step)`` keeps the
+    weights every ``tc.snapshot_every`` steps (after the step's dev measurement). ``state`` is updated in place."""
     from forgetbench.train import early_stop
 
     if dev is not None:
@@ -171,6 +172,8 @@ def run(model, opt, data: BatchSource, step_loss: Callable[[dict], tuple[torch.T
                                                 ckpt.parent)
                 log_f.write(json.dumps(rec) + "\n")
                 log_f.flush()
+            if snapshot is not None and getattr(tc, "snapshot_every", 0) and step % tc.snapshot_every == 0:
+                snapshot(step)
             over_budget = tc.time_budget_minutes and elapsed > tc.time_budget_minutes * 60
             deadline = step < tc.steps and past_stop_at()  # resources rule 6
             over_budget = over_budget or deadline
