@@ -7,7 +7,7 @@
   of the ``german-nouns`` package too where it is installed (the ``gender`` extra; CC BY-SA 4.0 data, read
   from the installed package, never shipped here): its grammatical gender, for any noun form, of nouns that are
   not adjectival (*die/der Vorsitzende*: the article decides) — feminine is female unless the noun is an
-  epicene feminine (*Person*, *Wache*, *Geisel*: ``EPICENE_DE``: "neutral"); masculine is only the reader's
+  epicene feminine (*Person*, *Geisel*, *Fachkraft*: ``EPICENE_DE``: "neutral"); masculine is only the reader's
   default (a generic masculine, *Lehrer*, that a coreferent pronoun may override: ``gender_readers``); neuter
   says nothing except the nouns listed here (*Mädchen*). ``packages()`` names what was installed.
 - ``pronoun(lang, word)``: the gender of a third-person singular pronoun form (subject, object, stressed, and

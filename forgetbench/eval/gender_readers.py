@@ -4,8 +4,7 @@
 its own phrase and, where given, ``words[pronoun]`` (the word aligned to the source's pronoun), and returns
 "male", "female", "neutral" or "unknown". The order of evidence (METHOD §2.7): the noun's own gender where the
 word is gendered in itself (``gender_lexicon``: tables per language, and German's Wiktionary lexicon where the
-``german-nouns`` package is installed); the language's rules below; the pronoun, for an epicene noun and, in
-German and French, for a masculine form a woman may bear.
+``german-nouns`` package is installed); the language's rules below; the pronoun, for an epicene noun only.
 
 Covered: de, fr, es, it (determiner + suffix rules, written here from the languages' grammar),
 ru, uk (pymorphy3 with its Russian and Ukrainian dictionaries; the noun's gender, or for
@@ -51,8 +50,9 @@ _PUNCT = re.compile(r"^[\W_]+|[\W_]+$", re.UNICODE)
 @cache
 def version() -> str:
     """What decides a reading: this module's and ``gender_lexicon``'s source (SHA-256, first 16 hex digits), the
-    installed pymorphy3 with its Russian and Ukrainian dictionaries, and german-nouns (or "absent"). A run store keeps it beside its readings, so that a sweep resumed under
-    other readers reads its MT-Gender items again instead of mixing two sets of rules."""
+    installed pymorphy3 with its Russian and Ukrainian dictionaries, and german-nouns (or "absent"). A run store
+    keeps it beside its readings, so that a sweep resumed under other readers reads its MT-Gender items again
+    instead of mixing two sets of rules."""
     src = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
     src = hashlib.sha256(Path(lexicon.__file__).read_bytes() + src.encode()).hexdigest()[:16]  # and the tables
     libs = []
@@ -107,7 +107,7 @@ def _de_left(words, i):
 
 _DE_FEM_DET = {"die", "eine", "keine", "diese", "seine", "ihre", "meine", "jede", "einer", "keiner", "dieser", "jener",
                "unsere", "deine"}
-_DE_FUNCTION = {"hatte", "habe", "haben", "werden", "wurde", "wurden", "sie", "ihre", "ihren", "ohne", "gegen", "unter",
+_DE_FUNCTION = {"hatte", "habe", "haben", "werden", "wurde", "wurden", "sie", "ohne", "gegen", "unter",
                 "über", "hinter", "neben", "zwischen", "wieder", "immer", "gerne", "einige", "alle", "viele", "wenn",
                 "aber", "denn", "weil", "dass", "oder", "und"}
 
