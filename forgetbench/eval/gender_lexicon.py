@@ -8,7 +8,7 @@
   from the installed package, never shipped here): its grammatical gender, for any noun form, of nouns that are
   not adjectival (*die/der Vorsitzende*: the article decides) — feminine is female unless the noun is an
   epicene feminine (*Person*, *Geisel*, *Fachkraft*: ``EPICENE_DE``: "neutral"); masculine is only the reader's
-  default (a generic masculine, *Lehrer*, that a coreferent pronoun may override: ``gender_readers``); neuter
+  default for a noun with no article or suffix (*Kapitän*: ``gender_readers``), never a lexical male; neuter
   says nothing except the nouns listed here (*Mädchen*). ``packages()`` names what was installed.
 - ``pronoun(lang, word)``: the gender of a third-person singular pronoun form (subject, object, stressed, and
   possessives that agree with their owner: *ihr*, *его*, *שלה*, Arabic ـها/ـه), None for forms that do not
