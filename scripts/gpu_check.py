@@ -523,6 +523,8 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default="cuda", help="cuda (default), cuda:N, or cpu with --dry-run")
     ap.add_argument("--dry-run", action="store_true", help="tiny models, shorter runs: the steps' plumbing, on any host")
     ap.add_argument("--only", help="comma-separated steps to run (default: all)")
+    ap.add_argument("--dry-scale", type=float, default=1.0, help="multiply the dry run's step budgets (a test on a "
+                    "loaded host checks the plumbing, not the time)")
     ap.add_argument("--fail-step", help=argparse.SUPPRESS)
     ap.add_argument("--step", help=argparse.SUPPRESS)
     ap.add_argument("--ctx", help=argparse.SUPPRESS)
@@ -549,6 +551,7 @@ def main(argv=None) -> int:
     work = Path(tempfile.mkdtemp(prefix="work-", dir=out))
     for name in names:
         budget, dry_budget, floor = STEPS[name]
+        dry_budget *= a.dry_scale
         left = a.budget_s - (time.perf_counter() - start)
         allowed = min(dry_budget if a.dry_run else budget, left)
         if allowed < min(floor, dry_budget if a.dry_run else budget):
