@@ -29,7 +29,10 @@ Steps, cheapest first (the model: the shipped teacher on a GPU; a tiny random M2
 7. ``parse``: ``parse train`` (SynTr, 1 minute, UD Wolof) and ``parse compress`` (prune-30, ptq-int8): where it ran.
 8. ``probes``: ``train-mt --probe`` and ``pretrain-encoder --probe`` on the device: tokens/s.
 
-What a step finds broken is written and the next step runs.
+What a step finds broken is written and the next step runs. Each step logs, time-stamped, every command it starts
+and ends (``DIR/work-*/NAME.log``; the tests step each test's name and seconds); a step over its budget is stopped
+with everything it started (its own process group), and the end of its log goes into the report, so the next GPU
+call knows where the time went. ``--only a,b`` runs those steps in that order.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -50,8 +55,13 @@ REPO = Path(__file__).resolve().parents[1]
 # (the dry run's budgets are 3-4x its steps' time alone on a 2-core host: a test suite may run beside it)
 # budgets on a GPU sum past the default 540 s: a step that finishes early leaves its rest to the later ones, and the
 # last may be skipped (said so) where all take their full budget
-STEPS = {"tests": (60, 60, 10), "sweep": (120, 90, 15), "compress": (60, 90, 10), "shape-418m": (120, 60, 10),
+STEPS = {"tests": (90, 60, 10), "sweep": (120, 90, 15), "compress": (60, 90, 10), "shape-418m": (120, 60, 10),
          "device-map": (60, 5, 10), "distill": (60, 60, 15), "parse": (90, 90, 20), "probes": (45, 60, 10)}
+
+
+# the CPU reference of a real check runs with the host's cores (a GPU host has 16; results do not depend on the
+# thread count); a dry run keeps one thread (on a 2-core host beside other work, 2 threads can be 25x slower)
+CPU_THREADS = max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
 
 
 class StepFailed(Exception):
@@ -60,11 +70,26 @@ class StepFailed(Exception):
 
 # ------------------------------------------------------------------------------------------------ shared pieces
 
+def note(line: str) -> None:
+    """One time-stamped line in the running step's log (``GPU_CHECK_LOG``): what a step over its budget was doing is
+    read back from there."""
+    log = os.environ.get("GPU_CHECK_LOG")
+    if log:
+        with open(log, "a", encoding="utf-8") as f:
+            f.write(f"[{time.time() - float(os.environ.get('GPU_CHECK_T0', '0')):7.1f} s] {line}\n")
+
+
 def cli(*args: str, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:
-    """``python -m forgetbench.cli ARGS`` in a fresh process (the repository on the path), output captured."""
+    """``python -m forgetbench.cli ARGS`` in a fresh process (the repository on the path), output captured and
+    appended to the step's log, with its start, end and wall seconds."""
     e = dict(os.environ) | {"PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")} | (env or {})
-    return subprocess.run([sys.executable, "-m", "forgetbench.cli", *args], cwd=REPO, env=e, capture_output=True,
-                          text=True, timeout=timeout)
+    note("start: forgetbench " + " ".join(a if len(a) < 60 else "…" + a[-40:] for a in args[:4]))
+    t0 = time.perf_counter()
+    p = subprocess.run([sys.executable, "-m", "forgetbench.cli", *args], cwd=REPO, env=e, capture_output=True,
+                       text=True, timeout=timeout)
+    out = [ln for ln in (p.stdout + p.stderr).splitlines() if ln.strip()]
+    note(f"end ({time.perf_counter() - t0:.1f} s, exit {p.returncode}): {out[-1][:200] if out else ''}")
+    return p
 
 
 def must(p: subprocess.CompletedProcess, what: str) -> str:
@@ -92,12 +117,12 @@ def model_under_test(ctx: dict) -> Path:
 
 
 def sweep_config(path: Path, model: Path, variants: dict, sentences: int, batch_size, backend=None,
-                 languages=("de", "sw"), max_new_tokens: int = 32) -> Path:
+                 languages=("de", "sw"), max_new_tokens: int = 32, threads: int = 1) -> Path:
     cfg = {"name": path.stem, "model": str(model), "variants": variants,
            "benchmarks": [{"name": "flores101", "kind": "flores101", "path": str(REPO / "data" / "flores101")}],
            "languages": list(languages), "pairs": "english-centric", "sentences": sentences,
            "generation": {"num_beams": 1, "max_new_tokens": max_new_tokens, "batch_size": batch_size},
-           "analysis": {"bleu_filter": 0, "delta": 0.5}, "threads": 1, "processes": 1}
+           "analysis": {"bleu_filter": 0, "delta": 0.5}, "threads": threads, "processes": 1}
     if backend:
         cfg["backend"] = backend
     path.write_text(json.dumps(cfg))  # JSON is YAML
@@ -138,17 +163,26 @@ def step_tests(ctx: dict) -> dict:
         raise StepFailed("pytest is not installed: carry its wheel (--pack does)")
     files = ["tests/test_device_discipline.py"] + ([] if ctx["dry_run"] else ["tests/test_cuda.py"])
     # addopts emptied: the suite's "-n auto" needs pytest-xdist; these few tests run in one process
-    args = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-o", "addopts=", *files]
+    # -v and --durations: each test's name and seconds reach the step's log as they run (a step over its budget
+    # says which test it was in)
+    args = [sys.executable, "-m", "pytest", "-v", "-rs", "--durations=0", "-p", "no:cacheprovider", "-o", "addopts=",
+            *files]
     if ctx["dry_run"]:
         args += ["-k", "harness or calibrators or per_channel"]
-    p = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=ctx["timeout"],
-                       env=dict(os.environ) | {"PYTHONPATH": str(REPO)})
+    log = Path(os.environ["GPU_CHECK_LOG"]) if os.environ.get("GPU_CHECK_LOG") else Path(ctx["work"]) / "tests.log"
+    note("start: pytest " + " ".join(files))
+    with open(log, "a", encoding="utf-8") as f:
+        p = subprocess.run(args, cwd=REPO, stdout=f, stderr=subprocess.STDOUT, text=True, timeout=ctx["timeout"],
+                           env=dict(os.environ) | {"PYTHONPATH": str(REPO)})
+    p.stdout = log.read_text(encoding="utf-8", errors="replace")
     tail = [ln for ln in p.stdout.splitlines() if ln.strip()]
     summary = tail[-1] if tail else "(no output)"
     failed = [ln for ln in p.stdout.splitlines() if ln.startswith("FAILED")]
+    durations = [ln for ln in p.stdout.splitlines() if re.match(r"^\d+\.\d+s (call|setup)", ln)][:12]
     if p.returncode not in (0, 5):
         raise StepFailed(f"{summary}; {failed[0] if failed else ''}".strip("; "))
-    return {"summary": summary, "skipped": [ln for ln in p.stdout.splitlines() if ln.startswith("SKIPPED")][:10]}
+    return {"summary": summary, "skipped": [ln for ln in p.stdout.splitlines() if ln.startswith("SKIPPED")][:10],
+            "slowest": durations}
 
 
 def step_sweep(ctx: dict) -> dict:
@@ -158,7 +192,7 @@ def step_sweep(ctx: dict) -> dict:
     variants = {"base": None, "prune-30": "prune-30", "ptq-int8": "ptq-int8"}
     n = 2 if dry else 16
     out = {}
-    cpu_cfg = sweep_config(work / "cpu.yaml", model, variants, n, 64)
+    cpu_cfg = sweep_config(work / "cpu.yaml", model, variants, n, 64, threads=1 if dry else CPU_THREADS)
     must(cli("sweep", str(cpu_cfg), "--out", str(work / "cpu"), "--device", "cpu", "--quiet"), "sweep on the CPU")
     dev_cfg = sweep_config(work / "device.yaml", model, variants, n, 64 if dev == "cpu" else "auto")
     runs = [("float32", [])] + ([] if dry else [("bfloat16", ["--dtype", "bfloat16"])])
@@ -205,6 +239,7 @@ def step_compress(ctx: dict) -> dict:
     model = model_under_test(ctx)
     out = {}
     for recipe in ("prune-30", "ptq-int8", "wanda-45-uniform", "sparsegpt-45-uniform"):
+        note(f"{recipe}: on the CPU, then on {dev}")
         t0 = time.perf_counter()
         a = _compress(model, recipe, work / f"{recipe}-cpu", "cpu")
         b = _compress(model, recipe, work / f"{recipe}-on-{dev}", dev)
@@ -232,6 +267,7 @@ def _shape_model(ctx: dict) -> Path:
     import torch
     from transformers import AutoConfig, M2M100ForConditionalGeneration
 
+    note("building the 418M-shaped random model")
     teacher = REPO / "artifacts" / "teacher"
     cfg = AutoConfig.from_pretrained(teacher)
     cfg.update({"d_model": 1024, "encoder_layers": 12, "decoder_layers": 12, "encoder_attention_heads": 16,
@@ -241,6 +277,7 @@ def _shape_model(ctx: dict) -> Path:
     for f in teacher.iterdir():
         if f.suffix in (".json", ".model") and f.name not in ("config.json", "training.json"):
             shutil.copy(f, folder / f.name)
+    note("built the 418M-shaped random model")
     return folder
 
 
@@ -318,6 +355,7 @@ def step_distill(ctx: dict) -> dict:
         from forgetbench.cli import main
         main(["distill", {str(cfg)!r}, "--out", {str(work / 'killed')!r}, "--quiet"])
     """)
+    note(f"distill killed at step {kill_at}")
     p = subprocess.run([sys.executable, "-c", code], cwd=work, capture_output=True, text=True,
                        env=dict(os.environ) | {"PYTHONPATH": str(REPO)}, timeout=ctx["timeout"])
     if p.returncode != -9:
@@ -410,9 +448,15 @@ def run_step(name: str, ctx: dict) -> None:
     """In the step's own process: run it, write ``result.json`` (status, failing line, seconds, peak memory)."""
     out = Path(ctx["work"]) / f"{name}.result.json"
     t0 = time.perf_counter()
+    note(f"step {name}: started")
     try:
         if ctx.get("fail_step") == name:
             raise StepFailed("forced to fail (--fail-step)")
+        if ctx.get("hang_step") == name:  # the test hook for a step over its budget: it and its child are stopped
+            child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+            (Path(ctx["work"]) / f"{name}.child-pid").write_text(str(child.pid))
+            note(f"hanging (--hang-step), child {child.pid}")
+            child.wait()
         details = STEP_FUNCS[name](ctx)
         status = details.pop("status", "pass") if isinstance(details, dict) else "pass"
         rec = {"status": status, "details": details}
@@ -422,6 +466,7 @@ def run_step(name: str, ctx: dict) -> None:
         rec = {"status": "fail", "line": f"{type(e).__name__}: {e}".splitlines()[0],
                "traceback": traceback.format_exc()[-3000:]}
     rec["seconds"] = round(time.perf_counter() - t0, 1)
+    note(f"step {name}: {rec['status']} in {rec['seconds']} s")
     try:
         import torch
 
@@ -510,6 +555,9 @@ def markdown(report: dict) -> str:
         what = r.get("line") or r.get("why") or json.dumps(r.get("details", {}))[:300]
         lines.append(f"| {name} | {r['status']} | {r.get('seconds', '')} | {r.get('peak_gpu_memory_mib', '')} | "
                      f"{what.replace('|', '/')} |")
+    for name, r in report["steps"].items():
+        if r.get("log_tail"):
+            lines += ["", f"## {name}: the end of its log", "", "```", *r["log_tail"], "```"]
     return "\n".join(lines) + "\n"
 
 
@@ -522,10 +570,11 @@ def main(argv=None) -> int:
     ap.add_argument("--budget-s", type=float, default=540, help="total wall budget in seconds (default 540)")
     ap.add_argument("--device", default="cuda", help="cuda (default), cuda:N, or cpu with --dry-run")
     ap.add_argument("--dry-run", action="store_true", help="tiny models, shorter runs: the steps' plumbing, on any host")
-    ap.add_argument("--only", help="comma-separated steps to run (default: all)")
+    ap.add_argument("--only", help="comma-separated steps to run, in the order given (default: all, cheapest first)")
     ap.add_argument("--dry-scale", type=float, default=1.0, help="multiply the dry run's step budgets (a test on a "
                     "loaded host checks the plumbing, not the time)")
     ap.add_argument("--fail-step", help=argparse.SUPPRESS)
+    ap.add_argument("--hang-step", help=argparse.SUPPRESS)
     ap.add_argument("--step", help=argparse.SUPPRESS)
     ap.add_argument("--ctx", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
@@ -545,7 +594,11 @@ def main(argv=None) -> int:
             print(f"gpu_check: --device {a.device}, but torch sees no CUDA GPU here; use --device cpu --dry-run to "
                   "check the steps' plumbing", file=sys.stderr)
             return 2
-    names = [s for s in STEPS if not a.only or s in a.only.split(",")]
+    names = a.only.split(",") if a.only else list(STEPS)
+    if set(names) - set(STEPS):
+        print(f"gpu_check: --only {sorted(set(names) - set(STEPS))}: no such step; choose among {', '.join(STEPS)}",
+              file=sys.stderr)
+        return 2
     start = time.perf_counter()
     report = {"budget_s": a.budget_s, "dry_run": a.dry_run, "environment": environment(a.device), "steps": {}}
     work = Path(tempfile.mkdtemp(prefix="work-", dir=out))
@@ -559,17 +612,29 @@ def main(argv=None) -> int:
                                                                   f"{floor} s at least"}
         else:
             ctx = {"work": str(work), "device": a.device, "dry_run": a.dry_run, "timeout": allowed,
-                   "fail_step": a.fail_step}
+                   "fail_step": a.fail_step, "hang_step": a.hang_step}
             t0 = time.perf_counter()
-            try:
-                subprocess.run([sys.executable, __file__, "--out", str(out), "--step", name, "--ctx", json.dumps(ctx)],
-                               cwd=REPO, timeout=allowed, capture_output=True, text=True)
-                res = work / f"{name}.result.json"
-                rec = json.loads(res.read_text()) if res.is_file() else {
-                    "status": "fail", "line": "the step's process ended without a result (crashed)"}
-            except subprocess.TimeoutExpired:
-                rec = {"status": "fail", "line": f"over its budget of {allowed:.0f} s: stopped"}
+            log = work / f"{name}.log"
+            env = dict(os.environ) | {"GPU_CHECK_LOG": str(log), "GPU_CHECK_T0": str(time.time())}
+            # the step and whatever it starts share a new process group: a step over its budget is stopped whole,
+            # none of its commands left running beside the next step
+            with open(log, "a", encoding="utf-8") as f:
+                proc = subprocess.Popen([sys.executable, __file__, "--out", str(out), "--step", name, "--ctx",
+                                         json.dumps(ctx)], cwd=REPO, env=env, stdout=f, stderr=subprocess.STDOUT,
+                                        start_new_session=True)
+                try:
+                    proc.wait(timeout=allowed)
+                    res = work / f"{name}.result.json"
+                    rec = json.loads(res.read_text()) if res.is_file() else {
+                        "status": "fail", "line": f"the step's process ended without a result (exit {proc.returncode})"}
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                    rec = {"status": "fail", "line": f"over its budget of {allowed:.0f} s: stopped"}
             rec.setdefault("seconds", round(time.perf_counter() - t0, 1))
+            if rec["status"] == "fail":
+                rec["log_tail"] = [ln[:300] for ln in log.read_text(encoding="utf-8", errors="replace").splitlines()
+                                   if ln.strip()][-15:]
             report["steps"][name] = rec
         report["used_s"] = round(time.perf_counter() - start, 1)
         (out / "gpu_check.json").write_text(json.dumps(report, indent=1))

@@ -7,9 +7,12 @@ H100, docs/BENCHMARKS.md), so the queue starts every run at once. Each run is a 
 (``train-mt``, ``distill``, ``pretrain-encoder``) given ``--stop-after``: at the budget's wall deadline it writes a
 checkpoint and stops (``resources`` rule 6); a run still going ``--grace-s`` later is killed (its last periodic
 checkpoint stands). Then every run folder and its log are packed into ``DIR/NAME.tar.gz``, cut into ``.partNN`` files of
-``--part-mib`` (a GPU call returns 8 files of 16 MiB, 64 MiB in all: the report says what to leave out when they do
-not fit) and ``DIR/gpu_queue.json`` says, per run, its exit, what stopped it, the step reached and the command that
-resumes it — the same command with the same ``--out``, on the CPU or on the next GPU:
+``--part-mib``. A GPU call returns 8 files of 16 MiB, 64 MiB in all, so what OUT holds is bounded
+(``--return-mib``, ``--return-files``): the runs in queue order bring back their whole folder where it fits, else
+their exported model and logs, else their logs alone, and the report says which (an encoder's folder at d 128 is
+≈ 80 MB with its optimizer state: one per call comes back whole). ``DIR/gpu_queue.json`` says, per run, its exit,
+what stopped it, the step reached, what came back and the command that resumes it — the same command with the same
+``--out``, on the CPU or on the next GPU:
 
     cat DIR/NAME.tar.gz* | tar -xz -C RUNS && forgetbench COMMAND CONFIG --out RUNS/NAME ARGS
 
@@ -62,6 +65,29 @@ def load_queue(path: Path) -> list[dict]:
     return runs
 
 
+def _model_and_logs(t: tarfile.TarInfo) -> tarfile.TarInfo | None:
+    """The exported model, the run's records and its vocabulary: no checkpoint, best or snapshot copies, no data."""
+    parts = Path(t.name).parts[1:]
+    if parts and parts[0] in ("checkpoint", "best", "snapshots"):
+        return None
+    return None if t.isfile() and t.name.endswith((".npz", ".npy", ".bin", ".pt")) and parts[0] != "model" else t
+
+
+def _logs(t: tarfile.TarInfo) -> tarfile.TarInfo | None:
+    """The run's records alone (training and run JSON, the step log)."""
+    top = len(Path(t.name).parts)
+    return t if (t.isdir() and top == 1) or (t.name.endswith((".json", ".jsonl", ".log")) and top == 2) else None
+
+
+# what a run brings back, the most first: the first that fits OUT's return budget is kept (the logs always are)
+RETURNS = [("whole", None), ("model", _model_and_logs), ("logs", _logs)]
+RETURN_SAYS = {"whole": "the whole run folder: resumable with the command below",
+               "model": "the exported model and the logs; the checkpoint did not fit the return budget: not resumable "
+                        "from the step reached (warm-start from the model, or give this run the call alone with --only)",
+               "logs": "the logs alone; neither the checkpoint nor the model fitted the return budget (give this run "
+                       "the call alone with --only)"}
+
+
 def last_record(run: Path) -> dict:
     """What the run folder says about itself: the exported model's training.json, else the checkpoint's state."""
     for f in (run / "model" / "training.json", run / "checkpoint" / "state.json"):
@@ -98,6 +124,11 @@ def main(argv=None) -> int:
     ap.add_argument("--archive-s", type=float, default=20, help="seconds kept for packing the run folders (default 20)")
     ap.add_argument("--part-mib", type=float, default=16, help="largest file written; a bigger archive is cut into parts "
                                                                 "(default 16: what a GPU call returns per file)")
+    ap.add_argument("--return-mib", type=float, default=56, help="the most OUT may hold in all (default 56: a GPU call "
+                    "returns 64 MiB, less room for gpu_check's report); a run that does not fit whole comes back as its "
+                    "exported model and logs, or its logs alone, and the report says so")
+    ap.add_argument("--return-files", type=int, default=5, help="the most files OUT may hold besides gpu_queue.json "
+                    "(default 5: a GPU call returns 8 files, gpu_check's report takes 2)")
     a = ap.parse_args(argv)
     out = Path(a.out)
     if out.exists():
@@ -135,16 +166,28 @@ def main(argv=None) -> int:
             p.kill()
             p.wait()
     report = {"budget_s": a.budget_s, "deadline_after_s": round(train_s, 1), "device": a.device, "runs": {}}
+    returned = {"bytes": 0, "files": 0}
     for name, (p, log, _cmd) in procs.items():
         log.close()
         folder = out / "runs" / name
         rec = {"exit": p.returncode, "killed": p.returncode == -9} | last_record(folder)
         logfile = out / "runs" / f"{name}.log"
-        with tarfile.open(out / f"{name}.tar.gz", "w:gz", compresslevel=1) as tar:
-            if folder.exists():
-                tar.add(folder, arcname=name)
-            tar.add(logfile, arcname=f"{name}.log")
-        rec["archive"] = split(out / f"{name}.tar.gz", int(a.part_mib * 2**20))
+        part = int(a.part_mib * 2**20)
+        for kind, keep in RETURNS:
+            archive = out / f"{name}.tar.gz"
+            with tarfile.open(archive, "w:gz", compresslevel=1) as tar:
+                if folder.exists():
+                    tar.add(folder, arcname=name, filter=keep)
+                tar.add(logfile, arcname=f"{name}.log")
+            size, files = archive.stat().st_size, -(-archive.stat().st_size // part)
+            if kind == "logs" or (returned["bytes"] + size <= a.return_mib * 2**20
+                                  and returned["files"] + files <= a.return_files):
+                break
+            archive.unlink()
+        rec["returned"] = RETURN_SAYS[kind]
+        returned["bytes"] += size
+        returned["files"] += files
+        rec["archive"] = split(archive, part)
         tail = [ln for ln in logfile.read_text(errors="replace").splitlines() if ln.strip()]
         rec["last_line"] = tail[-1] if tail else ""
         r = next(x for x in runs if x["name"] == name)
@@ -160,7 +203,7 @@ def main(argv=None) -> int:
     (out / "gpu_queue.json").write_text(json.dumps(report, indent=1))
     for name, rec in report["runs"].items():
         print(f"gpu_queue: {name}: exit {rec['exit']}, step {rec['steps']}, stopped by {rec['stopped_by']}; "
-              f"resume: {rec['resume']}")
+              f"returned: {rec['returned'].split(':')[0].split(';')[0]}; resume: {rec['resume']}")
     return 0 if all(r["exit"] == 0 for r in report["runs"].values()) else 1
 
 

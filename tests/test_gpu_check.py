@@ -59,3 +59,31 @@ def test_cuda_without_a_gpu_is_refused_in_one_line(tmp_path):
         pytest.skip("a CUDA GPU is here: --device cuda runs")
     p = python(SCRIPT, "--out", tmp_path / "gc", "--device", "cuda")
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "--dry-run" in p.stderr
+
+
+def test_a_step_over_its_budget_is_stopped_with_what_it_started_and_its_log_end_is_reported(tmp_path):
+    """A step that hangs (the ``--hang-step`` hook: it starts a child and waits on it) is stopped at its budget; its
+    child is stopped with it (the step's process group), the report carries the end of the step's log, and the next
+    step named in ``--only`` runs in the order given."""
+    import os
+    import time
+
+    p = python(SCRIPT, "--out", tmp_path / "gc", "--device", "cpu", "--dry-run", "--only", "device-map,tests",
+               "--budget-s", "100000", "--dry-scale", "0.25", "--hang-step", "tests")
+    report = json.loads((tmp_path / "gc" / "gpu_check.json").read_text())
+    assert list(report["steps"]) == ["device-map", "tests"], p.stderr
+    tests = report["steps"]["tests"]
+    assert tests["status"] == "fail" and tests["line"] == "over its budget of 15 s: stopped"
+    assert any("step tests: started" in ln for ln in tests["log_tail"])
+    assert any("hanging (--hang-step)" in ln for ln in tests["log_tail"])
+    child = int(next((tmp_path / "gc").glob("work-*/tests.child-pid")).read_text())
+    time.sleep(0.5)
+    try:
+        os.kill(child, 0)
+        alive = not open(f"/proc/{child}/stat").read().split()[2] == "Z"
+    except ProcessLookupError:
+        alive = False
+    assert not alive, "the hanging step's child was left running"
+    assert "## tests: the end of its log" in (tmp_path / "gc" / "gpu_check.md").read_text()
+    p = python(SCRIPT, "--out", tmp_path / "gc2", "--device", "cpu", "--dry-run", "--only", "tests,nope")
+    assert p.returncode == 2 and "no such step" in p.stderr

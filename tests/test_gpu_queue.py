@@ -24,7 +24,8 @@ def test_the_queue_stops_every_run_at_its_deadline_and_each_resumes_from_its_arc
         {"name": "mt", "command": "train-mt", "config": str(tmp_path / "cfg6.yaml")}]}))
     # a budget of grace + archive time only: the deadline is at once, each run stops after its first step
     p = python(SCRIPT, "--out", tmp_path / "q", "--budget-s", "150", "--grace-s", "120", "--archive-s", "30",
-               "--queue", queue, "--device", "cpu", "--part-mib", "0.5", timeout=600)
+               "--queue", queue, "--device", "cpu", "--part-mib", "0.5", "--return-mib", "1000", "--return-files", "100",
+               timeout=600)
     assert p.returncode == 0, p.stdout + p.stderr
     report = json.loads((tmp_path / "q" / "gpu_queue.json").read_text())
     names = sorted(p.name for p in (tmp_path / "q").iterdir())
@@ -32,6 +33,7 @@ def test_the_queue_stops_every_run_at_its_deadline_and_each_resumes_from_its_arc
     for name, total in (("student", 8), ("mt", 6)):
         r = report["runs"][name]
         assert (r["exit"], r["steps"], r["stopped_by"]) == (0, 1, "the wall deadline (--stop-after)"), r
+        assert r["returned"].startswith("the whole run folder")
         parts = [tmp_path / "q" / f for f in r["archive"]]
         assert all(f.stat().st_size <= 2**19 for f in parts) and len(parts) > 1  # cut into parts of 0.5 MiB
         joined = tmp_path / f"{name}.tar.gz"
@@ -54,3 +56,31 @@ def test_a_bad_queue_is_refused_in_one_line(tmp_path):
     shipped = yaml.safe_load((REPO / "configs" / "gpu-queue.yaml").read_text())["runs"]
     assert {r["command"] for r in shipped} <= {"pretrain-encoder", "distill", "train-mt"}
     assert all((REPO / r["config"]).is_file() for r in shipped)
+
+
+def test_what_comes_back_is_bounded_whole_runs_first_then_models_then_logs(tmp_path):
+    """OUT holds at most ``--return-mib``: a run that does not fit whole comes back as its exported model and logs
+    (no checkpoint, best copy, snapshots or prepared data), else as its logs alone."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gpu_queue", SCRIPT)
+    q = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(q)
+    run = tmp_path / "enc"
+    for rel in ("checkpoint/model.safetensors", "checkpoint/state.json", "best/model.safetensors", "model/model.safetensors",
+                "model/training.json", "snapshots/step-005000/model.safetensors", "text.npz", "train_log.jsonl",
+                "pretrain-run.json", "spm.model"):
+        (run / rel).parent.mkdir(parents=True, exist_ok=True)
+        (run / rel).write_bytes(b"x" * 100)
+
+    def kept(fn):
+        tar = tmp_path / "t.tar"
+        with tarfile.open(tar, "w") as t:
+            t.add(run, arcname="enc", filter=fn)
+        with tarfile.open(tar) as t:
+            return sorted(m.name for m in t.getmembers() if m.isfile())
+
+    assert kept(q._model_and_logs) == ["enc/model/model.safetensors", "enc/model/training.json", "enc/pretrain-run.json",
+                                       "enc/spm.model", "enc/train_log.jsonl"]
+    assert kept(q._logs) == ["enc/pretrain-run.json", "enc/train_log.jsonl"]
+    assert [k for k, _ in q.RETURNS] == ["whole", "model", "logs"]
