@@ -20,7 +20,7 @@ from safetensors.torch import save_file
 
 from forgetbench.io import atomic_directory, sha256_file
 from forgetbench.parsing.pretrained import load_encoder
-from forgetbench.train.loop import _unique_tensors
+from forgetbench.train.weights import unique_tensors
 
 
 def segments(models: list[Path], recs: list[dict]) -> list[dict]:
@@ -50,7 +50,7 @@ def main(*args: str) -> None:
         sys.exit(f"{out} exists; remove it first")
     recs = [json.loads((m / "training.json").read_text()) for m in models]
     segs, last = segments(models, recs), models[-1]
-    weights = _unique_tensors(load_encoder(last)[0])  # read as the current layer reads it (packed q, k, v split)
+    weights = unique_tensors(load_encoder(last)[0])  # read as the current layer reads it (packed q, k, v split)
     rec = recs[-1] | {"segments": segs,
                       "shipped": {"dtype": "float16", "float32_sha256": sha256_file(last / "model.safetensors")}}
     with atomic_directory(out) as tmp:  # a kill leaves no half-shipped folder

@@ -1,4 +1,5 @@
-"""The parsers' layers: character features, MLP, biaffine scorer (as SuPar's ``supar.modules``)."""
+"""The parsers' input layers: word, character and UPOS features, a pre-trained encoder's features beside or instead of
+them (as SuPar's ``supar.modules``); the MLP and biaffine scorers are ``parsing.biaffine``'s, re-exported here."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ from dataclasses import asdict, dataclass
 
 import torch
 from torch import nn
+
+# the scoring layers' old home: their imports from here keep working
+from forgetbench.parsing.biaffine import MLP, Biaffine, biaffine_heads, biaffine_scores, usl_heads  # noqa: F401
 
 TOKEN_UNITS = [{"unit": "embeddings", "module": "embed"}, {"unit": "char_encoder", "module": "char_lstm"}]
 
@@ -171,66 +175,3 @@ def char_features(embed: nn.Embedding, lstm: nn.LSTM, chars: torch.Tensor) -> to
 def token_features(embed: nn.ModuleDict, char_lstm: nn.LSTM, words, chars, tags) -> torch.Tensor:
     """word ⊕ character-BiLSTM ⊕ UPOS embeddings per position, [B, L, word + char_hidden + tag dims]."""
     return torch.cat([embed["word"](words), char_features(embed["char"], char_lstm, chars), embed["tag"](tags)], -1)
-
-
-class MLP(nn.Module):
-    """Linear → activation → dropout: LeakyReLU(0.1) as Dozat & Manning's parsers, or ReLU (UD-PrLM's USL, §3.3)."""
-
-    def __init__(self, d_in: int, d_out: int, dropout: float, relu: bool = False):
-        super().__init__()
-        self.linear = nn.Linear(d_in, d_out)
-        self.drop = nn.Dropout(dropout)
-        self.relu = relu
-
-    def forward(self, x):
-        x = self.linear(x)
-        return self.drop(nn.functional.relu(x) if self.relu else nn.functional.leaky_relu(x, 0.1))
-
-
-class Biaffine(nn.Module):
-    """s[b, o, h, d] = [x_d; 1]ᵀ W_o [y_h; 1] (bias on both sides); W_o is (d_dep + 1) × (d_head + 1), square unless
-    ``d_head`` is given."""
-
-    def __init__(self, d: int, n_out: int = 1, d_head: int | None = None):
-        super().__init__()
-        self.n_out = n_out
-        self.weight = nn.Parameter(torch.zeros(n_out, d + 1, (d if d_head is None else d_head) + 1))
-
-    def forward(self, dep, head):
-        dep = torch.cat([dep, torch.ones_like(dep[..., :1])], -1)
-        head = torch.cat([head, torch.ones_like(head[..., :1])], -1)
-        s = torch.matmul(torch.matmul(dep.unsqueeze(1), self.weight), head.unsqueeze(1).transpose(-1, -2))
-        return s  # [B, O, D(dep), H(head)]
-
-    def at_heads(self, dep, head, heads):
-        """Scores of each dependent d with one given head ``heads[b, d]`` only: [B, O, D]. The same numbers as
-        ``forward(dep, head)[b, :, d, heads[b, d]]`` at O·(d+1)² per word instead of O·(d+1)·L."""
-        dep = torch.cat([dep, torch.ones_like(dep[..., :1])], -1)
-        head = torch.cat([head, torch.ones_like(head[..., :1])], -1)
-        head_at = head.gather(1, heads.clamp(min=0).unsqueeze(-1).expand(-1, -1, head.shape[-1]))
-        return torch.einsum("bdi,oij,bdj->bod", dep, self.weight, head_at)
-
-
-def biaffine_heads(d: int, arc_mlp: int, rel_mlp: int, n_rels: int, dropout: float) -> tuple[nn.ModuleDict, nn.ModuleDict]:
-    """The four MLPs (arc-dep, arc-head, rel-dep, rel-head) and the two biaffine scorers over encoder states of
-    size ``d``: the decoder the biaffine parser, SynTr and RNGTr share (module names ``mlp`` and ``scorer``)."""
-    mlp = nn.ModuleDict({"arc_dep": MLP(d, arc_mlp, dropout), "arc_head": MLP(d, arc_mlp, dropout),
-                         "rel_dep": MLP(d, rel_mlp, dropout), "rel_head": MLP(d, rel_mlp, dropout)})
-    return mlp, nn.ModuleDict({"arc": Biaffine(arc_mlp, 1), "rel": Biaffine(rel_mlp, n_rels)})
-
-
-def usl_heads(d: int, head_dim: int, dep_dim: int, n_rels: int, dropout: float) -> tuple[nn.ModuleDict, nn.ModuleDict]:
-    """UD-PrLM's USL decoder (Sun, Li, Zhao §3.3, §4): r^m = ReLU(MLP^m(h)), m ∈ {head, dep}, for arcs and labels
-    alike, heads of ``head_dim`` (H_head, the paper's 128) and dependents of ``dep_dim`` (H_dep, 64) units, and the
-    two biaffine scorers over them (U₁ ∈ R^{H_dep × H_head} per output); the same module names as
-    ``biaffine_heads``, so ``biaffine_scores`` reads both."""
-    mlp = nn.ModuleDict({"arc_dep": MLP(d, dep_dim, dropout, relu=True), "arc_head": MLP(d, head_dim, dropout, relu=True),
-                         "rel_dep": MLP(d, dep_dim, dropout, relu=True), "rel_head": MLP(d, head_dim, dropout, relu=True)})
-    return mlp, nn.ModuleDict({"arc": Biaffine(dep_dim, 1, head_dim), "rel": Biaffine(dep_dim, n_rels, head_dim)})
-
-
-def biaffine_scores(mlp: nn.ModuleDict, scorer: nn.ModuleDict, h: torch.Tensor, mask: torch.Tensor):
-    """Arc scores [B, L(dep), L(head)] (padding heads at -1e9) and the label MLPs' outputs (dependent, head views)."""
-    arc = scorer["arc"](mlp["arc_dep"](h), mlp["arc_head"](h)).squeeze(1)
-    arc = arc.masked_fill(~mask.unsqueeze(1), -1e9)  # heads must be real positions
-    return arc, mlp["rel_dep"](h), mlp["rel_head"](h)

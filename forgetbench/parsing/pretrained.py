@@ -7,7 +7,7 @@ Shapes: B sentences, N subword positions (``<s> pieces </s>``, padding), H = ``d
   ``parsing.encoder_layer``) → H^(L). An encoder with USI has one layer fewer than its baseline (§4, layer parity:
   ``pretrain.run.encoder_config``).
 - **USL** (universal structure learning, §3.3): on H^(L), r^m = ReLU(MLP^m(h)) for heads (``head_mlp`` units,
-  the paper's H_head 128) and dependents (``dep_mlp``, H_dep 64), arc and label biaffines (``modules.usl_heads``):
+  the paper's H_head 128) and dependents (``dep_mlp``, H_dep 64), arc and label biaffines (``biaffine.usl_heads``):
   arc scores S_arc [B, N(dep), N(head)] with padding heads at −10⁹, label scores [B, N, N, D]. Its loss:
   cross-entropy of the gold head over each position's heads, plus cross-entropy of the gold label at the gold
   head (positions marked −100 unscored).
@@ -32,8 +32,8 @@ import torch
 from torch import nn
 
 from forgetbench.errors import ForgetbenchError
+from forgetbench.parsing.biaffine import biaffine_heads, biaffine_scores, usl_heads
 from forgetbench.parsing.encoder_layer import EncoderLayer
-from forgetbench.parsing.modules import biaffine_heads, biaffine_scores, usl_heads
 from forgetbench.parsing.structure import integration, legacy_names, structure_tensor
 
 IGNORE = -100

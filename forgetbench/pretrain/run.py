@@ -129,12 +129,12 @@ def export(model: PretrainedEncoder, out: Path, labels: list[str], record: dict,
     """The encoder as a folder parsers read (``out/model``, or ``folder``: a snapshot)."""
     from safetensors.torch import save_file
 
-    from forgetbench.train.loop import _unique_tensors
+    from forgetbench.train.weights import unique_tensors
 
     dest = folder or out / "model"
     dest.parent.mkdir(parents=True, exist_ok=True)
     with atomic_directory(dest, replace=True) as tmp:
-        save_file(_unique_tensors(model), str(tmp / "model.safetensors"))
+        save_file(unique_tensors(model), str(tmp / "model.safetensors"))
         atomic_write_json(tmp / "config.json", {"model_type": MODEL_TYPE, **model.config.to_dict(), "labels": labels})
         shutil.copy(out / "spm.model", tmp / "spm.model")
         atomic_write_json(tmp / "training.json", record)

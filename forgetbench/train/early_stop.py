@@ -53,10 +53,10 @@ def save_best(model, folder: Path) -> None:
     from safetensors.torch import save_file
 
     from forgetbench.io import atomic_directory
-    from forgetbench.train.loop import _unique_tensors
+    from forgetbench.train.weights import unique_tensors
 
     with atomic_directory(folder / BEST, replace=True) as tmp:
-        save_file(_unique_tensors(model), str(tmp / "model.safetensors"))
+        save_file(unique_tensors(model), str(tmp / "model.safetensors"))
 
 
 def measure(es: dict, step: int, model, score_fn, patience: int, min_delta: float, folder: Path) -> tuple[bool, dict]:

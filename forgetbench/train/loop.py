@@ -29,6 +29,7 @@ from forgetbench.console import Console
 from forgetbench.errors import ForgetbenchError
 from forgetbench.resources import past_stop_at
 from forgetbench.train.config import TrainCfg
+from forgetbench.train.weights import unique_tensors
 
 
 class BatchSource(Protocol):
@@ -45,25 +46,13 @@ def new_state(fingerprint: str) -> dict:
     return {"step": 0, "epoch": 0, "batch": 0, "elapsed": 0.0, "tokens": 0, "fingerprint": fingerprint}
 
 
-def _unique_tensors(model: torch.nn.Module) -> dict[str, torch.Tensor]:
-    """The state dict with every tied tensor once (its first name), as safetensors requires."""
-    out, seen = {}, set()
-    for k, v in model.state_dict().items():
-        key = (v.untyped_storage().data_ptr(), v.storage_offset(), tuple(v.shape)) if v.numel() else None
-        if key is not None and key in seen:
-            continue
-        seen.add(key)
-        out[k] = v.detach().cpu().contiguous()  # a CUDA run's checkpoint is read back anywhere
-    return out
-
-
 def save_checkpoint(model, opt, state: dict, ckpt: Path) -> None:
     from safetensors.torch import save_file
 
     tmp = ckpt.with_name(ckpt.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    save_file(_unique_tensors(model), str(tmp / "model.safetensors"))
+    save_file(unique_tensors(model), str(tmp / "model.safetensors"))
     torch.save(opt.state_dict(), tmp / "optim.pt")
     (tmp / "state.json").write_text(json.dumps(state))
     old = ckpt.with_name(ckpt.name + ".old")
