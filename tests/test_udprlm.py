@@ -753,3 +753,15 @@ def test_snapshots_keep_the_weights_of_fixed_steps_and_do_not_change_the_run(tmp
     assert rec["steps"] == 10 and rec["snapshot"] is True
     assert rec["fingerprint"] == json.loads((tmp_path / "plain" / "model" / "training.json").read_text())["fingerprint"]
     assert load_encoder(tmp_path / "s" / "snapshots" / "step-000010")[0].config.variant == "ud-prlm"
+
+
+def test_an_encoder_vocabulary_too_small_for_its_text_is_refused_in_one_line(tmp_path, capsys):
+    """The encoders' SentencePiece model comes from the one ``models.vocabulary.train_spm``: a vocabulary smaller
+    than the characters the treebank text needs is the one-line error, exit 2, as for every other vocabulary."""
+    from forgetbench.cli import main
+
+    cfg = _tiny_run(tmp_path, "mlm")
+    cfg.write_text(cfg.read_text().replace("vocab_size: 300", "vocab_size: 20"))
+    assert main(["pretrain-encoder", str(cfg), "--out", str(tmp_path / "run"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "vocabulary size 20 is smaller than the" in err and "spm.vocab_size" in err

@@ -29,17 +29,29 @@ N_MADEUP = 8
 
 
 def train_spm(sentences: list[str], vocab_size: int, model_type: str = "bpe", character_coverage: float = 0.9995,
-              seed_sentencepiece_size: int = 1_000_000, nllb: bool = False) -> bytes:
-    """Train a SentencePiece model in memory (deterministic: one thread) and return its bytes. A vocabulary smaller
+              seed_sentencepiece_size: int | None = 1_000_000, nllb: bool = False, ids: dict[str, int] | None = None,
+              user_defined_symbols: tuple[str, ...] = (), shuffle_input_sentence: bool = True) -> bytes:
+    """Train a SentencePiece model in memory (deterministic: one thread) and return its bytes: every vocabulary
+    forgetbench trains (the MT models', the tiny test models', the pre-trained encoders'). A vocabulary smaller
     than the characters the text needs at ``character_coverage`` is refused in one line. ``nllb``: ``<s>``/``</s>``
-    at SPM ids 1 and 2, as NLLB's SPM has them."""
+    at SPM ids 1 and 2, as NLLB's SPM has them; ``ids``: the special pieces' ids (``unk_id``, ``bos_id``,
+    ``eos_id``, ``pad_id``) instead; ``user_defined_symbols``: pieces kept whole (an encoder's ``<mask>``); ``seed_sentencepiece_size`` None: the
+    trainer's default (the encoders' vocabularies were made so)."""
     buf = io.BytesIO()
+    opts = ids if ids is not None else {"unk_id": 0, "bos_id": 1 if nllb else -1, "eos_id": 2 if nllb else -1,
+                                        "pad_id": -1}
+    # passed only where set: an empty symbol list or an explicit default changes the trainer's flags, and its model
+    if user_defined_symbols:
+        opts = opts | {"user_defined_symbols": list(user_defined_symbols)}
+    if not shuffle_input_sentence:
+        opts = opts | {"shuffle_input_sentence": False}
+    if seed_sentencepiece_size is not None:  # None: the trainer's own default, which is not the same model
+        opts = opts | {"seed_sentencepiece_size": seed_sentencepiece_size}
     try:
         spm.SentencePieceTrainer.train(
             sentence_iterator=iter(sentences), model_writer=buf, vocab_size=vocab_size, model_type=model_type,
-            character_coverage=character_coverage, num_threads=1, unk_id=0, bos_id=1 if nllb else -1,
-            eos_id=2 if nllb else -1, pad_id=-1,
-            hard_vocab_limit=False, seed_sentencepiece_size=seed_sentencepiece_size, minloglevel=2,
+            character_coverage=character_coverage, num_threads=1, **opts,
+            hard_vocab_limit=False, minloglevel=2,
         )
     except RuntimeError as e:
         need = re.search(r"smaller than required_chars\. \d+ vs (\d+)", str(e))
@@ -47,7 +59,7 @@ def train_spm(sentences: list[str], vocab_size: int, model_type: str = "bpe", ch
             raise
         raise ForgetbenchError(f"SentencePiece vocabulary size {vocab_size} is smaller than the {need.group(1)} "
                                f"characters the text needs at character coverage {character_coverage}; raise it "
-                               f"(make-tiny --vocab, train-mt spm.vocab_size) above {need.group(1)}") from None
+                               f"(make-tiny --vocab, the config's spm.vocab_size) above {need.group(1)}") from None
     return buf.getvalue()
 
 

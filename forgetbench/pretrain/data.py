@@ -40,6 +40,7 @@ import torch
 
 from forgetbench.errors import ForgetbenchError
 from forgetbench.io import atomic_write_bytes, atomic_write_json
+from forgetbench.models.vocabulary import train_spm
 from forgetbench.parsing.pretrained import BOS, EOS, PAD, UNK
 from forgetbench.parsing.subword_trees import SUBWORD, subword_tree
 from forgetbench.pretrain.config import PretrainConfig
@@ -90,17 +91,6 @@ def raw_text(cfg: PretrainConfig, banned: set[str], log=print) -> dict[str, list
     return out
 
 
-def train_spm(sentences: list[str], vocab_size: int, coverage: float) -> bytes:
-    import sentencepiece as spm
-
-    model = io.BytesIO()
-    spm.SentencePieceTrainer.train(sentence_iterator=iter(sentences), model_writer=model, vocab_size=vocab_size,
-                                   character_coverage=coverage, model_type="unigram", pad_id=PAD, unk_id=UNK,
-                                   bos_id=BOS, eos_id=EOS, user_defined_symbols=["<mask>"], num_threads=1,
-                                   shuffle_input_sentence=False, hard_vocab_limit=False, minloglevel=2)
-    return model.getvalue()
-
-
 def _flat(rows: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
     offsets = np.cumsum([0] + [len(r) for r in rows]).astype(np.int64)
     return (np.concatenate([np.asarray(r, dtype=np.int32) for r in rows]) if rows else np.zeros(0, np.int32)), offsets
@@ -126,7 +116,9 @@ def prepare(cfg: PretrainConfig, out: Path, log=print) -> dict:
     text = [s for lang in sorted(raw) for s in raw[lang]] + tree_text
     if not text:
         raise ForgetbenchError(f"{cfg.source}: no text to pre-train on (no raw text and no treebank sentences)")
-    model_bytes = train_spm(text, cfg.spm.vocab_size, cfg.spm.character_coverage)
+    model_bytes = train_spm(text, cfg.spm.vocab_size, model_type="unigram", character_coverage=cfg.spm.character_coverage,
+                            ids={"pad_id": PAD, "unk_id": UNK, "bos_id": BOS, "eos_id": EOS},
+                            user_defined_symbols=("<mask>",), shuffle_input_sentence=False, seed_sentencepiece_size=None)
     atomic_write_bytes(out / "spm.model", model_bytes)
     sp = spm.SentencePieceProcessor(model_proto=model_bytes)
     limit = cfg.data.max_pieces
