@@ -7,6 +7,9 @@
   that can be negative (gender bias ψ); for scores ≥ 0 (spBLEU, chrF, LAS) it is the thesis's
   ``(comp − base) / base · 100``.
 - ``pct(num, den)``: ``100 · num / den``; None when ``den`` is 0.
+- ``delta_class(delta, threshold)``: a sentence whose score fell by more than ``threshold`` (ΔchrF < −threshold)
+  is a *loser*, one that rose by more (ΔchrF > +threshold) a *winner*, else *neither* (the thesis's losers and
+  winners, METHOD §2; the report's loser/winner shares, its movement table and its example attention maps).
 """
 
 from __future__ import annotations
@@ -28,3 +31,7 @@ def rel(comp: float | None, base: float | None) -> float | None:
 
 def pct(num: int, den: int) -> float | None:
     return 100.0 * num / den if den else None
+
+
+def delta_class(delta: float, threshold: float) -> str:
+    return "loser" if delta < -threshold else "winner" if delta > threshold else "neither"

@@ -211,8 +211,8 @@ def decoding_section(greedy_run: Path, beam_run: Path, spm_path: Path) -> list[s
         g, b = score_stats(spb, gh, refs, seg_refs), score_stats(spb, bh, refs, seg_refs)
         chars[(p["src"], p["tgt"])] = (sum(map(len, gh)), sum(map(len, bh)))
         w = bs.counts(len(gi), bs.RESAMPLES, [bs.SEED, len(per_dir)])
-        per_dir[(p["src"], p["tgt"])] = {k: (metrics[k]._compute_score_from_stats(g[k].sum(0)).score,
-                                             metrics[k]._compute_score_from_stats(b[k].sum(0)).score,
+        per_dir[(p["src"], p["tgt"])] = {k: (bs.corpus_score(metrics[k], g[k].sum(0)),
+                                             bs.corpus_score(metrics[k], b[k].sum(0)),
                                              bs.scores_from(metrics[k], w @ b[k]) - bs.scores_from(metrics[k], w @ g[k]))
                                          for k in metrics}
     for st in stores:

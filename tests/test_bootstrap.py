@@ -133,3 +133,17 @@ def test_group_interval_is_a_stratified_resample():
 def test_resampling_is_seeded():
     assert np.array_equal(bs.counts(50, 100, 7), bs.counts(50, 100, 7))
     assert not np.array_equal(bs.counts(50, 100, 7), bs.counts(50, 100, 8))
+
+
+@pytest.mark.parametrize("metric", ["bleu", "spbleu", "chrf"])
+def test_corpus_score_from_summed_statistics_is_sacrebleus_public_corpus_score(metric):
+    """``corpus_score`` (sacrebleu's public ``compute_bleu``; chrF's formula elementwise) on the summed sentence
+    statistics equals sacrebleu's public ``corpus_score`` of the same sentences, and the private formula it
+    replaced, exactly (spBLEU as the sweep computes it: BLEU with no tokenizer over SentencePiece pieces)."""
+    from sacrebleu.metrics import BLEU
+
+    refs, a, _ = _systems(n=80, seed=7)
+    m = {"bleu": BLEU(), "spbleu": BLEU(tokenize="none", force=True), "chrf": CHRF(word_order=0)}[metric]
+    st = bs.sentence_stats(m, a, refs).sum(0)
+    assert bs.corpus_score(m, st) == m.corpus_score(a, [refs]).score
+    assert bs.corpus_score(m, st) == m._compute_score_from_stats(st).score

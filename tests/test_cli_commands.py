@@ -249,3 +249,14 @@ def test_a_warm_start_takes_the_shipped_weights_and_restarts_the_optimiser(tmp_p
     # a folder that is no model: one line before any work
     assert main(["train-mt", str(cfg), "--out", str(tmp_path / "x"), "--warm-start", str(tmp_path)]) == 2
     assert "no model.safetensors there" in capsys.readouterr().err and not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("command, config", [("train-mt", "configs/teacher.yaml"), ("distill", "configs/distill-kd.yaml"),
+                                             ("pretrain-encoder", "configs/pretrain/mlm.yaml")])
+def test_steps_below_one_is_one_line_for_every_training_command(command, config, tmp_path, capsys):
+    """The training commands' one ``--steps`` override (``cli.common.override_steps``): 0 steps is refused in one
+    line naming the command, before any work and without an output folder."""
+    assert main([command, str(REPO / config), "--out", str(tmp_path / "out"), "--steps", "0", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{command} --steps 0: must be a positive number of steps" in err
+    assert not (tmp_path / "out").exists()

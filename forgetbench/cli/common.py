@@ -91,6 +91,18 @@ class Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
+def override_steps(command: str, steps: int | None, train) -> None:
+    """``COMMAND --steps N``: ``train.steps`` becomes N (a positive number, else the one-line error); None leaves the
+    config's. The training commands' one override (train-mt, distill, pretrain-encoder)."""
+    from forgetbench.errors import ForgetbenchError
+
+    if steps is None:
+        return
+    if steps < 1:
+        raise ForgetbenchError(f"{command} --steps {steps}: must be a positive number of steps")
+    train.steps = steps
+
+
 def positive(v: str) -> int:
     try:
         n = int(v)

@@ -13,6 +13,7 @@ from forgetbench.cli.common import (
     THREADS_HELP,
     add_hardware_flags,
     hardware_flags,
+    override_steps,
     positive,
     probe_line,
     set_threads,
@@ -110,10 +111,7 @@ def cmd_train_mt(args) -> int:
     resumable_output(args.out, "train-run.json", "train-mt run folder")
     if cfg.data_note:
         print(f"forgetbench: warning: {cfg.data_note}", file=sys.stderr)
-    if args.steps is not None:
-        if args.steps < 1:
-            raise ForgetbenchError(f"train-mt --steps {args.steps}: must be a positive number of steps")
-        cfg.train.steps = args.steps
+    override_steps("train-mt", args.steps, cfg.train)
     if not args.hours > 0:
         raise ForgetbenchError(f"train-mt --hours {args.hours}: give a positive number of hours")
     if args.warm_start and not (Path(args.warm_start) / "model.safetensors").is_file():
@@ -170,10 +168,8 @@ def cmd_distill(args) -> int:
         if args.steps is not None:
             raise ForgetbenchError("distill: give --steps or --steps-of, not both")
         args.steps = steps_of(Path(args.steps_of), cfg)
+    override_steps("distill", args.steps, cfg.train)
     if args.steps is not None:
-        if args.steps < 1:
-            raise ForgetbenchError(f"distill --steps {args.steps}: must be a positive number of steps")
-        cfg.train.steps = args.steps
         cfg.train.phase1_steps = min(cfg.train.phase1_steps, args.steps)
     con = Console("distill", quiet=args.quiet)
     if cfg.kd.source != "none" and cfg.train.phase1_steps >= cfg.train.steps:

@@ -8,6 +8,7 @@ from pathlib import Path
 from forgetbench.cli.common import (
     THREADS_HELP,
     Parser,
+    override_steps,
     positive,
     positive_minutes,
     probe_line,
@@ -74,10 +75,7 @@ def cmd_pretrain_encoder(args) -> int:
     cfg = load_pretrain_config(args.config)
     check_treebanks(cfg)  # a bad treebank is refused before the run folder exists
     resumable_output(args.out, RUN_MARKER, "pretrain-encoder run folder")
-    if args.steps is not None:
-        if args.steps < 1:
-            raise ForgetbenchError(f"pretrain-encoder --steps {args.steps}: must be a positive number of steps")
-        cfg.train.steps = args.steps
+    override_steps("pretrain-encoder", args.steps, cfg.train)
     if args.continue_from is not None and not (Path(args.out) / "checkpoint").is_dir():
         from forgetbench.pretrain.run import continuable
 

@@ -42,7 +42,7 @@ from forgetbench.eval.metrics import CHRF3, SpBLEU, chrf_signature
 from forgetbench.eval.sentence_stats import REF
 from forgetbench.eval.store import Store
 from forgetbench.eval.translate import Job
-from forgetbench.stats import mean, pct, rel
+from forgetbench.stats import delta_class, mean, pct, rel
 
 Key = tuple[str, str, str]  # (benchmark, src, tgt)
 
@@ -182,7 +182,7 @@ def sentences_analysed(job, base_hyps: dict[int, str], spbleu: SpBLEU, th: Thres
     refs, order = job.lines()[1], sorted(base_hyps)
     stats = bs.sentence_stats(spbleu.bleu, spbleu.segment([base_hyps[i] for i in order]),
                               spbleu.segment([refs[i] for i in order]))
-    return spbleu.bleu._compute_score_from_stats(stats.sum(0)).score >= th.bleu_filter
+    return bs.corpus_score(spbleu.bleu, stats.sum(0)) >= th.bleu_filter
 
 
 def score_stats(spbleu: SpBLEU, hyps: list[str], refs: list[str], seg_refs: list[str]) -> dict[str, np.ndarray]:
@@ -208,7 +208,7 @@ def pair_results(run: RunData, spbleu: SpBLEU) -> tuple[list[PairResult], list[S
         rs = [refs[i] for i in common]
         seg_refs = spbleu.segment(rs)
         stats = {v: score_stats(spbleu, [rows[v][i][0] for i in common], rs, seg_refs) for v in variants}
-        scores = {v: {m: metrics[m]._compute_score_from_stats(stats[v][m].sum(0)).score for m in metrics} for v in variants}
+        scores = {v: {m: bs.corpus_score(metrics[m], stats[v][m].sum(0)) for m in metrics} for v in variants}
         run.weights[key] = bs.counts(len(common), th.resamples, [th.seed, k_job])
         run.columns[key] = {i: c for c, i in enumerate(common)}
         resampled: dict = {}  # (series, metric) -> its corpus score in every resample: computed once per pair
@@ -350,10 +350,9 @@ def delta_groups(run: RunData, sentences: list[SentenceDelta]) -> dict[str, Delt
     for s in sentences:
         g = groups[s.variant]
         g.all.append(s)
-        if s.delta < -run.thresholds.delta:
-            g.losers.append(s)
-        elif s.delta > run.thresholds.delta:
-            g.winners.append(s)
+        c = delta_class(s.delta, run.thresholds.delta)
+        if c != "neither":
+            getattr(g, c + "s").append(s)
     return groups
 
 
@@ -376,8 +375,9 @@ def delta_summary(run: RunData, groups: dict[str, DeltaGroups]) -> dict[str, Del
         for s in g.all:
             by_tier.setdefault(pair_tier(s.key[1], s.key[2], run.views[0].tiers), []).append(round(s.delta, 3))
         items = [(s.key, s.idx) for s in g.all]
-        d = np.array([s.delta for s in g.all])
-        n, lose, win = run.item_sums(items, (d < -run.thresholds.delta).astype(float), (d > run.thresholds.delta).astype(float))
+        c = [delta_class(s.delta, run.thresholds.delta) for s in g.all]
+        n, lose, win = run.item_sums(items, np.array([x == "loser" for x in c], float),
+                                     np.array([x == "winner" for x in c], float))
         with np.errstate(invalid="ignore", divide="ignore"):
             out[v] = DeltaResult(len(g.all), len(g.losers), len(g.winners), pct(len(g.losers), len(g.all)),
                                  pct(len(g.winners), len(g.all)), by_tier, bs.percentile_interval(100 * lose / n),
@@ -553,14 +553,13 @@ class Movement:
 
 
 def movement(run: RunData, sentences: list[SentenceDelta], a: str, b: str, n: int = 5) -> Movement:
-    """``Movement`` over the analysed sentences both variants have; a category is ΔchrF < −delta (loser), > +delta
-    (winner) or neither, as ``delta_groups``."""
-    th = run.thresholds.delta
+    """``Movement`` over the analysed sentences both variants have; a category is ``stats.delta_class``: ΔchrF
+    < −delta (loser), > +delta (winner) or neither, as ``delta_groups``."""
     da = {(s.key, s.idx): s.delta for s in sentences if s.variant == a}
     db = {(s.key, s.idx): s.delta for s in sentences if s.variant == b}
 
     def cat(d):
-        return "loser" if d < -th else "winner" if d > th else "neither"
+        return delta_class(d, run.thresholds.delta)
 
     counts = {x: dict.fromkeys(MOVES, 0) for x in MOVES}
     moves = []

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from forgetbench.errors import ForgetbenchError
 from forgetbench.eval.hallucination import cross_attention
+from forgetbench.stats import delta_class
 
 
 @dataclass(frozen=True)
@@ -48,8 +49,8 @@ def pick_examples(deltas: list[tuple[tuple, int, float]], on_target: dict, base:
         return not ((hb is not None and hb < 1) or (hc is not None and hc < 1))
 
     kept = [(k, i, d) for k, i, d in deltas if on(k, i)]
-    losers = sorted((x for x in kept if x[2] < -delta), key=lambda x: (x[2], x[0], x[1]))[:n]
-    winners = sorted((x for x in kept if x[2] > delta), key=lambda x: (-x[2], x[0], x[1]))[:n]
+    losers = sorted((x for x in kept if delta_class(x[2], delta) == "loser"), key=lambda x: (x[2], x[0], x[1]))[:n]
+    winners = sorted((x for x in kept if delta_class(x[2], delta) == "winner"), key=lambda x: (-x[2], x[0], x[1]))[:n]
     return {"losers": losers, "winners": winners}
 
 

@@ -2,7 +2,8 @@
 
 - **One pair** (``paired_corpus``): resample sentence indices with replacement — the same resample for the
   base and the variant (Koehn 2004) — and recompute corpus chrF / spBLEU from each sentence's sufficient
-  statistics with sacrebleu's own ``_compute_score_from_stats``. The 2.5th and 97.5th percentiles of the
+  statistics by sacrebleu's own formulas (``corpus_score``: BLEU's public ``compute_bleu``; chrF's operations
+  elementwise, ``chrf_rows``). The 2.5th and 97.5th percentiles of the
   resampled absolute and relative differences are the 95 % interval; the p-value is sacrebleu's
   ``--paired-bs`` one: with Δ_r the resampled differences, (#{|Δ_r| − mean|Δ| > |Δ_obs|} + 1) / (R + 1).
 - **A group of pairs** (``group_mean``): stratified — each pair's sentences are resampled within the pair
@@ -84,12 +85,27 @@ def sentence_stats(metric, hyps: Sequence[str], refs: Sequence[str]) -> np.ndarr
     return np.asarray(metric._extract_corpus_statistics(list(hyps), [list(refs)]), dtype=np.float64)
 
 
+def corpus_score(metric, summed: np.ndarray) -> float:
+    """The corpus score of summed sufficient statistics, by sacrebleu's public formula: BLEU's ``compute_bleu`` on
+    the statistics as sacrebleu lays them out (hypothesis and reference lengths, correct n-grams, total n-grams),
+    with the metric's smoothing and order; chrF by ``chrf_rows`` (its operations, elementwise: equal to sacrebleu's
+    score, tested). The statistics themselves come from ``sentence_stats``, sacrebleu's extraction, which it does
+    not expose publicly."""
+    if isinstance(metric, CHRF):
+        return float(chrf_rows(metric, np.asarray(summed, dtype=np.float64)[None])[0])
+    n = metric.max_ngram_order
+    return metric.compute_bleu(correct=summed[2 : 2 + n], total=summed[2 + n :], sys_len=int(summed[0]),
+                               ref_len=int(summed[1]), smooth_method=metric.smooth_method,
+                               smooth_value=metric.smooth_value, effective_order=metric.effective_order,
+                               max_ngram_order=n).score
+
+
 def scores_from(metric, summed: np.ndarray) -> np.ndarray:
     """Corpus scores of each row of summed statistics, by sacrebleu's own formula (chrF: the same formula on
     all rows at once, ``chrf_rows``)."""
     if isinstance(metric, CHRF):
         return chrf_rows(metric, summed)
-    return np.array([metric._compute_score_from_stats(row).score for row in summed])
+    return np.array([corpus_score(metric, row) for row in summed])
 
 
 def chrf_rows(metric: CHRF, summed: np.ndarray) -> np.ndarray:
@@ -133,7 +149,7 @@ def paired_p(base_scores: np.ndarray, comp_scores: np.ndarray, observed: float) 
 def paired_corpus(metric, base_stats: np.ndarray, comp_stats: np.ndarray, weights: np.ndarray) -> tuple[PairDifference, np.ndarray]:
     """The difference of one metric between two systems on the same sentences; ``weights`` from ``counts``.
     Also returns the resampled relative differences (for group statistics)."""
-    b, c = metric._compute_score_from_stats(base_stats.sum(0)).score, metric._compute_score_from_stats(comp_stats.sum(0)).score
+    b, c = corpus_score(metric, base_stats.sum(0)), corpus_score(metric, comp_stats.sum(0))
     return paired_difference(b, c, scores_from(metric, weights @ base_stats), scores_from(metric, weights @ comp_stats))
 
 
