@@ -69,13 +69,22 @@ def mapping(value, where: str) -> dict:
     return expect(value, dict, where)
 
 
+def known_keys(values, allowed, where: str, note: str = "", kind: str = "key(s)") -> None:
+    """Every config section's key check: keys of ``values`` outside ``allowed`` end in the one line ``WHERE: unknown
+    key(s) [...]; allowed: a, b, c`` (sorted), ``note`` after, then a close match where there is one
+    (``did_you_mean``); ``kind``: what the keys are (a config's top level: ``section(s)``)."""
+    extra = sorted(set(values) - set(allowed))
+    if extra:
+        hint = did_you_mean(extra[0], allowed).strip() if len(extra) == 1 else ""
+        raise ForgetbenchError(f"{where}: unknown {kind} {extra}; allowed: {', '.join(sorted(allowed))}{note}"
+                               + (f"; {hint}" if hint else ""))
+
+
 def dataclass_from(cls, values, where: str):
     """``cls(**values)`` after checking keys and each value's type against the field's default."""
     values = mapping(values, where)
     fields = {f.name: f for f in dataclasses.fields(cls)}
-    extra = set(values) - set(fields)
-    if extra:
-        raise ForgetbenchError(f"{where}: unknown key(s) {sorted(extra)}; allowed: {', '.join(sorted(fields))}")
+    known_keys(values, fields, where)
     for k, v in values.items():
         f = fields[k]
         default = f.default if f.default is not dataclasses.MISSING else (

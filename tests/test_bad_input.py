@@ -339,3 +339,18 @@ def test_bitsandbytes_below_the_transformers_floor_is_refused_naming_both_versio
         bnb.check_available("variants.int8", cuda=True)
     monkeypatch.setattr(importlib.metadata, "version", lambda name: "0.47.0")
     bnb.check_available("variants.int8", cuda=True)  # a recent one passes
+
+
+def test_every_config_section_refuses_unknown_keys_with_the_same_line():
+    """``configs.known_keys``: the one check behind every section (sweep, distill, train-mt, pretrain-encoder,
+    recipes, hardware, backend): the keys, the allowed ones sorted, a note, a close match where there is one."""
+    from forgetbench.configs import known_keys
+    from forgetbench.errors import ForgetbenchError
+
+    with pytest.raises(ForgetbenchError) as e:
+        known_keys({"sentnces": 3, "rounds": 2}, {"sentences", "rounds"}, "c.yaml: speed")
+    assert str(e.value) == "c.yaml: speed: unknown key(s) ['sentnces']; allowed: rounds, sentences; did you mean 'sentences'?"
+    with pytest.raises(ForgetbenchError) as e:
+        known_keys({"x": 1, "y": 2}, {"data"}, "t.yaml", kind="section(s)")
+    assert str(e.value) == "t.yaml: unknown section(s) ['x', 'y']; allowed: data"
+    known_keys({"data": 1}, {"data", "train"}, "t.yaml")  # nothing unknown: no error

@@ -25,7 +25,7 @@ from forgetbench.compress.prune import PruneConfig
 from forgetbench.compress.ptq import QuantConfig
 from forgetbench.compress.smooth import KEYS as SMOOTH_KEYS
 from forgetbench.compress.smooth import SmoothConfig
-from forgetbench.configs import RECIPE_DIRS
+from forgetbench.configs import RECIPE_DIRS, known_keys
 from forgetbench.errors import ForgetbenchError
 
 PRUNE_KEYS = {"sparsity", "scope", "include_embeddings", "method", "n_m", "calibration"}
@@ -104,9 +104,7 @@ def _fail(where: str, msg: str):
 
 
 def _unknown(where: str, got: set, allowed: set) -> None:
-    extra = sorted(set(got) - allowed)
-    if extra:
-        _fail(where, f"unknown key(s) {extra}; allowed: {', '.join(sorted(allowed))}")
+    known_keys(got, allowed, where)
 
 
 PRUNE_CALIBRATION_SENTENCES = 128  # data-aware pruning's default calibration size (Wanda's and SparseGPT's papers)

@@ -34,7 +34,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from forgetbench.configs import dataclass_from, expect, is_type, load_yaml_mapping
+from forgetbench.configs import dataclass_from, expect, is_type, known_keys, load_yaml_mapping
 from forgetbench.errors import ForgetbenchError
 from forgetbench.models.hardware import Hardware, parse_hardware
 from forgetbench.models.hub import resolve_model
@@ -138,8 +138,7 @@ def load_distill_config(path: str | Path) -> DistillConfig:
     path = Path(path)
     raw = load_yaml_mapping(path, "distillation config")
     keys = {"name", "teacher", "student", "data", "kd", "train", "hardware"}
-    if set(raw) - keys:
-        raise ForgetbenchError(f"{path}: unknown key(s) {sorted(set(raw) - keys)}; allowed: {', '.join(sorted(keys))}")
+    known_keys(raw, keys, str(path))
     parts = {k: dataclass_from(cls, raw.get(k), f"{path}: {k}") for k, cls in
              (("teacher", TeacherCfg), ("student", StudentCfg), ("data", DistillDataCfg), ("kd", KDCfg))}
     parts["train"] = train_section(raw.get("train"), path, DistillTrainCfg)

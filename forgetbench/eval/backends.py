@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from forgetbench.configs import known_keys
 from forgetbench.errors import ForgetbenchError
 from forgetbench.models import ct2
 from forgetbench.models.generation import greedy_rows_supported, stream_rows, translate, translate_rows
@@ -51,9 +52,7 @@ def parse_backend(spec, where: str = "backend") -> BackendConfig:
     if not isinstance(spec, dict):
         raise ForgetbenchError(f"{where}: give torch, ctranslate2 or {{name: ctranslate2, compute_type: int8, "
                                f"device: cpu}}; got {spec!r}")
-    extra = set(spec) - {"name", "compute_type", "device"}
-    if extra:
-        raise ForgetbenchError(f"{where}: unknown key(s) {sorted(extra)}; allowed: compute_type, device, name")
+    known_keys(spec, {"name", "compute_type", "device"}, where)
     b = BackendConfig(**{k: str(v) for k, v in spec.items()})
     if b.name not in BACKENDS:
         raise ForgetbenchError(f"{where}: unknown backend {b.name!r}; choose torch or ctranslate2")

@@ -36,6 +36,7 @@ from pathlib import Path
 
 import torch
 
+from forgetbench.configs import known_keys
 from forgetbench.errors import ForgetbenchError
 from forgetbench.models.load import DTYPES
 
@@ -101,9 +102,7 @@ def parse_hardware(spec, where: str, base_dir: Path | None = None) -> Hardware:
         return Hardware()
     if not isinstance(spec, dict):
         raise ForgetbenchError(f"{where}: must be a mapping with keys {', '.join(KEYS)}; got {spec!r}")
-    extra = set(spec) - set(KEYS)
-    if extra:
-        raise ForgetbenchError(f"{where}: unknown key(s) {sorted(extra)}; allowed: {', '.join(KEYS)}")
+    known_keys(spec, KEYS, where)
     return with_overrides(Hardware(), where, base_dir, **spec)
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from forgetbench.configs import dataclass_from, load_yaml_mapping
+from forgetbench.configs import dataclass_from, known_keys, load_yaml_mapping
 from forgetbench.errors import ForgetbenchError
 from forgetbench.train.config import TrainCfg, settings_hash, train_section
 
@@ -86,9 +86,7 @@ def load_pretrain_config(path: str | Path) -> PretrainConfig:
     raw = load_yaml_mapping(path, "pre-training config")
     sections = {"data": PretrainData, "spm": PretrainSpm, "model": PretrainModel, "objective": Objective,
                 "train": TrainCfg}
-    extra = set(raw) - set(sections)
-    if extra:
-        raise ForgetbenchError(f"{path}: unknown section(s) {sorted(extra)}; allowed: {', '.join(sections)}")
+    known_keys(raw, sections, str(path), kind="section(s)")
     parts = {k: dataclass_from(cls, raw.get(k), f"{path}: {k}") for k, cls in sections.items() if k != "train"}
     parts["train"] = train_section(raw.get("train"), path)
     if parts["train"].temperature != 1.0:

@@ -40,7 +40,7 @@ from pathlib import Path
 
 from forgetbench.compress.bnb import check_available, check_placement
 from forgetbench.compress.recipe import Recipe, load_recipe
-from forgetbench.configs import dataclass_from, expect, is_type, load_yaml_mapping, mapping
+from forgetbench.configs import dataclass_from, expect, is_type, known_keys, load_yaml_mapping, mapping
 from forgetbench.errors import ForgetbenchError
 from forgetbench.eval.analysis import Thresholds, TierView
 from forgetbench.eval.attention_maps import MapsConfig
@@ -200,9 +200,7 @@ def load_sweep(path: str | Path, hardware: dict | None = None, sentences: int | 
     (``--sentences N``), at most N sentences per pair, per bias benchmark and for the speed timings."""
     src = Path(path)
     raw = load_yaml_mapping(src, "sweep config")
-    extra = set(raw) - TOP_KEYS
-    if extra:
-        _err(src, f"unknown key(s) {sorted(extra)}; allowed: {', '.join(sorted(TOP_KEYS))}")
+    known_keys(raw, TOP_KEYS, str(src))
     if sentences is not None:
         raw = quick_look(raw, sentences)
     base_dir = src.parent.resolve()
@@ -390,8 +388,7 @@ def _speed(raw: dict, src) -> tuple[int, int]:
     """``speed: {sentences: n, rounds: r}``: n sentences per variant (20 when the block is empty; 0 without the
     block), timed in r interleaved rounds against the base (default 5; ``eval.speed`` rule 2)."""
     speed = mapping(raw.get("speed"), f"{src}: speed")
-    if set(speed) - {"sentences", "rounds"}:
-        _err(src, f"speed: unknown key(s) {sorted(set(speed) - {'sentences', 'rounds'})}; allowed: sentences, rounds")
+    known_keys(speed, {"sentences", "rounds"}, f"{src}: speed")
     speed_n, rounds = speed.get("sentences", 20 if speed else 0), speed.get("rounds", 5)
     if not is_type(speed_n, int) or speed_n < (1 if speed else 0):
         _err(src, f"speed.sentences must be a positive integer, got {speed_n!r}")
@@ -429,9 +426,8 @@ def _jobs(raw: dict, base_dir: Path, src) -> list[Job]:
     for b in expect(raw.get("benchmarks") or [], list, f"{src}: benchmarks"):
         if not isinstance(b, dict) or not {"name", "kind", "path"} <= set(b):
             _err(src, "each benchmark needs name, kind and path")
-        if set(b) - {"name", "kind", "path", "split", "config"}:
-            _err(src, f"benchmark {b['name']}: unknown key(s) {sorted(set(b) - {'name', 'kind', 'path', 'split', 'config'})}; "
-                      "allowed: name, kind, path, split, config (the last two for kind dataset)")
+        known_keys(b, {"name", "kind", "path", "split", "config"}, f"{src}: benchmark {b['name']}",
+                   " (split and config for kind dataset)")
         confined_name(str(b["name"]), "benchmark name", str(src))
         path = str(b["path"]) if str(b["path"]).startswith("hub:") else resolve_path(base_dir, b["path"])
         benches.append(open_benchmark(b["name"], b["kind"], path, b.get("split"), b.get("config")))
@@ -529,9 +525,7 @@ def load_bias(spec: dict | None, base_dir: Path, src: Path | str = "<config>") -
     spec = mapping(spec, f"{src}: bias")
     if not spec:
         return None
-    extra = set(spec) - {"mt_gender", "mucow", "dibimt"}
-    if extra:
-        raise ForgetbenchError(f"{src}: bias: unknown key(s) {sorted(extra)}; allowed: dibimt, mt_gender, mucow")
+    known_keys(spec, {"mt_gender", "mucow", "dibimt"}, f"{src}: bias")
     allowed = {"mt_gender": {"path", "languages", "sentences", "aligner_context", "eflomal_context"},
                "mucow": {"path", "pairs", "sentences"}, "dibimt": {"path", "languages", "sentences"}}
     for block, keys in allowed.items():
@@ -539,9 +533,7 @@ def load_bias(spec: dict | None, base_dir: Path, src: Path | str = "<config>") -
             b = mapping(spec[block], f"{src}: bias.{block}")
             if "path" not in b:
                 raise ForgetbenchError(f"{src}: bias.{block} needs 'path' (the benchmark folder)")
-            if set(b) - keys:
-                raise ForgetbenchError(f"{src}: bias.{block}: unknown key(s) {sorted(set(b) - keys)}; "
-                                       f"allowed: {', '.join(sorted(keys))}")
+            known_keys(b, keys, f"{src}: bias.{block}")
             for k, kind in (("path", str), ("languages", list), ("pairs", list), ("aligner_context", str),
                             ("eflomal_context", str)):
                 if k in b:

@@ -17,7 +17,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from forgetbench.configs import dataclass_from, expect, load_yaml_mapping
+from forgetbench.configs import dataclass_from, expect, known_keys, load_yaml_mapping
 from forgetbench.errors import ForgetbenchError
 from forgetbench.train.arithmetic import valid_bf16
 
@@ -110,9 +110,7 @@ def load_config(path: str | Path) -> TrainMTConfig:
     """The training config in ``path``, every key and value checked (one line per problem)."""
     path = Path(path)
     raw = load_yaml_mapping(path, "training config")
-    extra = set(raw) - {"data", "spm", "model", "train"}
-    if extra:
-        raise ForgetbenchError(f"{path}: unknown section(s) {sorted(extra)}; allowed: data, spm, model, train")
+    known_keys(raw, {"data", "spm", "model", "train"}, str(path), kind="section(s)")
     spm_raw, reused = _spm_from(raw.get("spm"), path)
     model_raw, shaped = _model_from(raw.get("model"), path)
     parts = {key: dataclass_from(cls, part, f"{path}: {key}")
