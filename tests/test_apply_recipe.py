@@ -10,8 +10,12 @@ from safetensors.torch import load_file
 from forgetbench.cli import main
 from forgetbench.compress import PruneConfig, apply_recipe, prune
 from forgetbench.compress import apply as applymod
-from forgetbench.compress.ptq import quantize_weights, weight_matrices
+from forgetbench.compress import recipe as recipe_mod
+from forgetbench.compress.bnb import BnbConfig
+from forgetbench.compress.kinds import KINDS
+from forgetbench.compress.ptq import QuantConfig, quantize_weights, weight_matrices
 from forgetbench.compress.recipe import parse_recipe
+from forgetbench.compress.smooth import SmoothConfig
 from forgetbench.compress.streaming import stream_compress
 from forgetbench.errors import ForgetbenchError
 from forgetbench.parsing.train import load_parser, parser_skeleton
@@ -24,8 +28,9 @@ def parser_dir(tiny_parser):
     return tiny_parser
 
 
-def test_handlers_are_looked_up_by_config_type():
-    assert set(applymod.HANDLERS) == {PruneConfig, applymod.SmoothConfig, applymod.QuantConfig, applymod.BnbConfig}
+def test_a_step_runs_through_its_kind_whose_config_type_it_carries():
+    assert set(KINDS) == {"prune", "smooth", "quantize", "bitsandbytes"}
+    assert {k.config_type for k in KINDS.values()} == {PruneConfig, SmoothConfig, QuantConfig, BnbConfig}
 
     @dataclasses.dataclass(frozen=True)
     class Other:
@@ -37,13 +42,50 @@ def test_handlers_are_looked_up_by_config_type():
         apply_recipe(torch.nn.Linear(2, 2), r)
 
 
+def test_a_new_step_kind_is_one_module_and_one_registry_line(monkeypatch):
+    """A toy kind (here its module's contents inline): registered, recipes accept it, its options are checked by
+    the one validator, its parse and check run before any work and its run does the work through apply_recipe."""
+    from forgetbench.compress import kinds
+    from forgetbench.compress.step_kind import Step, StepKind, fail
+
+    @dataclasses.dataclass(frozen=True)
+    class ScaleConfig:
+        factor: float = 1.0
+
+    def parse(opts, where, ctx):
+        if opts.get("factor", 1.0) <= 0:
+            fail(where, "scale.factor must be positive")
+        return Step("scale", ScaleConfig(**opts))
+
+    def run(target, step, calibrate):
+        with torch.no_grad():
+            for p in target.model.parameters():
+                p.mul_(step.config.factor)
+        return {"scale": {"factor": step.config.factor}}, None
+
+    monkeypatch.setattr(kinds, "KINDS", dict(kinds.KINDS))
+    monkeypatch.setattr(recipe_mod, "KINDS", kinds.KINDS)
+    monkeypatch.setattr(applymod, "KINDS", kinds.KINDS)
+    kinds.register(StepKind("scale", ScaleConfig, frozenset({"factor"}), "multiply every weight", parse,
+                            lambda step, streamed, calibrate: "not streamed" if streamed else None, run))  # the line
+    m = torch.nn.Linear(2, 2, bias=False)
+    before = m.weight.detach().clone()
+    rep, q = apply_recipe(m, parse_recipe({"steps": [{"scale": {"factor": 2.0}}]}, source="s.yaml"))
+    assert torch.equal(m.weight, 2 * before) and rep["steps"][0]["scale"] == {"factor": 2.0} and q is None
+    with pytest.raises(ForgetbenchError, match=r"s.yaml: step 1: unknown key\(s\) \['fator'\]; allowed: factor"):
+        parse_recipe({"steps": [{"scale": {"fator": 2.0}}]}, source="s.yaml")
+    with pytest.raises(ForgetbenchError, match=r"s.yaml: step 1: scale.factor must be positive"):
+        parse_recipe({"steps": [{"scale": {"factor": -1}}]}, source="s.yaml")
+    assert "scale" in recipe_mod.step_kinds()
+
+
 def test_every_path_runs_through_the_one_dispatcher(tiny_dir, parser_dir, tmp_path, monkeypatch):
     calls = []
-    for cls, h in list(applymod.HANDLERS.items()):
-        def spy(target, step, calibrate, _run=h.run, _kind=h.kind):
+    for name, k in list(KINDS.items()):
+        def spy(target, step, calibrate, _run=k.run, _kind=name):
             calls.append((_kind, target.streamed))
             return _run(target, step, calibrate)
-        monkeypatch.setitem(applymod.HANDLERS, cls, dataclasses.replace(h, run=spy))
+        monkeypatch.setitem(KINDS, name, dataclasses.replace(k, run=spy))
     assert main(["compress", str(tiny_dir), "--recipe", "prune-30", "--out", str(tmp_path / "a" / "b" / "mt"),
                  "--quiet"]) == 0  # missing parents are created (mkdir -p)
     assert calls == [("prune", False)]

@@ -26,6 +26,10 @@ def test_recipes_lists_every_shipped_recipe_with_its_steps(capsys):
         raw = yaml.safe_load(p.read_text())
         steps = " -> ".join(next(iter(s)) for s in raw["steps"])
         assert ln.split(maxsplit=1)[1].startswith(steps + " ") and ln.endswith(raw["description"])
+    assert main(["recipes", "--kinds"]) == 0
+    kinds = capsys.readouterr().out.splitlines()[len(shipped):]
+    assert [ln.split()[0] for ln in kinds] == ["prune", "smooth", "quantize", "bitsandbytes"]
+    assert "options: calibration, include_embeddings, method, n_m, scope, sparsity" in kinds[0]
 
 
 def test_make_tiny_builds_a_loadable_model_of_the_asked_size(tmp_path, capsys):

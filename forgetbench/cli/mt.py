@@ -321,6 +321,11 @@ def cmd_recipes(args) -> int:
     width = max((len(r.name) for r in recipes), default=12)
     for r in recipes:
         print(f"{r.name:{width}s}  {' -> '.join(s.kind for s in r.steps):20s} {r.description}")
+    if args.kinds:
+        from forgetbench.compress.kinds import KINDS
+
+        for k in KINDS.values():
+            print(f"{k.name:{width}s}  {k.help}; options: {', '.join(sorted(k.keys))}")
     return 0
 
 
@@ -438,4 +443,5 @@ def add_commands(sub) -> None:
 
 def add_recipes(sub) -> None:
     r = sub.add_parser("recipes", help="list shipped compression recipes")
+    r.add_argument("--kinds", action="store_true", help="also list the step kinds a recipe may use, with their options")
     r.set_defaults(func=cmd_recipes)
