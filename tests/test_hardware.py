@@ -232,7 +232,7 @@ def test_batch_size_auto_starts_at_the_device_default(tmp_path, tiny_dir):
     cfg = _config(tmp_path, tiny_dir)
     raw = cfg.read_text().replace("batch_size: 4", "batch_size: auto")
     cfg.write_text(raw)
-    assert load_sweep(cfg).generation["batch_size"] == AUTO_BATCH["cpu"] == 64
+    assert load_sweep(cfg).generation.batch_size == AUTO_BATCH["cpu"] == 64
 
 
 def test_a_dataset_saved_to_disk_is_a_benchmark_with_the_files_hypotheses(tmp_path, tiny_dir, capsys):

@@ -35,7 +35,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from forgetbench.compress.bnb import check_available, check_placement
@@ -71,7 +71,7 @@ class SweepConfig:
     variants: dict[str, Recipe | None]
     base: str
     jobs: list[Job]
-    generation: dict
+    generation: GenerationConfig
     spm: Path
     spm_official: bool
     thresholds: Thresholds
@@ -444,7 +444,7 @@ def _jobs(raw: dict, base_dir: Path, src) -> list[Job]:
 AUTO_BATCH = {"cpu": 64, "cuda": 512}  # batch_size: auto starts here; out of memory, it halves (eval.translate)
 
 
-def _generation(raw: dict, src, device: str) -> dict:
+def _generation(raw: dict, src, device: str) -> GenerationConfig:
     """``generation:``; ``batch_size: auto`` is ``AUTO_BATCH`` of the device the sweep runs on."""
     values = mapping(raw.get("generation"), f"{src}: generation")
     if values.get("batch_size") == "auto":
@@ -453,7 +453,7 @@ def _generation(raw: dict, src, device: str) -> dict:
         v = values.get(k, getattr(GenerationConfig, k))
         if not is_type(v, int) or v < 1:
             _err(src, f"generation.{k} must be a positive integer{' or auto' if k == 'batch_size' else ''}, got {v!r}")
-    return asdict(dataclass_from(GenerationConfig, values, f"{src}: generation"))
+    return dataclass_from(GenerationConfig, values, f"{src}: generation")
 
 
 def _metrics(raw: dict, base_dir: Path, src, model: Path) -> tuple[Path, bool]:

@@ -190,7 +190,7 @@ def deployment_pass(cfg: SweepConfig, run_dir: Path, store: Store, placement: Pl
     would set an emulation's speed beside deployment speeds; ``benchmarks/backends.py`` measures its decode cost
     against the base's torch loop)."""
     have_ct2, gen, known = ct2.available(), cfg.generation, store.variants()
-    job, n, rounds, bs, new = cfg.jobs[0], cfg.speed_sentences, cfg.speed_rounds, gen["batch_size"], gen["max_new_tokens"]
+    job, n, rounds, bs, new = cfg.jobs[0], cfg.speed_sentences, cfg.speed_rounds, gen.batch_size, gen.max_new_tokens
     base = None  # the base's deployable form, loaded once
     base_timed = not fake_quantised(cfg.variants.get(cfg.base))  # else no variant has a base to be timed beside
     beside = base_timed and any(v != cfg.base and not fake_quantised(r) for v, r in cfg.variants.items())
@@ -373,10 +373,10 @@ class _Worker:
 
     def batch_size(self, series: str) -> int:
         """The series' batch size: the config's, or the last one halved to out of device memory (then kept)."""
-        return (self.store.meta(f"batch_size:{series}") or {}).get("size", self.cfg.generation["batch_size"])
+        return (self.store.meta(f"batch_size:{series}") or {}).get("size", self.cfg.generation.batch_size)
 
     def halved(self, series: str, size: int) -> None:
-        rec = self.store.meta(f"batch_size:{series}") or {"configured": self.cfg.generation["batch_size"], "halvings": 0}
+        rec = self.store.meta(f"batch_size:{series}") or {"configured": self.cfg.generation.batch_size, "halvings": 0}
         self.store.set_meta(f"batch_size:{series}", rec | {"size": size, "halvings": rec["halvings"] + 1})
 
     def translator(self, unit: Unit):
@@ -392,7 +392,7 @@ class _Worker:
         cfg = self.cfg
         base = self.store.translations(cfg.base, job.benchmark.name, job.src, job.tgt, below=job.limit)
         if sentences_analysed(job, {r["idx"]: r["hyp"] for r in base}, self.spbleu, cfg.thresholds):
-            xattn_pass(self.store, series, model, tok, [job], cfg.generation["batch_size"], False, states)
+            xattn_pass(self.store, series, model, tok, [job], cfg.generation.batch_size, False, states)
 
     def kept_rows(self, unit: Unit, jobs: list, gender: list):
         """Which rows ``(text, src, tgt)`` of a unit its translation keeps encoder states for (each then encoded
@@ -451,8 +451,8 @@ class _Worker:
         keep = self.kept_rows(unit, jobs, gender) if isinstance(tr, TorchTranslator) else None
         if keep is not None:
             tr.states, tr.keep = {}, keep
-        n = run_variant(store, unit.series, tr, jobs, self.batch_size(unit.series), gen["num_beams"],
-                        gen["max_new_tokens"], False, halved=lambda size: self.halved(unit.series, size))
+        n = run_variant(store, unit.series, tr, jobs, self.batch_size(unit.series), gen.num_beams,
+                        gen.max_new_tokens, False, halved=lambda size: self.halved(unit.series, size))
         states = None
         if keep is not None:
             states, tr.states, tr.keep = tr.states, None, None
@@ -464,7 +464,7 @@ class _Worker:
         if gender:  # both aligners (the second needs no model: here it runs beside the others)
             for tgt in dict.fromkeys(j.tgt for j in gender) if routed else [None]:
                 part = [j for j in gender if tgt in (None, j.tgt)]
-                biasmod.gender_pass(store, unit.series, *self.load(unit.variant, tgt), cfg.bias, gen["batch_size"],
+                biasmod.gender_pass(store, unit.series, *self.load(unit.variant, tgt), cfg.bias, gen.batch_size,
                                     False, part, states)
             biasmod.fastalign_gender_pass(store, [unit.series], cfg.bias, gender)
         return {"bias": time.perf_counter() - t0}, 0

@@ -85,7 +85,7 @@ def prepare_cost(cfg: SweepConfig, name: str) -> int:
 
 def units(cfg: SweepConfig) -> list[Unit]:
     out = [Unit(f"prepare:{n}", "prepare", n) for n in sorted(cfg.variants, key=lambda n: -prepare_cost(cfg, n))]
-    size = cfg.generation["batch_size"]
+    size = cfg.generation.batch_size
     groups, bias_groups = job_groups(cfg.jobs, size), job_groups(biasmod.jobs(cfg.bias), size)
     group_of = {i: g for g, group in enumerate(groups) for i in group}
     for name in cfg.variants:

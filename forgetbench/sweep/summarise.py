@@ -3,6 +3,7 @@ sections, the bias benchmarks and the run record. ``forgetbench report`` calls i
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 
 from forgetbench.env import environment
@@ -55,7 +56,7 @@ def summarise(cfg: SweepConfig, run_dir: str | Path, run_info: dict | None = Non
         bias_summary["gender_readers"] = biasmod.readers_version()
     backends = {s: known[s].get("backend", "torch") for s in series}
     store.close()
-    run = {"threads": cfg.threads, "generation": cfg.generation, "seconds": None, "processes": None,
+    run = {"threads": cfg.threads, "generation": asdict(cfg.generation), "seconds": None, "processes": None,
            "environment": environment()} | (run_info or {})
     run |= {k: v for k, v in (("hardware", hardware), ("out_of_memory", batches)) if v}
     S = A.to_dict() | {"bias": bias_summary, "name": cfg.name, "model": str(cfg.model), "model_source": cfg.model_source, "quick_look": cfg.quick_look, "speed": speed, "distillation_signals": signals,
