@@ -87,3 +87,22 @@ def test_a_step_over_its_budget_is_stopped_with_what_it_started_and_its_log_end_
     assert "## tests: the end of its log" in (tmp_path / "gc" / "gpu_check.md").read_text()
     p = python(SCRIPT, "--out", tmp_path / "gc2", "--device", "cpu", "--dry-run", "--only", "tests,nope")
     assert p.returncode == 2 and "no such step" in p.stderr
+
+
+def test_the_prepared_gpu_call_leaves_its_reports_in_out(tmp_path):
+    """``scripts/gpu_call.sh device`` (what a lent GPU's call runs), here on the CPU as a dry run: the environment,
+    the check's report and every step's log land in $OUT, within the 8 files a call returns."""
+    import os
+    import subprocess
+
+    out = tmp_path / "out"
+    out.mkdir()
+    p = subprocess.run(["bash", str(REPO / "scripts" / "gpu_call.sh"), "device", "300", "0", "--only", "tests",
+                        "--dry-scale", "5"], cwd=REPO, capture_output=True, text=True, timeout=600,
+                       env=dict(os.environ) | {"OUT": str(out), "GPU_CALL_DEVICE": "cpu"})
+    assert p.returncode == 0, p.stderr
+    names = sorted(f.name for f in out.iterdir())
+    assert names == ["env.txt", "gpu_check.json", "gpu_check.md", "step_logs.txt"] and len(names) <= 8
+    report = json.loads((out / "gpu_check.json").read_text())
+    assert report["dry_run"] and report["steps"]["tests"]["status"] == "pass"
+    assert "=== tests.log" in (out / "step_logs.txt").read_text() and "Python" in (out / "env.txt").read_text()

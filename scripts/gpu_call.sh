@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# A lent GPU's one prepared call: the GPU check, then the queue, their reports in at most 8 files.
+#
+#   bash scripts/gpu_call.sh prepare        # here: weights the call does not need moved out, wheels fetched
+#   (the call)   command: bash scripts/gpu_call.sh device [CHECK_S] [QUEUE_S] [--only STEPS]
+#                carry:   ["build/gpu-wheels"]     timeout_s: CHECK_S + QUEUE_S + 90
+#   bash scripts/gpu_call.sh restore        # here: the weights back, the checkout as it was
+#
+# prepare: the checkout a call copies must stay under 64 MiB with what it carries; the students' and encoders'
+# weights (39 MB) are moved to ~/.cache/forgetbench/gpu-stash and the wheels of what the GPU image lacks
+# (scripts/gpu_check.py PACK_WHEELS, Python 3.12) go to build/gpu-wheels (ignored by git). It prints the size.
+# device: installs the wheels, runs `gpu_check.py --budget-s CHECK_S` (default 360) and `gpu_queue.py --budget-s
+# QUEUE_S` (default 90; 0: no queue) and leaves in $OUT: env.txt (GPU, driver, Python, torch), gpu_check.json and
+# .md, step_logs.txt (every step's time-stamped log), gpu_queue.json and the queue's archives that fit (the queue
+# bounds them itself). GPU_CALL_DEVICE=cpu runs the same on the CPU as a dry run (the plumbing, anywhere).
+set -uo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+stash=${GPU_CALL_STASH:-$HOME/.cache/forgetbench/gpu-stash}
+moved=(artifacts/student-kd artifacts/student-nokd artifacts/encoders)
+
+case "${1:-}" in
+prepare)
+    cd "$here" || exit 2
+    if [ -n "$(git status --porcelain)" ]; then
+        echo "gpu_call: the checkout has changes; commit or stash them first (restore checks it comes back clean)" >&2
+        exit 2
+    fi
+    mkdir -p "$stash"
+    for p in "${moved[@]}"; do
+        if [ -e "$stash/$(basename "$p")" ]; then
+            echo "gpu_call: $stash/$(basename "$p") exists (an earlier prepare not restored?); restore first" >&2
+            exit 2
+        fi
+    done
+    for p in "${moved[@]}"; do [ -e "$p" ] && mv "$p" "$stash/"; done
+    rm -rf build/gpu-wheels /tmp/gpu-call-pack
+    python scripts/gpu_check.py --pack /tmp/gpu-call-pack >/dev/null || { echo "gpu_call: fetching wheels failed" >&2; exit 2; }
+    mkdir -p build && mv /tmp/gpu-call-pack/wheels build/gpu-wheels && rm -rf /tmp/gpu-call-pack
+    tree=$( (git ls-files; git ls-files -o --exclude-standard) | while read -r f; do [ -f "$f" ] && echo "$f"; done \
+            | xargs -d '\n' du -cb 2>/dev/null | tail -1 | cut -f1)
+    wheels=$(du -sb build/gpu-wheels | cut -f1)
+    echo "gpu_call: the call copies $((tree / 1048576)) MiB + carries $((wheels / 1048576)) MiB of wheels (64 MiB at most)"
+    echo "gpu_call: run: command 'bash scripts/gpu_call.sh device 360 90', carry [\"build/gpu-wheels\"], timeout_s 540"
+    ;;
+restore)
+    cd "$here" || exit 2
+    for p in "${moved[@]}"; do
+        b=$(basename "$p")
+        if [ -e "$stash/$b" ]; then
+            [ -e "$p" ] && { echo "gpu_call: $p exists here and in $stash; left both" >&2; exit 2; }
+            mv "$stash/$b" "$p"
+        fi
+    done
+    git status --porcelain | grep -q . && { echo "gpu_call: the checkout is not clean after restore:" >&2; git status --short >&2; exit 1; }
+    echo "gpu_call: restored; the checkout is clean"
+    ;;
+device)
+    cd "$here" || exit 2
+    check_s=${2:-360}
+    queue_s=${3:-90}
+    shift $(( $# < 3 ? $# : 3 ))
+    out=${OUT:?gpu_call device: \$OUT is where the call returns files}
+    dev=${GPU_CALL_DEVICE:-cuda}
+    dry=()
+    [ "$dev" = cpu ] && dry=(--dry-run)
+    { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>&1 || true; python -V
+      python -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__, 'cuda', torch.cuda.is_available())"
+      lscpu | grep -m1 'Model name'; nproc; uptime; } > "$out/env.txt" 2>&1
+    if [ -d build/gpu-wheels ] && ls build/gpu-wheels/*.whl >/dev/null 2>&1; then
+        pip install -q --no-index --no-deps --target /tmp/gpu-call-site build/gpu-wheels/*.whl >> "$out/env.txt" 2>&1
+        export PYTHONPATH=/tmp/gpu-call-site:$here${PYTHONPATH:+:$PYTHONPATH}
+    fi
+    work=$(mktemp -d)
+    timeout $((check_s + 20)) python scripts/gpu_check.py --out "$work/check" --budget-s "$check_s" --device "$dev" "${dry[@]}" "$@"
+    echo "gpu_call: check exit $?"
+    cp "$work"/check/gpu_check.json "$work"/check/gpu_check.md "$out"/ 2>/dev/null
+    for f in "$work"/check/work-*/*.log; do [ -f "$f" ] && { echo "=== $(basename "$f")"; tail -c 20000 "$f"; }; done > "$out/step_logs.txt"
+    if [ "$queue_s" != 0 ]; then
+        qdev=()
+        [ "$dev" = cpu ] && qdev=(--device cpu)
+        # 8 files come back: env, the check's two, the step logs, the queue's report and 3 archives (or parts)
+        timeout $((queue_s + 30)) python scripts/gpu_queue.py --out "$work/queue" --budget-s "$queue_s" --return-files 3 \
+            "${qdev[@]}"
+        echo "gpu_call: queue exit $?"
+        [ -d "$work/queue" ] && cp "$work"/queue/* "$out"/ 2>/dev/null
+    fi
+    ls -la "$out"
+    ;;
+*)
+    sed -n '2,16p' "$0"
+    exit 2
+    ;;
+esac
