@@ -88,7 +88,7 @@ def test_sizes_of_a_compressed_folder_and_of_a_student_are_their_own(tiny_dir, t
     from forgetbench.compress.pipeline import compress_dir
     from forgetbench.compress.recipe import load_recipe
     from forgetbench.models.tiny import build_tiny_m2m100
-    from forgetbench.report.build import method_of
+    from forgetbench.report.tables import method_of
     from forgetbench.sweep.plan import source_size
     from forgetbench.sweep.run import model_sizes
 

@@ -191,7 +191,7 @@ def test_sweep_writes_every_report_file_and_html_matches_summary(tiny_dir, tmp_p
 
 
 def test_model_text_is_escaped_in_html(tmp_path):
-    from forgetbench.report.build import _table
+    from forgetbench.report.tables import html_table as _table
 
     html = _table(["a<b"], [["<script>alert(1)</script>", "Tom & \"Jerry\""]])
     assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html  # the text kept, escaped
@@ -592,7 +592,7 @@ def test_a_speed_up_is_paired_repeated_and_reported_with_its_interval():
     rounds' ratios with a bootstrap interval; an interval covering 1 is reported as no measurable difference, and
     one timing each never becomes a ratio."""
     from forgetbench.eval.speed import interleaved
-    from forgetbench.report.build import _speedup
+    from forgetbench.report.tables import _speedup
 
     order = []
     fast = interleaved(lambda: order.append("b") or 1.0, lambda: order.append("v") or 0.5, 4)
@@ -613,7 +613,7 @@ def test_a_quick_look_caps_every_sentence_count_and_says_so():
     import pytest as _pytest
 
     from forgetbench.errors import ForgetbenchError
-    from forgetbench.report.build import overview_notes
+    from forgetbench.report.render import overview_notes
     from forgetbench.sweep.config import load_sweep, quick_look
 
     cfg = load_sweep(REPO / "configs" / "demo.yaml", sentences=3)

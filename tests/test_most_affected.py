@@ -1,7 +1,7 @@
 """The cross-method table of most affected pairs (the study's Table 5.11): each variant's k lowest pairs, the
 methods read from the artefacts, pairs most affected under both pruning and quantisation first."""
 
-from forgetbench.report.build import _most_affected_table, method_of, most_affected
+from forgetbench.report.tables import _most_affected_table, method_of, most_affected
 
 
 def _summary(rel: dict[str, list[float]]) -> dict:

@@ -2,7 +2,7 @@
 ``report.md`` and ``report.html`` (``render_markdown``, ``render_html``).
 
 A section is a title, an optional note (both formats) or HTML note (markup: formulas), and blocks: a table
-(a key of ``build.tables``), a figure (HTML only), a sub-heading, a JSON block, or HTML-only content (example
+(a key of ``tables.tables``), a figure (HTML only), a sub-heading, a JSON block, or HTML-only content (example
 sentences, the per-language cards). ``sections(S, T)`` lists the sections a summary has, in report order.
 """
 

@@ -1,0 +1,378 @@
+"""The report's tables, one builder per section (headers and rows, the CSVs' and the Markdown's), and the HTML table
+they render to; the most affected pairs, the variants' methods, deployment sizes and speeds."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+from forgetbench.eval.findings import comparisons
+from forgetbench.eval.languages import PAIR_GROUPS, TIERS
+from forgetbench.report.numbers import MARK, interval, num, num_interval
+from forgetbench.report.sections import MOST_AFFECTED
+
+
+def html_table(headers: list[str], rows: list[list], cls: str = "") -> str:
+    h = "".join(f"<th>{html.escape(str(x))}</th>" for x in headers)
+    b = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
+    return f'<table class="{cls}"><thead><tr>{h}</tr></thead><tbody>{b}</tbody></table>'
+
+
+Table = tuple[list[str], list[list]]
+
+
+def tables(S: dict) -> dict[str, Table]:
+    """Every table of the report as (headers, rows) — shared by HTML, Markdown and CSV; one builder per table
+    (``TABLES``), each giving the tables its summary section has (none where the summary lacks it)."""
+    T: dict[str, Table] = {}
+    for build in TABLES:
+        T |= build(S)
+    return T
+
+
+def _variants_table(S: dict) -> dict[str, Table]:
+    base, bases, backends = S["base"], S.get("bases") or {}, S.get("backends") or {}
+    return {"variants": (["variant", "backend", "compared with", "nominal size", "disk (real artefact)", "avg spBLEU",
+                          "avg chrF", "rel. spBLEU % [95 % CI]", "rel. chrF % [95 % CI]", "pairs improved",
+                          "pairs sig. worse / better (spBLEU)"],
+                         [[r["variant"], backends.get(r["variant"], "torch"),
+                           bases.get(r["variant"], "–" if r["variant"] == base else base), num(r["size"].get("nominal_ratio")),
+                           _disk(r["size"]), num(r["spBLEU"]), num(r["chrF"]), num_interval(r.get("rel_spBLEU"), r.get("rel_spBLEU_ci")),
+                           num_interval(r.get("rel_chrF"), r.get("rel_chrF_ci")), r.get("improved_pairs", "–"),
+                           (f"{r['significantly']['spBLEU']['worse']} / {r['significantly']['spBLEU']['better']}"
+                            if r.get("significantly") else "–")] for r in S["variant_table"]])}
+
+
+def csv_name(table: str) -> str:
+    """A table's CSV file name: a head-to-head key ``a|b`` becomes ``a_vs_b`` (no shell-special character)."""
+    return table.replace("|", "_vs_")
+
+
+def _pair_scores_table(S: dict) -> dict[str, Table]:
+    """Every pair's corpus scores and empty outputs for every series, kept by the filter or not: always shown."""
+    bar, series = S["thresholds"]["bleu_filter"], S["variants"]
+    return {"pair_scores": (["pair", "benchmark", "tier", "kept"]
+                            + [f"{v} {c}" for v in series for c in ("spBLEU", "chrF", "empty")],
+                            [[f"{p['src']}-{p['tgt']}", p["benchmark"], p["tier"]["thesis"],
+                              "yes" if p["kept"] else f"no (base spBLEU < {bar})"]
+                             + [x for v in series for x in (num(p["scores"][v]["spBLEU"]), num(p["scores"][v]["chrF"]),
+                                                            p.get("empty_outputs", {}).get(v, "–"))]
+                             for p in S["pairs"]])}
+
+
+def _tier_tables(S: dict) -> dict[str, Table]:
+    comps, T = comparisons(S), {}
+    for view, tiers in S["tiers"].items():
+        for axis in ("tier", "src_tier", "tgt_tier"):
+            T[f"{axis}_{view}"] = ([axis.replace("_", " "), "pairs"] + [f"{v} rel. spBLEU % [95 % CI]" for v in comps]
+                                   + [f"{v} rel. chrF % [95 % CI]" for v in comps],
+                                   [[t, tiers[axis][t]["pairs"]]
+                                    + [num_interval(tiers[axis][t][v]["spBLEU"], tiers[axis][t][v].get("spBLEU_ci")) for v in comps]
+                                    + [num_interval(tiers[axis][t][v]["chrF"], tiers[axis][t][v].get("chrF_ci")) for v in comps]
+                                    for t in TIERS])
+    return T
+
+
+def _delta_tables(S: dict) -> dict[str, Table]:
+    """ΔchrF losers and winners, off-target rates, λ."""
+    comps, D, OT, H = comparisons(S), S["delta"], S["off_target"], S["hallucination"]
+    return {
+        "delta": (["variant", "sentences", "losers", "losers % [95 % CI]", "winners", "winners % [95 % CI]"],
+                  [[v, D[v]["sentences"], D[v]["losers"], num_interval(D[v]["losers_pct"], D[v].get("losers_pct_ci"), 1),
+                    D[v]["winners"], num_interval(D[v]["winners_pct"], D[v].get("winners_pct_ci"), 1)] for v in comps]),
+        "off_target": (["variant", "losers: base", "losers: compressed", "losers: change pp [95 % CI]", "n (losers)",
+                        "overall: base", "overall: compressed", "overall: change pp [95 % CI]"],
+                       [[v, num(OT[v]["losers"]["base"]["off_target_pct"], pct=True),
+                         num(OT[v]["losers"]["compressed"]["off_target_pct"], pct=True),
+                         interval(OT[v].get("losers_change_ci"), 1), OT[v]["losers"]["base"]["n"],
+                         num(OT[v]["overall"]["base"]["off_target_pct"], pct=True),
+                         num(OT[v]["overall"]["compressed"]["off_target_pct"], pct=True),
+                         interval(OT[v].get("overall_change_ci"), 1)] for v in comps]),
+        "hallucination": (["variant", "λ losers [95 % CI]", "λ winners [95 % CI]", "λ all [95 % CI]",
+                           "median per-sentence ratio (losers)", "n losers (on-target)", "losers left out: off-target",
+                           "n winners (on-target)", "winners left out: off-target"],
+                          [[v] + [num_interval(H[v][k]["lambda"], H[v][k].get("lambda_ci"), 3) for k in ("losers", "winners", "all")]
+                           + [num(H[v]["losers"]["per_sentence"]["median"]), H[v]["losers"]["n"],
+                              H[v]["losers"].get("off_target", 0), H[v]["winners"]["n"], H[v]["winners"].get("off_target", 0)]
+                           for v in comps]),
+        "findings": (["claim", "variant", "outcome (95 %)", "numbers"],
+                     [[f["claim"], f["variant"], f["outcome"], f["numbers"]] for f in S.get("findings", [])])}
+
+
+def _gender_tables(S: dict) -> dict[str, Table]:
+    bias, T = S.get("bias") or {}, {}
+    if bias.get("gender"):
+        T["gender"] = (["variant", "accuracy [95 % CI]", "F1 male", "F1 female", "ΔG", "ΔS", "ψ [95 % CI]", "ψ* [95 % CI]",
+                        "ψ* change [95 % CI]", "rel. ψ %", "rel. accuracy %"],
+                       [[v, num_interval(g["average"]["accuracy"], g.get("ci", {}).get("accuracy"), 3), num(g["average"]["f1_male"], 3),
+                         num(g["average"]["f1_female"], 3), num(g["average"]["delta_g"], 3), num(g["average"]["delta_s"], 3),
+                         num_interval(g["average"]["psi"], g.get("ci", {}).get("psi"), 3),
+                         num_interval(g["average"]["psi_star"], g.get("ci", {}).get("psi_star"), 3),
+                         interval(g.get("change_ci", {}).get("psi_star"), 3) if "change_ci" in g else "–",
+                         num(g.get("relative_to_base", {}).get("psi")),
+                         num(g.get("relative_to_base", {}).get("accuracy"))] for v, g in bias["gender"].items()])
+        T["gender_languages"] = (["variant", "language", "n", "accuracy", "F1 male", "F1 female", "ψ", "ψ*"],
+                                 [[v, lang, d["n"], num(d["accuracy"], 3), num(d["f1_male"], 3), num(d["f1_female"], 3),
+                                   num(d["psi"], 3), num(d["psi_star"], 3)]
+                                  for v, g in bias["gender"].items() for lang, d in g["languages"].items()])
+    if bias.get("aligner_comparison"):
+        ac = bias["aligner_comparison"]
+        T["aligners"] = (["variant", "aligner", "accuracy", "ψ", "ψ*"],
+                         [[v, a, num(ac[v][a]["accuracy"], 3), num(ac[v][a]["psi"], 3), num(ac[v][a]["psi_star"], 3)]
+                          for v in ac if isinstance(ac[v], dict) and "fast_align" in ac[v]
+                          for a in ("cross_attention", "fast_align") if a in ac[v]])
+    return T
+
+
+def _word_sense_table(S: dict) -> dict[str, Table]:
+    ws = (S.get("bias") or {}).get("word_sense")
+    if not ws:
+        return {}
+    return {"word_sense": (["pair", "variant", "n", "accuracy [95 % CI]", "accuracy change [95 % CI]", "wrong-sense rate",
+                            "miss rate", "rel. accuracy %"],
+                           [[pair, v, d["n"], num_interval(d["accuracy"], d.get("accuracy_ci"), 3),
+                             interval(d.get("accuracy_change_ci"), 3) if "accuracy_change_ci" in d else "–",
+                             num(d["wrong_rate"], 3), num(d["miss_rate"], 3),
+                             num(d.get("relative_accuracy"))] for pair, res in ws.items() for v, d in res.items()])}
+
+
+def _movement_tables(S: dict) -> dict[str, Table]:
+    """Per (a, b) asked for: a's sentences by category (rows) against b's (columns); then the loser→winner ones."""
+    T = {}
+    for key, M in (S.get("movement") or {}).items():
+        cats = ("loser", "neither", "winner")
+        T[f"movement_{key}"] = ([f"{M['a']} \\ {M['b']}", *cats, "sentences"],
+                                [[x, *(M["counts"][x][y] for y in cats), sum(M["counts"][x].values())] for x in cats])
+        T[f"moves_{key}"] = (["pair", "sentence", f"ΔchrF {M['a']}", f"ΔchrF {M['b']}"],
+                             [[m["pair"], m["idx"], num(m["delta_a"]), num(m["delta_b"])] for m in M["loser_to_winner"]])
+    return T
+
+
+def _attention_texts(S: dict) -> dict[str, Table]:
+    """The texts of each variant's mapped examples (the figure's rows, in order)."""
+    T = {}
+    for v, rec in (S.get("attention_maps") or {}).items():
+        b = (S.get("bases") or {}).get(v, S["base"])
+        T[f"attention_{v}"] = (["example", "pair", "ΔchrF", "source", b, v],
+                               [[subset[:-1], x["pair"], num(x["delta_chrF"]), x["source"], x["base"], x["compressed"]]
+                                for subset in ("losers", "winners") for x in rec.get(subset, [])])
+    return T
+
+
+def _dibimt_table(S: dict) -> dict[str, Table]:
+    """DiBiMT per language and variant: accuracy, SFII, SPDI, MFS, MFS⁺ with intervals, and SFII's and MFS's changes
+    from the base (lower SFII / SPDI / MFS is less biased)."""
+    dib = (S.get("bias") or {}).get("dibimt")
+    if not dib:
+        return {}
+    ms = ("accuracy", "SFII", "SPDI", "MFS", "MFS+")
+    return {"dibimt": (["language", "variant", "items", "judged"] + [f"{m} [95 % CI]" for m in ms]
+                       + ["SFII change [95 % CI]", "MFS change [95 % CI]"],
+                       [[lang, v, d["n"], d["good"] + d["bad"]] + [num_interval(d[m], d.get(f"{m}_ci"), 3) for m in ms]
+                        + [interval(d.get(f"{m}_change_ci"), 3) if f"{m}_change_ci" in d else "–" for m in ("SFII", "MFS")]
+                        for lang, res in dib.items() for v, d in res.items()])}
+
+
+def _deploy_table(S: dict) -> dict[str, Table]:
+    if not S.get("speed"):
+        return {}
+    sp0 = S["speed"].get(S["base"], {})
+    b1, bb = sp0.get("sentences_per_s"), (sp0.get("batched") or {}).get("sentences_per_s")
+    env = (S.get("run") or {}).get("environment", {}).get("cpu", {})
+    return {"deploy": (["variant", "model", "deployable form", "disk MiB", "batch-1 sentences/s", "batch-1 tokens/s",
+                        "batch-1 speed-up vs base", "batched sentences/s", "batched speed-up vs base", "measured on"],
+                       [[v, _model_name(S.get("variant_models", {}).get(v, S["model"])), sp.get("form", "torch fp32"),
+                         f"{sp['disk_bytes'] / 2**20:.1f}" if sp.get("disk_bytes") else _disk_mib(S, v),
+                         *_deploy_speeds(sp, b1, bb, env)]
+                        for v, sp in S["speed"].items()])}
+
+
+def _group_tables(S: dict) -> dict[str, Table]:
+    T = {}
+    for view, groups in (S.get("pair_groups") or {}).items():
+        if not any(c["contrasts"] for c in groups.values()) and len(S["variants"]) < 2:
+            continue
+        names = list(next(iter(groups.values()))["contrasts"]) if groups else []
+        T[f"groups_{view}"] = (["pair group", "pairs", "sentences"] + [f"{v} chrF" for v in S["variants"]]
+                               + [f"{v} spBLEU" for v in S["variants"]]
+                               + [f"{c}: chrF diff. [95 % CI]" for c in names]
+                               + [f"{c}: spBLEU diff. [95 % CI]" for c in names],
+                               [[g, c["pairs"], c["sentences"]] + [num(c["scores"][v]["chrF"]) for v in S["variants"]]
+                                + [num(c["scores"][v]["spBLEU"]) for v in S["variants"]]
+                                + [num_interval(c["contrasts"][n]["chrF"]["difference"], c["contrasts"][n]["chrF"]["ci"]) for n in names]
+                                + [num_interval(c["contrasts"][n]["spBLEU"]["difference"], c["contrasts"][n]["spBLEU"]["ci"])
+                                   for n in names]
+                                for g, c in groups.items()])
+    return T
+
+
+def _signals_table(S: dict) -> dict[str, Table]:
+    sig = S.get("distillation_signals") or {}
+    if not sig:
+        return {}
+    groups = [g for g in PAIR_GROUPS if any(g in s["last"]["groups"] for s in sig.values())]
+    return {"signals": (["pair group"] + [f"{v}: KL(teacher‖student) start → end" for v in sig]
+                        + [f"{v}: CE start → end" for v in sig],
+                        [[g] + [f"{num(s['first']['groups'].get(g, {}).get('kl'), 3)} → {num(s['last']['groups'].get(g, {}).get('kl'), 3)}"
+                                for s in sig.values()]
+                         + [f"{num(s['first']['groups'].get(g, {}).get('ce'), 3)} → {num(s['last']['groups'].get(g, {}).get('ce'), 3)}"
+                            for s in sig.values()] for g in groups])}
+
+
+def _lid_table(S: dict) -> dict[str, Table]:
+    return {"lid": (["language", "code", "identifier"], [[c["name"], c["lang"], c["identifier"]] for c in S["lid_coverage"]])}
+
+
+def _parity_tables(S: dict) -> dict[str, Table]:
+    T = {}
+    scores = {(p["benchmark"], f"{p['src']}-{p['tgt']}"): p["scores"] for p in S["pairs"]}
+    for b2, par in (S.get("backend_parity") or {}).items():
+        T[f"parity_{b2}"] = (["pair", "benchmark", "sentences", "identical hypotheses", f"{par['of']} chrF", f"{b2} chrF",
+                              "chrF diff. [95 % CI]", f"{par['of']} spBLEU", f"{b2} spBLEU", "spBLEU diff. [95 % CI]"],
+                             [[r["pair"], r["benchmark"], r["sentences"], r["identical"]]
+                              + [x for m in ("chrF", "spBLEU") for x in (
+                                  num(scores[(r["benchmark"], r["pair"])][par["of"]][m]),
+                                  num(scores[(r["benchmark"], r["pair"])][b2][m]),
+                                  num_interval(r[m]["delta"], r[m]["delta_ci"]))] for r in par["pairs"]]
+                             + [["mean over pairs", "", par["sentences"], par["identical"]]
+                                + [x for m in ("chrF", "spBLEU") for x in (
+                                    "", "", num_interval(par["mean"][m]["difference"], par["mean"][m]["ci"]))]])
+    return T
+
+
+def _pair_tables(S: dict) -> dict[str, Table]:
+    """Per compared variant: its kept pairs, most losing first, then the pairs the base-spBLEU filter dropped (their
+    scores shown, never hidden: ``kept`` says why they enter no average)."""
+    T, bases = {}, S.get("bases") or {}
+    bar = S["thresholds"]["bleu_filter"]
+    for v in comparisons(S):
+        b = bases.get(v, S["base"])
+        ranked = sorted((p for p in S["pairs"] if p["kept"]), key=lambda p: p["rel"][v]["spBLEU"] or 0) + sorted(
+            (p for p in S["pairs"] if not p["kept"]), key=lambda p: -p["scores"][b]["spBLEU"])
+        T[f"pairs_{v}"] = (["pair", "benchmark", "tier", f"{b} spBLEU", f"{v} spBLEU", "rel. % [95 % CI]", "p", "sig. (BH)",
+                            f"{b} chrF", f"{v} chrF", "rel. chrF % [95 % CI]", f"{b} empty", f"{v} empty", "kept"],
+                           [[f"{p['src']}-{p['tgt']}", p["benchmark"], p["tier"]["thesis"],
+                             num(p["scores"][b]["spBLEU"]), num(p["scores"][v]["spBLEU"]),
+                             num_interval(p["rel"][v]["spBLEU"], p.get("intervals", {}).get(v, {}).get("spBLEU", {}).get("rel_ci")),
+                             num(p.get("intervals", {}).get(v, {}).get("spBLEU", {}).get("p"), 3),
+                             f"{MARK.get(sig := p.get('significance', {}).get(v, {}).get('spBLEU', ''), '')} {sig}".strip() or "–",
+                             num(p["scores"][b]["chrF"]), num(p["scores"][v]["chrF"]),
+                             num_interval(p["rel"][v]["chrF"], p.get("intervals", {}).get(v, {}).get("chrF", {}).get("rel_ci")),
+                             p.get("empty_outputs", {}).get(b, "–"), p.get("empty_outputs", {}).get(v, "–"),
+                             "yes" if p["kept"] else f"no: base spBLEU < {bar}"]
+                            for p in ranked])
+    return T
+
+
+def _family_tables(S: dict) -> dict[str, Table]:
+    """Per family: each point's average scores and relative differences with their intervals."""
+    return {f"family_{name}": ([F["axis"], "variant", "avg spBLEU [95 % CI]", "avg chrF [95 % CI]",
+                                "rel. spBLEU % [95 % CI]", "rel. chrF % [95 % CI]"],
+                               [[p["value"], p["variant"], num_interval(p["spBLEU"], p["spBLEU_ci"]), num_interval(p["chrF"], p["chrF_ci"]),
+                                 num_interval(p.get("rel_spBLEU"), p.get("rel_spBLEU_ci"), 1) if p.get("rel_spBLEU_ci") else "–",
+                                 num_interval(p.get("rel_chrF"), p.get("rel_chrF_ci"), 1) if p.get("rel_chrF_ci") else "–"]
+                                for p in F["points"]])
+            for name, F in (S.get("families") or {}).items()}
+
+
+def method_of(S: dict, v: str) -> str:
+    """A variant's compression method, read from its artefacts: a sparse artefact is pruning, an int8 one (or a
+    nominal size below 1 without sparsity: bitsandbytes) quantisation; another model (a student): its own."""
+    size = next((r["size"] for r in S["variant_table"] if r["variant"] == v), {})
+    if size.get("base_parameters"):  # a model of its own size (sweep.run.model_sizes)
+        return "other model"
+    pruned, quantised = "sparse_bytes" in size, "int8_bytes" in size or ("sparse_bytes" not in size
+                                                                         and (size.get("nominal_ratio") or 1) < 1)
+    if pruned and quantised:
+        return "pruning + quantisation"
+    return "pruning" if pruned else "quantisation" if quantised else "other model"
+
+
+def most_affected(S: dict, k: int = MOST_AFFECTED) -> list[dict]:
+    """The cross-method table: each compared variant's ``k`` kept pairs of lowest relative spBLEU, and for every
+    pair in any of those lists the methods under which it is among the most affected; pairs most affected under
+    more methods first, then by their mean rank."""
+    comps, kept = comparisons(S), [p for p in S["pairs"] if p["kept"]]
+    ranks: dict[str, dict[str, int]] = {}
+    for v in comps:
+        order = sorted(kept, key=lambda p: (p["rel"][v]["spBLEU"] is None, p["rel"][v]["spBLEU"] or 0))
+        for r, p in enumerate(order[:k], 1):
+            ranks.setdefault(f"{p['src']}-{p['tgt']}", {})[v] = r
+    by_pair = {f"{p['src']}-{p['tgt']}": p for p in kept}
+    rows = [{"pair": pair, "tier": by_pair[pair]["tier"].get("thesis"), "ranks": r,
+             "methods": sorted({method_of(S, v) for v in r})} for pair, r in ranks.items()]
+    return sorted(rows, key=lambda x: (-len(x["methods"]), sum(x["ranks"].values()) / len(x["ranks"]), x["pair"]))
+
+
+def _most_affected_table(S: dict) -> dict[str, Table]:
+    comps = comparisons(S)
+    methods = {method_of(S, v) for v in comps} - {"other model"}
+    if len(comps) < 2 or len(methods) < 2:
+        return {}
+    by_pair = {f"{p['src']}-{p['tgt']}": p for p in S["pairs"]}
+    rows = []
+    for x in most_affected(S):
+        p = by_pair[x["pair"]]
+        rows.append([x["pair"], x["tier"] or "–", " & ".join(x["methods"])]
+                    + [f"{num_interval(p['rel'][v]['spBLEU'], p['intervals'][v]['spBLEU'].get('rel_ci'), 1)}"
+                       + (f" (#{x['ranks'][v]})" if v in x["ranks"] else "") for v in comps])
+    return {"most_affected": (["pair", "tier", "most affected under"]
+                              + [f"{v} ({method_of(S, v)}): rel. spBLEU % [95 % CI] (rank)" for v in comps], rows)}
+
+
+TABLES = (_variants_table, _pair_scores_table, _tier_tables, _delta_tables, _gender_tables, _word_sense_table, _dibimt_table, _deploy_table,
+          _group_tables, _signals_table, _lid_table, _parity_tables, _pair_tables, _family_tables, _most_affected_table,
+          _movement_tables, _attention_texts)
+
+
+def _speedup(vs: dict | None, own: float | None, base: float | None) -> str:
+    """A speed-up cell: the interleaved comparison's (``eval.speed`` rule 2) with its interval, "no measurable
+    difference" where the interval covers 1; a record of one timing each gives no ratio."""
+    if vs:
+        ci = f"[{vs['speedup_ci95'][0]:.2f}, {vs['speedup_ci95'][1]:.2f}]"
+        return f"{vs['speedup']:.2f}× {ci}" if vs["measurable"] else f"no measurable difference ({vs['speedup']:.2f}× {ci})"
+    return "–" if own is None or not base else "one timing each: no ratio"
+
+
+def _deploy_speeds(sp: dict, b1, bb, env: dict) -> list[str]:
+    """The speed cells of a deployment row; "–" throughout for a variant with no timed form (fake-quantised)."""
+    if sp.get("sentences_per_s") is None:
+        return ["–"] * 5 + ["not timed: no runtime here executes its form"]
+    batched = sp.get("batched") or {}
+    bt = batched.get("sentences_per_s")
+    rounds = (sp.get("vs_base") or {}).get("rounds") or sp.get("rounds")
+    base_row = b1 and sp.get("vs_base") is None and sp.get("rounds")
+    return [num(sp["sentences_per_s"]), num(sp["tokens_per_s"], 1),
+            "1.00× (the base)" if base_row else _speedup(sp.get("vs_base"), sp["sentences_per_s"], b1),
+            num(bt), "1.00× (the base)" if base_row else _speedup(batched.get("vs_base"), bt, bb),
+            f"{sp['sentences']} × {sp['benchmark']} {sp['pair']} (batched: {batched.get('sentences', '–')} "
+            f"in batches of {batched.get('batch_size', '–')})"
+            + (f", median of {sp.get('timings', rounds)} timings"
+               + (" (alone and interleaved with each variant's)" if base_row else " interleaved with the base's")
+               if rounds else ", one timing")
+            + f", {sp['threads']} thread(s), load {sp['loadavg'][0]}–{sp['loadavg'][1]}, {env.get('model', '?')} "
+            f"[{' '.join(env.get('flags', [])) or 'no AVX2'}]"]
+
+
+def _model_name(path: str) -> str:
+    p = Path(path)
+    return f"{p.parent.name}/{p.name}" if p.name == "model" else p.name
+
+
+def _disk_mib(S: dict, v: str) -> str:
+    """A dense model's files in MiB; for a compressed variant its artefact ratio."""
+    size = next((r["size"] for r in S["variant_table"] if r["variant"] == v), {})
+    return f"{size['dense_bytes'] / 2**20:.1f}" if size.get("dense_bytes") else _disk(size)
+
+
+def _disk(size: dict) -> str:
+    """The artefact actually stored: its bytes and their ratio to the source checkpoint's (older runs: to the dense
+    file written beside it)."""
+    src = size.get("source_bytes")
+    for k in ("int8", "sparse"):
+        if f"{k}_bytes" in size:
+            b = size[f"{k}_bytes"]
+            return f"{b / 2**20:.1f} MiB {k}, {b / src:.3f}× the source" if src else f"{size[f'{k}_ratio']:.3f}× ({k})"
+    if src and size.get("dense_bytes"):
+        return f"{size['dense_bytes'] / 2**20:.1f} MiB dense, {size['dense_bytes'] / src:.3f}× the source"
+    return "1.000× (dense)" if size else "–"
