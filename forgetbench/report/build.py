@@ -13,7 +13,7 @@ from forgetbench.report.render import html_report, markdown
 from forgetbench.report.tables import csv_name, tables
 
 
-def write_report(S: dict, out_dir: str | Path, started: float | None = None) -> Path:
+def write_report(summary: dict, out_dir: str | Path, started: float | None = None) -> Path:
     """Write the report folder as a whole: built in a temporary sibling and swapped in, so a killed write
     leaves the previous complete report (or none), never a half-updated one; a rerun rewrites it."""
     import time
@@ -21,16 +21,16 @@ def write_report(S: dict, out_dir: str | Path, started: float | None = None) -> 
     from forgetbench.io import atomic_directory
 
     t0 = time.perf_counter()
-    T = tables(S)
-    figs = figures(S)
-    S["run"].setdefault("stages", {})["report"] = round(time.perf_counter() - t0, 1)
+    table_map = tables(summary)
+    figs = figures(summary)
+    summary["run"].setdefault("stages", {})["report"] = round(time.perf_counter() - t0, 1)
     if started is not None:  # the whole command, from its start to the report (its files are written next)
-        S["run"]["command_seconds"] = round(time.perf_counter() - started, 1)
+        summary["run"]["command_seconds"] = round(time.perf_counter() - started, 1)
     with atomic_directory(out_dir, replace=True) as out:
-        atomic_write_json(out / "summary.json", S)
-        atomic_write_text(out / "report.md", markdown(S, T))
-        atomic_write_text(out / "report.html", html_report(S, T, figs))
-        for name, (headers, rows) in T.items():
+        atomic_write_json(out / "summary.json", summary)
+        atomic_write_text(out / "report.md", markdown(summary, table_map))
+        atomic_write_text(out / "report.html", html_report(summary, table_map, figs))
+        for name, (headers, rows) in table_map.items():
             buf = io.StringIO()
             w = csv.writer(buf)
             w.writerow(headers)

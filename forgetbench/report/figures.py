@@ -20,28 +20,28 @@ def _png(fig) -> str:
     return base64.b64encode(buf.getvalue()).decode()
 
 
-def figures(S: dict) -> dict[str, str]:
+def figures(summary: dict) -> dict[str, str]:
     """The report's figures as base64 PNG: the scatter of relative differences against resources, per-tier bars
     per tier view, and the ΔchrF histograms by tier."""
     import matplotlib
 
     matplotlib.use("Agg")
-    return _scatter(S) | _tier_bars(S) | _delta_histograms(S) | _family_figures(S) | _attention_figures(S)
+    return _scatter(summary) | _tier_bars(summary) | _delta_histograms(summary) | _family_figures(summary) | _attention_figures(summary)
 
 
-def _attention_figures(S: dict) -> dict[str, str]:
+def _attention_figures(summary: dict) -> dict[str, str]:
     """Per variant: its example losers and winners, one row each, base and compressed cross-attention side by side
     (source pieces across, each model's output pieces down; the study's figures 5.6–5.8)."""
     import matplotlib.pyplot as plt
 
     out = {}
-    for v, rec in (S.get("attention_maps") or {}).items():
+    for v, rec in (summary.get("attention_maps") or {}).items():
         rows = [(subset, x) for subset in ("losers", "winners") for x in rec.get(subset, [])]
         if not rows:
             continue
         h = sum(max(2.0, 0.18 * max(len(x["base_map"]["output"]), len(x["compressed_map"]["output"]))) for _, x in rows)
         fig, axes = plt.subplots(len(rows), 2, figsize=(11, h + 0.6 * len(rows)), squeeze=False)
-        base = (S.get("bases") or {}).get(v, S["base"])
+        base = (summary.get("bases") or {}).get(v, summary["base"])
         for r, (subset, x) in enumerate(rows):
             for c, (who, m) in enumerate(((base, x["base_map"]), (v, x["compressed_map"]))):
                 ax = axes[r][c]
@@ -64,14 +64,14 @@ def _yerr(points: list[dict], key: str) -> list[list[float]]:
     return [lo, hi]
 
 
-def _family_figures(S: dict) -> dict[str, str]:
+def _family_figures(summary: dict) -> dict[str, str]:
     """Per family of variants (``eval.families``): a ladder (numeric axis) as average spBLEU and chrF per value with
     their intervals, the knee marked (the study's figure 5.2); a comparison (the pruning groupings, figure 5.9) as
     bars of the mean relative differences with their intervals."""
     import matplotlib.pyplot as plt
 
     out = {}
-    for name, F in (S.get("families") or {}).items():
+    for name, F in (summary.get("families") or {}).items():
         pts = F["points"]
         if not pts:
             continue
@@ -98,11 +98,11 @@ def _family_figures(S: dict) -> dict[str, str]:
     return out
 
 
-def _scatter(S: dict) -> dict[str, str]:
+def _scatter(summary: dict) -> dict[str, str]:
     """Relative spBLEU difference against the bitext of the pair's poorer language (thesis figure 5.3)."""
     import matplotlib.pyplot as plt
 
-    comps, kept, out = comparisons(S), [p for p in S["pairs"] if p["kept"]], {}
+    comps, kept, out = comparisons(summary), [p for p in summary["pairs"] if p["kept"]], {}
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
     drawn = 0
     for v in comps:
@@ -122,12 +122,12 @@ def _scatter(S: dict) -> dict[str, str]:
     return out
 
 
-def _tier_bars(S: dict) -> dict[str, str]:
+def _tier_bars(summary: dict) -> dict[str, str]:
     """Mean relative spBLEU difference per pair tier with its interval, one figure per tier view (figure 5.4)."""
     import matplotlib.pyplot as plt
 
-    comps, out = comparisons(S), {}
-    for view, tiers in S["tiers"].items():
+    comps, out = comparisons(summary), {}
+    for view, tiers in summary["tiers"].items():
         fig, ax = plt.subplots(figsize=(6.4, 3.2))
         w = 0.8 / max(1, len(comps))
         for k, v in enumerate(comps):
@@ -149,19 +149,19 @@ def _tier_bars(S: dict) -> dict[str, str]:
     return out
 
 
-def _delta_histograms(S: dict) -> dict[str, str]:
+def _delta_histograms(summary: dict) -> dict[str, str]:
     """ΔchrF per sentence by tier, one panel per compared variant (figure 5.5)."""
     import matplotlib.pyplot as plt
     import numpy as np
 
-    comps, out = comparisons(S), {}
+    comps, out = comparisons(summary), {}
     if comps:
         fig, axes = plt.subplots(1, len(comps), figsize=(3.2 * len(comps), 3.0), squeeze=False)
         for ax, v in zip(axes[0], comps, strict=True):
-            every = [d for t in TIERS for d in S["delta"][v]["deltas_by_tier"].get(t, [])]
+            every = [d for t in TIERS for d in summary["delta"][v]["deltas_by_tier"].get(t, [])]
             edges = np.histogram_bin_edges(every, bins=30) if every else 30  # shared by every tier
             for t in TIERS:
-                ds = S["delta"][v]["deltas_by_tier"].get(t, [])
+                ds = summary["delta"][v]["deltas_by_tier"].get(t, [])
                 if ds:  # outlines, so that no tier hides another
                     ax.hist(ds, bins=edges, histtype="step", linewidth=1.4, density=True, label=f"{t} ({len(ds)})")
             ax.set_ylabel("density")

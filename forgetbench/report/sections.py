@@ -3,7 +3,7 @@
 
 A section is a title, an optional note (both formats) or HTML note (markup: formulas), and blocks: a table
 (a key of ``tables.tables``), a figure (HTML only), a sub-heading, a JSON block, or HTML-only content (example
-sentences, the per-language cards). ``sections(S, T)`` lists the sections a summary has, in report order.
+sentences, the per-language cards). ``sections(summary, table_map)`` lists the sections a summary has, in report order.
 """
 
 from __future__ import annotations
@@ -78,10 +78,10 @@ MUCOW_NOTE = ("accuracy = correct / (correct + wrong) over the items whose trans
 SATURATED = 0.9  # a miss rate at or above it leaves accuracy resting on a few items
 
 
-def mucow_note(S: dict) -> str:
+def mucow_note(summary: dict) -> str:
     """The MuCoW note, with the reason beside a saturated miss rate: the rows whose outputs contain none of the
     listed senses for most items, and on how many items their accuracy rests."""
-    ws = (S.get("bias") or {}).get("word_sense") or {}
+    ws = (summary.get("bias") or {}).get("word_sense") or {}
     full = [(pair, v, d) for pair, res in ws.items() for v, d in res.items() if d.get("miss_rate", 0) >= SATURATED]
     if not full:
         return MUCOW_NOTE
@@ -92,37 +92,37 @@ def mucow_note(S: dict) -> str:
             f"({judged}{', …' if len(full) > 6 else ''}) and says little.")
 
 
-def sections(S: dict, T: dict, examples_html, languages_html, aligners_html) -> list[Section]:
+def sections(summary: dict, table_map: dict, examples_html, languages_html, aligners_html) -> list[Section]:
     """The report's sections in order. ``examples_html(v)``, ``languages_html()`` and ``aligners_html()`` give
     the HTML-only content built from model text (escaped there)."""
-    base = S["base"]
+    base = summary["base"]
     out = [Section("Size and score per variant", [Block("table", "variants")]),
            Section("Scores per pair", [Block("table", "pair_scores")], note=(
                f"Corpus spBLEU and chrF of every pair and series, and its empty outputs; averages, Findings and the "
-               f"analyses use the kept pairs (base spBLEU ≥ analysis.bleu_filter = {S['thresholds']['bleu_filter']}).")),
+               f"analyses use the kept pairs (base spBLEU ≥ analysis.bleu_filter = {summary['thresholds']['bleu_filter']}).")),
            Section("Findings: the study's claims tested at 95 %", [Block("table", "findings", css="findings")])]
-    if "deploy" in T:
+    if "deploy" in table_map:
         out.append(Section("Deployment: size and speed of each variant's deployable form", [Block("table", "deploy")],
                            note=DEPLOY_NOTE))
     out += [Section(f"Backend parity: {k[7:]} vs {base} (the same model; a difference is the backend's)",
-                    [Block("table", k)], html_note=PARITY_NOTE) for k in T if k.startswith("parity_")]
+                    [Block("table", k)], html_note=PARITY_NOTE) for k in table_map if k.startswith("parity_")]
     out += [Section(f"Per pair group ({k[7:]} tiers): scores and head-to-head contrasts", [Block("table", k)],
-                    html_note=GROUPS_NOTE) for k in T if k.startswith("groups_")]
-    if "signals" in T:
+                    html_note=GROUPS_NOTE) for k in table_map if k.startswith("groups_")]
+    if "signals" in table_map:
         out.append(Section("Distillation signal per pair group (the students' training probe)",
                            [Block("table", "signals")], html_note=SIGNALS_NOTE))
-    for name, F in (S.get("families") or {}).items():
+    for name, F in (summary.get("families") or {}).items():
         kind = "ladder" if F["numeric"] else "comparison"
         out.append(Section(f"{name}: the {F['axis']} {kind} ({len(F['pairs'])} pairs: {', '.join(F['pairs'])})",
                            [Block("figure", f"family_{name}", HTML_ONLY), Block("table", f"family_{name}")],
                            note=(F.get("knee") or {}).get("statement", "") if F["numeric"] else FAMILY_NOTE))
     out.append(Section("Relative difference vs resource of the pair", [Block("figure", "scatter")], formats=HTML_ONLY))
-    for view in S["tiers"]:
+    for view in summary["tiers"]:
         out.append(Section(f"Relative difference by pair tier ({view} tiers)", [
             Block("figure", f"tiers_{view}", HTML_ONLY), Block("heading", "tier", HTML_ONLY), Block("table", f"tier_{view}"),
             *[b for axis in ("src_tier", "tgt_tier") for b in (Block("heading", axis.replace("_", " "), HTML_ONLY),
                                                               Block("table", f"{axis}_{view}", HTML_ONLY))]]))
-    if "most_affected" in T:
+    if "most_affected" in table_map:
         out.append(Section("Most affected pairs across methods", [Block("table", "most_affected")], note=(
             f"Each variant's {MOST_AFFECTED} kept pairs of lowest relative spBLEU (rank in brackets); pairs most "
             "affected under both pruning and quantisation come first (the study's Table 5.11).")))
@@ -130,33 +130,33 @@ def sections(S: dict, T: dict, examples_html, languages_html, aligners_html) -> 
                     note=DELTA_NOTE),
             Section("Off-target translations", [Block("table", "off_target")], note=OFF_TARGET_NOTE),
             Section("Cross-attention λ", [Block("table", "hallucination")], html_note=LAMBDA_NOTE)]
-    for key, M in (S.get("movement") or {}).items():
+    for key, M in (summary.get("movement") or {}).items():
         out.append(Section(f"Losers and winners of {M['a']} under {M['b']}", [
             Block("table", f"movement_{key}"), Block("heading", f"Sentences moving from loser ({M['a']}) to winner "
                                                                 f"({M['b']})"), Block("table", f"moves_{key}")]))
-    for v in S.get("attention_maps") or {}:
+    for v in summary.get("attention_maps") or {}:
         out.append(Section(f"Cross-attention maps — {v}", [Block("figure", f"attention_{v}"),
                                                             Block("table", f"attention_{v}", css="ex")],
-                           note=ATTENTION_NOTE.format(layers=S["attention_maps"][v].get("layers", "all")),
+                           note=ATTENTION_NOTE.format(layers=summary["attention_maps"][v].get("layers", "all")),
                            formats=HTML_ONLY))
-    if "gender" in T:
+    if "gender" in table_map:
         blocks = [Block("table", "gender"), Block("table", "gender_languages")]
-        if "aligners" in T:
+        if "aligners" in table_map:
             blocks += [Block("heading", "Aligners compared (cross-attention vs fast_align)"),
                        Block("raw", aligners_html(), HTML_ONLY), Block("table", "aligners")]
         out.append(Section("Gender bias (MT-Gender)", blocks, html_note=GENDER_NOTE))
-    if "word_sense" in T:
-        out.append(Section("Word sense (MuCoW)", [Block("table", "word_sense")], note=mucow_note(S)))
-    if "dibimt" in T:
+    if "word_sense" in table_map:
+        out.append(Section("Word sense (MuCoW)", [Block("table", "word_sense")], note=mucow_note(summary)))
+    if "dibimt" in table_map:
         out.append(Section("Word sense (DiBiMT)", [Block("table", "dibimt")], note=(
             "SFII: error rate averaged over sense-frequency indices; SPDI: over polysemy degrees; MFS / MFS+: share of "
             "errors choosing a more frequent / the most frequent sense. Lower is less biased. Intervals: bootstrap "
             "over the items, changes paired with the base.")))
     out += [Section(f"Pairs, most losing first — {v}", [Block("table", f"pairs_{v}"), Block("raw", examples_html(v))],
-                    formats=HTML_ONLY) for v in comparisons(S)]
+                    formats=HTML_ONLY) for v in comparisons(summary)]
     out += [Section("Per language", [Block("raw", languages_html())], formats=HTML_ONLY),
             Section("Language identification coverage", [Block("table", "lid")]),
-            Section("Signatures", [Block("json", json.dumps(S["signatures"], indent=1, ensure_ascii=False))])]
+            Section("Signatures", [Block("json", json.dumps(summary["signatures"], indent=1, ensure_ascii=False))])]
     return out
 
 
@@ -172,7 +172,7 @@ def _shown(secs: list[Section], fmt: str):
             yield s, [b for b in s.blocks if fmt in b.formats]
 
 
-def render_markdown(secs: list[Section], T: dict) -> list[str]:
+def render_markdown(secs: list[Section], table_map: dict) -> list[str]:
     """The sections' lines: ``## title``, the note, each block followed by a blank line."""
     parts: list[str] = []
     for s, blocks in _shown(secs, "md"):
@@ -181,7 +181,7 @@ def render_markdown(secs: list[Section], T: dict) -> list[str]:
             parts += [s.note, ""]
         for b in blocks:
             if b.kind == "table":
-                parts += [_md_table(*T[b.key]), ""]
+                parts += [_md_table(*table_map[b.key]), ""]
             elif b.kind == "heading":
                 parts.append(f"### {b.key}")
             elif b.kind == "json":
@@ -189,7 +189,7 @@ def render_markdown(secs: list[Section], T: dict) -> list[str]:
     return parts
 
 
-def render_html(secs: list[Section], T: dict, figs: dict[str, str], table, findings_table) -> list[str]:
+def render_html(secs: list[Section], table_map: dict, figs: dict[str, str], table, findings_table) -> list[str]:
     """The sections' HTML: ``<h2>``, notes, tables (``table(headers, rows, css)``), figures, sub-headings."""
     e = lambda x: html.escape(x, quote=False)  # noqa: E731 - text content; the alt attribute quotes in full
     out: list[str] = []
@@ -201,7 +201,7 @@ def render_html(secs: list[Section], T: dict, figs: dict[str, str], table, findi
             out.append(f"<p>{s.html_note}</p>")
         for b in blocks:
             if b.kind == "table":
-                out.append(findings_table(T[b.key]) if b.css == "findings" else table(*T[b.key], b.css))
+                out.append(findings_table(table_map[b.key]) if b.css == "findings" else table(*table_map[b.key], b.css))
             elif b.kind == "figure" and b.key in figs:
                 out.append(f'<img alt="{html.escape(b.key.replace("_", " "))}" src="data:image/png;base64,{figs[b.key]}">')
             elif b.kind == "heading":

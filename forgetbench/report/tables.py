@@ -21,17 +21,17 @@ def html_table(headers: list[str], rows: list[list], cls: str = "") -> str:
 Table = tuple[list[str], list[list]]
 
 
-def tables(S: dict) -> dict[str, Table]:
+def tables(summary: dict) -> dict[str, Table]:
     """Every table of the report as (headers, rows) — shared by HTML, Markdown and CSV; one builder per table
     (``TABLES``), each giving the tables its summary section has (none where the summary lacks it)."""
-    T: dict[str, Table] = {}
+    table_map: dict[str, Table] = {}
     for build in TABLES:
-        T |= build(S)
-    return T
+        table_map |= build(summary)
+    return table_map
 
 
-def _variants_table(S: dict) -> dict[str, Table]:
-    base, bases, backends = S["base"], S.get("bases") or {}, S.get("backends") or {}
+def _variants_table(summary: dict) -> dict[str, Table]:
+    base, bases, backends = summary["base"], summary.get("bases") or {}, summary.get("backends") or {}
     return {"variants": (["variant", "backend", "compared with", "nominal size", "disk (real artefact)", "avg spBLEU",
                           "avg chrF", "rel. spBLEU % [95 % CI]", "rel. chrF % [95 % CI]", "pairs improved",
                           "pairs sig. worse / better (spBLEU)"],
@@ -40,7 +40,7 @@ def _variants_table(S: dict) -> dict[str, Table]:
                            _disk(r["size"]), num(r["spBLEU"]), num(r["chrF"]), num_interval(r.get("rel_spBLEU"), r.get("rel_spBLEU_ci")),
                            num_interval(r.get("rel_chrF"), r.get("rel_chrF_ci")), r.get("improved_pairs", "–"),
                            (f"{r['significantly']['spBLEU']['worse']} / {r['significantly']['spBLEU']['better']}"
-                            if r.get("significantly") else "–")] for r in S["variant_table"]])}
+                            if r.get("significantly") else "–")] for r in summary["variant_table"]])}
 
 
 def csv_name(table: str) -> str:
@@ -48,61 +48,61 @@ def csv_name(table: str) -> str:
     return table.replace("|", "_vs_")
 
 
-def _pair_scores_table(S: dict) -> dict[str, Table]:
+def _pair_scores_table(summary: dict) -> dict[str, Table]:
     """Every pair's corpus scores and empty outputs for every series, kept by the filter or not: always shown."""
-    bar, series = S["thresholds"]["bleu_filter"], S["variants"]
+    bar, series = summary["thresholds"]["bleu_filter"], summary["variants"]
     return {"pair_scores": (["pair", "benchmark", "tier", "kept"]
                             + [f"{v} {c}" for v in series for c in ("spBLEU", "chrF", "empty")],
                             [[f"{p['src']}-{p['tgt']}", p["benchmark"], p["tier"]["thesis"],
                               "yes" if p["kept"] else f"no (base spBLEU < {bar})"]
                              + [x for v in series for x in (num(p["scores"][v]["spBLEU"]), num(p["scores"][v]["chrF"]),
                                                             p.get("empty_outputs", {}).get(v, "–"))]
-                             for p in S["pairs"]])}
+                             for p in summary["pairs"]])}
 
 
-def _tier_tables(S: dict) -> dict[str, Table]:
-    comps, T = comparisons(S), {}
-    for view, tiers in S["tiers"].items():
+def _tier_tables(summary: dict) -> dict[str, Table]:
+    comps, table_map = comparisons(summary), {}
+    for view, tiers in summary["tiers"].items():
         for axis in ("tier", "src_tier", "tgt_tier"):
-            T[f"{axis}_{view}"] = ([axis.replace("_", " "), "pairs"] + [f"{v} rel. spBLEU % [95 % CI]" for v in comps]
+            table_map[f"{axis}_{view}"] = ([axis.replace("_", " "), "pairs"] + [f"{v} rel. spBLEU % [95 % CI]" for v in comps]
                                    + [f"{v} rel. chrF % [95 % CI]" for v in comps],
                                    [[t, tiers[axis][t]["pairs"]]
                                     + [num_interval(tiers[axis][t][v]["spBLEU"], tiers[axis][t][v].get("spBLEU_ci")) for v in comps]
                                     + [num_interval(tiers[axis][t][v]["chrF"], tiers[axis][t][v].get("chrF_ci")) for v in comps]
                                     for t in TIERS])
-    return T
+    return table_map
 
 
-def _delta_tables(S: dict) -> dict[str, Table]:
+def _delta_tables(summary: dict) -> dict[str, Table]:
     """ΔchrF losers and winners, off-target rates, λ."""
-    comps, D, OT, H = comparisons(S), S["delta"], S["off_target"], S["hallucination"]
+    comps, delta, off_target, lam = comparisons(summary), summary["delta"], summary["off_target"], summary["hallucination"]
     return {
         "delta": (["variant", "sentences", "losers", "losers % [95 % CI]", "winners", "winners % [95 % CI]"],
-                  [[v, D[v]["sentences"], D[v]["losers"], num_interval(D[v]["losers_pct"], D[v].get("losers_pct_ci"), 1),
-                    D[v]["winners"], num_interval(D[v]["winners_pct"], D[v].get("winners_pct_ci"), 1)] for v in comps]),
+                  [[v, delta[v]["sentences"], delta[v]["losers"], num_interval(delta[v]["losers_pct"], delta[v].get("losers_pct_ci"), 1),
+                    delta[v]["winners"], num_interval(delta[v]["winners_pct"], delta[v].get("winners_pct_ci"), 1)] for v in comps]),
         "off_target": (["variant", "losers: base", "losers: compressed", "losers: change pp [95 % CI]", "n (losers)",
                         "overall: base", "overall: compressed", "overall: change pp [95 % CI]"],
-                       [[v, num(OT[v]["losers"]["base"]["off_target_pct"], pct=True),
-                         num(OT[v]["losers"]["compressed"]["off_target_pct"], pct=True),
-                         interval(OT[v].get("losers_change_ci"), 1), OT[v]["losers"]["base"]["n"],
-                         num(OT[v]["overall"]["base"]["off_target_pct"], pct=True),
-                         num(OT[v]["overall"]["compressed"]["off_target_pct"], pct=True),
-                         interval(OT[v].get("overall_change_ci"), 1)] for v in comps]),
+                       [[v, num(off_target[v]["losers"]["base"]["off_target_pct"], pct=True),
+                         num(off_target[v]["losers"]["compressed"]["off_target_pct"], pct=True),
+                         interval(off_target[v].get("losers_change_ci"), 1), off_target[v]["losers"]["base"]["n"],
+                         num(off_target[v]["overall"]["base"]["off_target_pct"], pct=True),
+                         num(off_target[v]["overall"]["compressed"]["off_target_pct"], pct=True),
+                         interval(off_target[v].get("overall_change_ci"), 1)] for v in comps]),
         "hallucination": (["variant", "λ losers [95 % CI]", "λ winners [95 % CI]", "λ all [95 % CI]",
                            "median per-sentence ratio (losers)", "n losers (on-target)", "losers left out: off-target",
                            "n winners (on-target)", "winners left out: off-target"],
-                          [[v] + [num_interval(H[v][k]["lambda"], H[v][k].get("lambda_ci"), 3) for k in ("losers", "winners", "all")]
-                           + [num(H[v]["losers"]["per_sentence"]["median"]), H[v]["losers"]["n"],
-                              H[v]["losers"].get("off_target", 0), H[v]["winners"]["n"], H[v]["winners"].get("off_target", 0)]
+                          [[v] + [num_interval(lam[v][k]["lambda"], lam[v][k].get("lambda_ci"), 3) for k in ("losers", "winners", "all")]
+                           + [num(lam[v]["losers"]["per_sentence"]["median"]), lam[v]["losers"]["n"],
+                              lam[v]["losers"].get("off_target", 0), lam[v]["winners"]["n"], lam[v]["winners"].get("off_target", 0)]
                            for v in comps]),
         "findings": (["claim", "variant", "outcome (95 %)", "numbers"],
-                     [[f["claim"], f["variant"], f["outcome"], f["numbers"]] for f in S.get("findings", [])])}
+                     [[f["claim"], f["variant"], f["outcome"], f["numbers"]] for f in summary.get("findings", [])])}
 
 
-def _gender_tables(S: dict) -> dict[str, Table]:
-    bias, T = S.get("bias") or {}, {}
+def _gender_tables(summary: dict) -> dict[str, Table]:
+    bias, table_map = summary.get("bias") or {}, {}
     if bias.get("gender"):
-        T["gender"] = (["variant", "accuracy [95 % CI]", "F1 male", "F1 female", "ΔG", "ΔS", "ψ [95 % CI]", "ψ* [95 % CI]",
+        table_map["gender"] = (["variant", "accuracy [95 % CI]", "F1 male", "F1 female", "ΔG", "ΔS", "ψ [95 % CI]", "ψ* [95 % CI]",
                         "ψ* change [95 % CI]", "rel. ψ %", "rel. accuracy %"],
                        [[v, num_interval(g["average"]["accuracy"], g.get("ci", {}).get("accuracy"), 3), num(g["average"]["f1_male"], 3),
                          num(g["average"]["f1_female"], 3), num(g["average"]["delta_g"], 3), num(g["average"]["delta_s"], 3),
@@ -111,21 +111,21 @@ def _gender_tables(S: dict) -> dict[str, Table]:
                          interval(g.get("change_ci", {}).get("psi_star"), 3) if "change_ci" in g else "–",
                          num(g.get("relative_to_base", {}).get("psi")),
                          num(g.get("relative_to_base", {}).get("accuracy"))] for v, g in bias["gender"].items()])
-        T["gender_languages"] = (["variant", "language", "n", "accuracy", "F1 male", "F1 female", "ψ", "ψ*"],
+        table_map["gender_languages"] = (["variant", "language", "n", "accuracy", "F1 male", "F1 female", "ψ", "ψ*"],
                                  [[v, lang, d["n"], num(d["accuracy"], 3), num(d["f1_male"], 3), num(d["f1_female"], 3),
                                    num(d["psi"], 3), num(d["psi_star"], 3)]
                                   for v, g in bias["gender"].items() for lang, d in g["languages"].items()])
     if bias.get("aligner_comparison"):
         ac = bias["aligner_comparison"]
-        T["aligners"] = (["variant", "aligner", "accuracy", "ψ", "ψ*"],
+        table_map["aligners"] = (["variant", "aligner", "accuracy", "ψ", "ψ*"],
                          [[v, a, num(ac[v][a]["accuracy"], 3), num(ac[v][a]["psi"], 3), num(ac[v][a]["psi_star"], 3)]
                           for v in ac if isinstance(ac[v], dict) and "fast_align" in ac[v]
                           for a in ("cross_attention", "fast_align") if a in ac[v]])
-    return T
+    return table_map
 
 
-def _word_sense_table(S: dict) -> dict[str, Table]:
-    ws = (S.get("bias") or {}).get("word_sense")
+def _word_sense_table(summary: dict) -> dict[str, Table]:
+    ws = (summary.get("bias") or {}).get("word_sense")
     if not ws:
         return {}
     return {"word_sense": (["pair", "variant", "n", "accuracy [95 % CI]", "accuracy change [95 % CI]", "wrong-sense rate",
@@ -136,33 +136,33 @@ def _word_sense_table(S: dict) -> dict[str, Table]:
                              num(d.get("relative_accuracy"))] for pair, res in ws.items() for v, d in res.items()])}
 
 
-def _movement_tables(S: dict) -> dict[str, Table]:
+def _movement_tables(summary: dict) -> dict[str, Table]:
     """Per (a, b) asked for: a's sentences by category (rows) against b's (columns); then the loser→winner ones."""
-    T = {}
-    for key, M in (S.get("movement") or {}).items():
+    table_map = {}
+    for key, M in (summary.get("movement") or {}).items():
         cats = ("loser", "neither", "winner")
-        T[f"movement_{key}"] = ([f"{M['a']} \\ {M['b']}", *cats, "sentences"],
+        table_map[f"movement_{key}"] = ([f"{M['a']} \\ {M['b']}", *cats, "sentences"],
                                 [[x, *(M["counts"][x][y] for y in cats), sum(M["counts"][x].values())] for x in cats])
-        T[f"moves_{key}"] = (["pair", "sentence", f"ΔchrF {M['a']}", f"ΔchrF {M['b']}"],
+        table_map[f"moves_{key}"] = (["pair", "sentence", f"ΔchrF {M['a']}", f"ΔchrF {M['b']}"],
                              [[m["pair"], m["idx"], num(m["delta_a"]), num(m["delta_b"])] for m in M["loser_to_winner"]])
-    return T
+    return table_map
 
 
-def _attention_texts(S: dict) -> dict[str, Table]:
+def _attention_texts(summary: dict) -> dict[str, Table]:
     """The texts of each variant's mapped examples (the figure's rows, in order)."""
-    T = {}
-    for v, rec in (S.get("attention_maps") or {}).items():
-        b = (S.get("bases") or {}).get(v, S["base"])
-        T[f"attention_{v}"] = (["example", "pair", "ΔchrF", "source", b, v],
+    table_map = {}
+    for v, rec in (summary.get("attention_maps") or {}).items():
+        b = (summary.get("bases") or {}).get(v, summary["base"])
+        table_map[f"attention_{v}"] = (["example", "pair", "ΔchrF", "source", b, v],
                                [[subset[:-1], x["pair"], num(x["delta_chrF"]), x["source"], x["base"], x["compressed"]]
                                 for subset in ("losers", "winners") for x in rec.get(subset, [])])
-    return T
+    return table_map
 
 
-def _dibimt_table(S: dict) -> dict[str, Table]:
+def _dibimt_table(summary: dict) -> dict[str, Table]:
     """DiBiMT per language and variant: accuracy, SFII, SPDI, MFS, MFS⁺ with intervals, and SFII's and MFS's changes
     from the base (lower SFII / SPDI / MFS is less biased)."""
-    dib = (S.get("bias") or {}).get("dibimt")
+    dib = (summary.get("bias") or {}).get("dibimt")
     if not dib:
         return {}
     ms = ("accuracy", "SFII", "SPDI", "MFS", "MFS+")
@@ -173,41 +173,41 @@ def _dibimt_table(S: dict) -> dict[str, Table]:
                         for lang, res in dib.items() for v, d in res.items()])}
 
 
-def _deploy_table(S: dict) -> dict[str, Table]:
-    if not S.get("speed"):
+def _deploy_table(summary: dict) -> dict[str, Table]:
+    if not summary.get("speed"):
         return {}
-    sp0 = S["speed"].get(S["base"], {})
+    sp0 = summary["speed"].get(summary["base"], {})
     b1, bb = sp0.get("sentences_per_s"), (sp0.get("batched") or {}).get("sentences_per_s")
-    env = (S.get("run") or {}).get("environment", {}).get("cpu", {})
+    env = (summary.get("run") or {}).get("environment", {}).get("cpu", {})
     return {"deploy": (["variant", "model", "deployable form", "disk MiB", "batch-1 sentences/s", "batch-1 tokens/s",
                         "batch-1 speed-up vs base", "batched sentences/s", "batched speed-up vs base", "measured on"],
-                       [[v, _model_name(S.get("variant_models", {}).get(v, S["model"])), sp.get("form", "torch fp32"),
-                         f"{sp['disk_bytes'] / 2**20:.1f}" if sp.get("disk_bytes") else _disk_mib(S, v),
+                       [[v, _model_name(summary.get("variant_models", {}).get(v, summary["model"])), sp.get("form", "torch fp32"),
+                         f"{sp['disk_bytes'] / 2**20:.1f}" if sp.get("disk_bytes") else _disk_mib(summary, v),
                          *_deploy_speeds(sp, b1, bb, env)]
-                        for v, sp in S["speed"].items()])}
+                        for v, sp in summary["speed"].items()])}
 
 
-def _group_tables(S: dict) -> dict[str, Table]:
-    T = {}
-    for view, groups in (S.get("pair_groups") or {}).items():
-        if not any(c["contrasts"] for c in groups.values()) and len(S["variants"]) < 2:
+def _group_tables(summary: dict) -> dict[str, Table]:
+    table_map = {}
+    for view, groups in (summary.get("pair_groups") or {}).items():
+        if not any(c["contrasts"] for c in groups.values()) and len(summary["variants"]) < 2:
             continue
         names = list(next(iter(groups.values()))["contrasts"]) if groups else []
-        T[f"groups_{view}"] = (["pair group", "pairs", "sentences"] + [f"{v} chrF" for v in S["variants"]]
-                               + [f"{v} spBLEU" for v in S["variants"]]
+        table_map[f"groups_{view}"] = (["pair group", "pairs", "sentences"] + [f"{v} chrF" for v in summary["variants"]]
+                               + [f"{v} spBLEU" for v in summary["variants"]]
                                + [f"{c}: chrF diff. [95 % CI]" for c in names]
                                + [f"{c}: spBLEU diff. [95 % CI]" for c in names],
-                               [[g, c["pairs"], c["sentences"]] + [num(c["scores"][v]["chrF"]) for v in S["variants"]]
-                                + [num(c["scores"][v]["spBLEU"]) for v in S["variants"]]
+                               [[g, c["pairs"], c["sentences"]] + [num(c["scores"][v]["chrF"]) for v in summary["variants"]]
+                                + [num(c["scores"][v]["spBLEU"]) for v in summary["variants"]]
                                 + [num_interval(c["contrasts"][n]["chrF"]["difference"], c["contrasts"][n]["chrF"]["ci"]) for n in names]
                                 + [num_interval(c["contrasts"][n]["spBLEU"]["difference"], c["contrasts"][n]["spBLEU"]["ci"])
                                    for n in names]
                                 for g, c in groups.items()])
-    return T
+    return table_map
 
 
-def _signals_table(S: dict) -> dict[str, Table]:
-    sig = S.get("distillation_signals") or {}
+def _signals_table(summary: dict) -> dict[str, Table]:
+    sig = summary.get("distillation_signals") or {}
     if not sig:
         return {}
     groups = [g for g in PAIR_GROUPS if any(g in s["last"]["groups"] for s in sig.values())]
@@ -219,15 +219,15 @@ def _signals_table(S: dict) -> dict[str, Table]:
                             for s in sig.values()] for g in groups])}
 
 
-def _lid_table(S: dict) -> dict[str, Table]:
-    return {"lid": (["language", "code", "identifier"], [[c["name"], c["lang"], c["identifier"]] for c in S["lid_coverage"]])}
+def _lid_table(summary: dict) -> dict[str, Table]:
+    return {"lid": (["language", "code", "identifier"], [[c["name"], c["lang"], c["identifier"]] for c in summary["lid_coverage"]])}
 
 
-def _parity_tables(S: dict) -> dict[str, Table]:
-    T = {}
-    scores = {(p["benchmark"], f"{p['src']}-{p['tgt']}"): p["scores"] for p in S["pairs"]}
-    for b2, par in (S.get("backend_parity") or {}).items():
-        T[f"parity_{b2}"] = (["pair", "benchmark", "sentences", "identical hypotheses", f"{par['of']} chrF", f"{b2} chrF",
+def _parity_tables(summary: dict) -> dict[str, Table]:
+    table_map = {}
+    scores = {(p["benchmark"], f"{p['src']}-{p['tgt']}"): p["scores"] for p in summary["pairs"]}
+    for b2, par in (summary.get("backend_parity") or {}).items():
+        table_map[f"parity_{b2}"] = (["pair", "benchmark", "sentences", "identical hypotheses", f"{par['of']} chrF", f"{b2} chrF",
                               "chrF diff. [95 % CI]", f"{par['of']} spBLEU", f"{b2} spBLEU", "spBLEU diff. [95 % CI]"],
                              [[r["pair"], r["benchmark"], r["sentences"], r["identical"]]
                               + [x for m in ("chrF", "spBLEU") for x in (
@@ -237,19 +237,19 @@ def _parity_tables(S: dict) -> dict[str, Table]:
                              + [["mean over pairs", "", par["sentences"], par["identical"]]
                                 + [x for m in ("chrF", "spBLEU") for x in (
                                     "", "", num_interval(par["mean"][m]["difference"], par["mean"][m]["ci"]))]])
-    return T
+    return table_map
 
 
-def _pair_tables(S: dict) -> dict[str, Table]:
+def _pair_tables(summary: dict) -> dict[str, Table]:
     """Per compared variant: its kept pairs, most losing first, then the pairs the base-spBLEU filter dropped (their
     scores shown, never hidden: ``kept`` says why they enter no average)."""
-    T, bases = {}, S.get("bases") or {}
-    bar = S["thresholds"]["bleu_filter"]
-    for v in comparisons(S):
-        b = bases.get(v, S["base"])
-        ranked = sorted((p for p in S["pairs"] if p["kept"]), key=lambda p: p["rel"][v]["spBLEU"] or 0) + sorted(
-            (p for p in S["pairs"] if not p["kept"]), key=lambda p: -p["scores"][b]["spBLEU"])
-        T[f"pairs_{v}"] = (["pair", "benchmark", "tier", f"{b} spBLEU", f"{v} spBLEU", "rel. % [95 % CI]", "p", "sig. (BH)",
+    table_map, bases = {}, summary.get("bases") or {}
+    bar = summary["thresholds"]["bleu_filter"]
+    for v in comparisons(summary):
+        b = bases.get(v, summary["base"])
+        ranked = sorted((p for p in summary["pairs"] if p["kept"]), key=lambda p: p["rel"][v]["spBLEU"] or 0) + sorted(
+            (p for p in summary["pairs"] if not p["kept"]), key=lambda p: -p["scores"][b]["spBLEU"])
+        table_map[f"pairs_{v}"] = (["pair", "benchmark", "tier", f"{b} spBLEU", f"{v} spBLEU", "rel. % [95 % CI]", "p", "sig. (BH)",
                             f"{b} chrF", f"{v} chrF", "rel. chrF % [95 % CI]", f"{b} empty", f"{v} empty", "kept"],
                            [[f"{p['src']}-{p['tgt']}", p["benchmark"], p["tier"]["thesis"],
                              num(p["scores"][b]["spBLEU"]), num(p["scores"][v]["spBLEU"]),
@@ -261,10 +261,10 @@ def _pair_tables(S: dict) -> dict[str, Table]:
                              p.get("empty_outputs", {}).get(b, "–"), p.get("empty_outputs", {}).get(v, "–"),
                              "yes" if p["kept"] else f"no: base spBLEU < {bar}"]
                             for p in ranked])
-    return T
+    return table_map
 
 
-def _family_tables(S: dict) -> dict[str, Table]:
+def _family_tables(summary: dict) -> dict[str, Table]:
     """Per family: each point's average scores and relative differences with their intervals."""
     return {f"family_{name}": ([F["axis"], "variant", "avg spBLEU [95 % CI]", "avg chrF [95 % CI]",
                                 "rel. spBLEU % [95 % CI]", "rel. chrF % [95 % CI]"],
@@ -272,13 +272,13 @@ def _family_tables(S: dict) -> dict[str, Table]:
                                  num_interval(p.get("rel_spBLEU"), p.get("rel_spBLEU_ci"), 1) if p.get("rel_spBLEU_ci") else "–",
                                  num_interval(p.get("rel_chrF"), p.get("rel_chrF_ci"), 1) if p.get("rel_chrF_ci") else "–"]
                                 for p in F["points"]])
-            for name, F in (S.get("families") or {}).items()}
+            for name, F in (summary.get("families") or {}).items()}
 
 
-def method_of(S: dict, v: str) -> str:
+def method_of(summary: dict, v: str) -> str:
     """A variant's compression method, read from its artefacts: a sparse artefact is pruning, an int8 one (or a
     nominal size below 1 without sparsity: bitsandbytes) quantisation; another model (a student): its own."""
-    size = next((r["size"] for r in S["variant_table"] if r["variant"] == v), {})
+    size = next((r["size"] for r in summary["variant_table"] if r["variant"] == v), {})
     if size.get("base_parameters"):  # a model of its own size (sweep.run.model_sizes)
         return "other model"
     pruned, quantised = "sparse_bytes" in size, "int8_bytes" in size or ("sparse_bytes" not in size
@@ -288,11 +288,11 @@ def method_of(S: dict, v: str) -> str:
     return "pruning" if pruned else "quantisation" if quantised else "other model"
 
 
-def most_affected(S: dict, k: int = MOST_AFFECTED) -> list[dict]:
+def most_affected(summary: dict, k: int = MOST_AFFECTED) -> list[dict]:
     """The cross-method table: each compared variant's ``k`` kept pairs of lowest relative spBLEU, and for every
     pair in any of those lists the methods under which it is among the most affected; pairs most affected under
     more methods first, then by their mean rank."""
-    comps, kept = comparisons(S), [p for p in S["pairs"] if p["kept"]]
+    comps, kept = comparisons(summary), [p for p in summary["pairs"] if p["kept"]]
     ranks: dict[str, dict[str, int]] = {}
     for v in comps:
         order = sorted(kept, key=lambda p: (p["rel"][v]["spBLEU"] is None, p["rel"][v]["spBLEU"] or 0))
@@ -300,24 +300,24 @@ def most_affected(S: dict, k: int = MOST_AFFECTED) -> list[dict]:
             ranks.setdefault(f"{p['src']}-{p['tgt']}", {})[v] = r
     by_pair = {f"{p['src']}-{p['tgt']}": p for p in kept}
     rows = [{"pair": pair, "tier": by_pair[pair]["tier"].get("thesis"), "ranks": r,
-             "methods": sorted({method_of(S, v) for v in r})} for pair, r in ranks.items()]
+             "methods": sorted({method_of(summary, v) for v in r})} for pair, r in ranks.items()]
     return sorted(rows, key=lambda x: (-len(x["methods"]), sum(x["ranks"].values()) / len(x["ranks"]), x["pair"]))
 
 
-def _most_affected_table(S: dict) -> dict[str, Table]:
-    comps = comparisons(S)
-    methods = {method_of(S, v) for v in comps} - {"other model"}
+def _most_affected_table(summary: dict) -> dict[str, Table]:
+    comps = comparisons(summary)
+    methods = {method_of(summary, v) for v in comps} - {"other model"}
     if len(comps) < 2 or len(methods) < 2:
         return {}
-    by_pair = {f"{p['src']}-{p['tgt']}": p for p in S["pairs"]}
+    by_pair = {f"{p['src']}-{p['tgt']}": p for p in summary["pairs"]}
     rows = []
-    for x in most_affected(S):
+    for x in most_affected(summary):
         p = by_pair[x["pair"]]
         rows.append([x["pair"], x["tier"] or "–", " & ".join(x["methods"])]
                     + [f"{num_interval(p['rel'][v]['spBLEU'], p['intervals'][v]['spBLEU'].get('rel_ci'), 1)}"
                        + (f" (#{x['ranks'][v]})" if v in x["ranks"] else "") for v in comps])
     return {"most_affected": (["pair", "tier", "most affected under"]
-                              + [f"{v} ({method_of(S, v)}): rel. spBLEU % [95 % CI] (rank)" for v in comps], rows)}
+                              + [f"{v} ({method_of(summary, v)}): rel. spBLEU % [95 % CI] (rank)" for v in comps], rows)}
 
 
 TABLES = (_variants_table, _pair_scores_table, _tier_tables, _delta_tables, _gender_tables, _word_sense_table, _dibimt_table, _deploy_table,
@@ -359,9 +359,9 @@ def _model_name(path: str) -> str:
     return f"{p.parent.name}/{p.name}" if p.name == "model" else p.name
 
 
-def _disk_mib(S: dict, v: str) -> str:
+def _disk_mib(summary: dict, v: str) -> str:
     """A dense model's files in MiB; for a compressed variant its artefact ratio."""
-    size = next((r["size"] for r in S["variant_table"] if r["variant"] == v), {})
+    size = next((r["size"] for r in summary["variant_table"] if r["variant"] == v), {})
     return f"{size['dense_bytes'] / 2**20:.1f}" if size.get("dense_bytes") else _disk(size)
 
 
