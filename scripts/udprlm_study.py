@@ -5,13 +5,15 @@ treebank; the paper's ablations (Table 6) side by side; then who pays when each 
     python scripts/udprlm_study.py --out RUN [--stage pretrain|parsers|eval|compress|table|all]
         [--treebanks en_lines tr_imst wo_wtb af_afribooms ta_ttb] [--pretrain-steps N] [--minutes 15]
         [--max-epochs N] [--recipes prune-30 prune-45 wanda-45 ptq-int8] [--refine]
-        [--variants mlm usl-mlm usi-mlm ud-prlm] [--modes tuned frozen] [--encoders DIR]
+        [--variants mlm usl-mlm usi-mlm ud-prlm] [--modes tuned frozen] [--encoders DIR [--at-step N]]
 
 Stages (each skips what its output folder already holds, so a rerun resumes):
 
 1. **pretrain**: ``forgetbench pretrain-encoder configs/pretrain/<variant>.yaml --out RUN/enc-<variant>`` for each
    variant (the same data, vocabulary, steps, seed and step draws); ``--pretrain-steps`` overrides steps. Skipped
-   with ``--encoders DIR`` (encoder model folders ``DIR/<variant>``, e.g. ``artifacts/encoders``).
+   with ``--encoders DIR`` (encoder model folders ``DIR/<variant>``, e.g. ``artifacts/encoders``; with ``--at-step N``
+   run folders, each read at its snapshot of step N: ``DIR/<variant>/snapshots/step-NNNNNN``, the equal-step
+   comparison).
 2. **parsers**, per treebank T: the scratch biaffine parser (its own tagger: predicted UPOS, 2-fold jackknife),
    then per variant and mode a biaffine parser on that encoder (``--encoder``; ``tuned``: beside, fine-tuned at
    the parser's rate; ``frozen``: beside, ``--encoder-lr-scale 0``; ``replace``: the encoder's states replace the
@@ -70,7 +72,29 @@ def systems(a, out: Path, code: str) -> dict[str, Path]:
 
 
 def encoder(a, out: Path, v: str) -> Path:
+    if a.encoders and a.at_step:
+        return a.encoders / v / "snapshots" / f"step-{a.at_step:06d}"
     return a.encoders / v if a.encoders else out / f"enc-{v}" / "model"
+
+
+def check_snapshots(a) -> None:
+    """``--at-step N``: every variant's run folder under ``--encoders`` has its snapshot of step N (the equal-step
+    comparison), else one line naming the variants without it and the steps each has."""
+    if not a.at_step:
+        return
+    if not a.encoders:
+        raise SystemExit("udprlm_study: --at-step reads snapshots of encoder runs: give --encoders RUNS (run folders "
+                         "named by variant, e.g. ~/.cache/forgetbench/encoders)")
+    missing = {}
+    for v in a.variants:
+        if not (encoder(a, Path(), v) / "config.json").is_file():
+            have = sorted(int(p.name.split("-")[1]) for p in (a.encoders / v / "snapshots").glob("step-*")) \
+                if (a.encoders / v / "snapshots").is_dir() else []
+            missing[v] = have
+    if missing:
+        raise SystemExit(f"udprlm_study: no snapshot of step {a.at_step} for "
+                         + "; ".join(f"{v} (has {', '.join(map(str, s)) or 'none'})" for v, s in missing.items())
+                         + ": train them on (pretrain-encoder resumes) or choose a step they all have")
 
 
 def stage_pretrain(a, out: Path) -> None:
@@ -194,10 +218,13 @@ def main(argv=None) -> None:
     ap.add_argument("--modes", nargs="+", default=["tuned", "frozen"], choices=list(MODES),
                     help="how each encoder's parser reads it (the first mode's parsers are compressed and refined)")
     ap.add_argument("--encoders", type=Path, help="a folder of encoder model folders named by variant (no pretrain "
-                                                 "stage), e.g. artifacts/encoders")
+                                                 "stage), e.g. artifacts/encoders; with --at-step, of their run folders")
+    ap.add_argument("--at-step", type=int, help="read each encoder at the same step: RUNS/<variant>/snapshots/"
+                                                "step-NNNNNN of the run folders --encoders names (train.snapshot_every)")
     a = ap.parse_args(argv)
     out = a.out.expanduser().resolve()
     a.encoders = a.encoders.expanduser().resolve() if a.encoders else None
+    check_snapshots(a)
     out.mkdir(parents=True, exist_ok=True)
     if a.stage in ("pretrain", "all"):
         stage_pretrain(a, out)

@@ -323,3 +323,25 @@ def test_gender_human_agreement_counts_the_annotators_genders(tmp_path):
     res = json.loads(out.read_text())["results"][0]
     assert (res["system"], res["items"], res["agree"], res["agreement"]) == ("aws", 4, 3, 75.0)
     assert res["disagree"] == {"f->m": 1} and res["wrong"][0]["index"] == 3 and "de   75.0 %" in printed
+
+
+def test_udprlm_study_reads_every_encoder_at_the_same_step_or_says_which_lacks_it(tmp_path):
+    """``--at-step N`` with ``--encoders RUNS``: each variant's snapshot of step N; a variant without it is one line
+    naming it and the steps it has."""
+    import importlib.util
+    import types
+
+    spec = importlib.util.spec_from_file_location("udprlm_study", REPO / "scripts" / "udprlm_study.py")
+    study = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(study)
+    for v, steps in (("mlm", (10000, 15000)), ("ud-prlm", (10000, 15000)), ("usl-mlm", (5000, 10000))):
+        for s in steps:
+            snap = tmp_path / v / "snapshots" / f"step-{s:06d}"
+            snap.mkdir(parents=True)
+            (snap / "config.json").write_text("{}")
+    a = types.SimpleNamespace(encoders=tmp_path, at_step=15000, variants=["mlm", "ud-prlm"])
+    study.check_snapshots(a)
+    assert study.encoder(a, tmp_path / "out", "ud-prlm") == tmp_path / "ud-prlm" / "snapshots" / "step-015000"
+    a.variants = ["mlm", "usl-mlm", "ud-prlm"]
+    with pytest.raises(SystemExit, match=r"no snapshot of step 15000 for usl-mlm \(has 5000, 10000\)"):
+        study.check_snapshots(a)
