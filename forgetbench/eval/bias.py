@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from tqdm.auto import tqdm
@@ -72,10 +73,10 @@ class GenderRow:
     profession: str
     stereotype: str | None
 
-    @property
+    @cached_property
     def pronoun(self) -> int | None:
         """The whitespace-word index of the sentence's first gendered third-person pronoun (WinoMT's sentences
-        have one, and it refers to the profession: the gold gender is its gender), or None."""
+        have one, and it refers to the profession: the gold gender is its gender), or None; found once per row."""
         return next((k for k, w in enumerate(self.sentence.split()) if _PRONOUN.fullmatch(w)), None)
 
 

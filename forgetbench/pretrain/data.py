@@ -193,7 +193,7 @@ class _Ragged:
         return np.diff(self.off)
 
 
-def _pad(rows: list[np.ndarray], value: int) -> torch.Tensor:
+def pad_rows(rows: list[np.ndarray], value: int) -> torch.Tensor:
     n = max((len(r) for r in rows), default=0)
     out = torch.full((len(rows), n), value, dtype=torch.long)
     for i, r in enumerate(rows):
@@ -222,7 +222,7 @@ def buckets(order: np.ndarray, lengths: np.ndarray, budget: int, rng: np.random.
     return [out[k] for k in rng.permutation(len(out))] if out else out
 
 
-def _chunks(order: np.ndarray, lengths: np.ndarray, budget: int) -> list[np.ndarray]:
+def token_chunks(order: np.ndarray, lengths: np.ndarray, budget: int) -> list[np.ndarray]:
     """``order`` cut into consecutive chunks of at most ``budget`` real tokens (the held-out set's batches)."""
     out, cur, used = [], [], 0
     for i in order:
@@ -265,8 +265,8 @@ class Batches:
 
     def collate(self, idx) -> dict[str, torch.Tensor]:
         text, trees = idx
-        b = {"text": _pad([self.text[i] for i in text], PAD)}
+        b = {"text": pad_rows([self.text[i] for i in text], PAD)}
         if len(trees):
-            b |= {"tree_ids": _pad([self.tree_ids[i] for i in trees], PAD),
-                  "heads": _pad([self.heads[i] for i in trees], -100), "rels": _pad([self.rels[i] for i in trees], -100)}
+            b |= {"tree_ids": pad_rows([self.tree_ids[i] for i in trees], PAD),
+                  "heads": pad_rows([self.heads[i] for i in trees], -100), "rels": pad_rows([self.rels[i] for i in trees], -100)}
         return b

@@ -88,11 +88,11 @@ def make_dev(model: PretrainedEncoder, cfg: PretrainConfig, dev: dict, arith):
     masks every time: BERT's rule drawn from one generator seeded by the run's seed) read as that step reads MLM —
     through USI after the joint steps for a variant with USI, else on H^(L); its negation is the score. A variant
     trained on trees also logs its held-out USL loss."""
-    from forgetbench.pretrain.data import _chunks, _pad
+    from forgetbench.pretrain.data import pad_rows, token_chunks
 
     c, m = model.config, cfg.objective.joint_steps
     lengths = np.asarray([len(r) for r in dev["ids"]])
-    chunks = _chunks(np.arange(len(lengths)), lengths, cfg.train.max_tokens // 2)
+    chunks = token_chunks(np.arange(len(lengths)), lengths, cfg.train.max_tokens // 2)
 
     def score(step: int) -> tuple[float, dict]:
         g = torch.Generator().manual_seed(cfg.train.seed)
@@ -100,7 +100,7 @@ def make_dev(model: PretrainedEncoder, cfg: PretrainConfig, dev: dict, arith):
         mlm = usl = 0.0
         n_mlm = n_usl = 0
         for idx in chunks:
-            ids = _pad([dev["ids"][i] for i in idx], PAD)
+            ids = pad_rows([dev["ids"][i] for i in idx], PAD)
             masked, labels = mask_tokens(ids, ids < FIRST_NORMAL, MASK, c.vocab_size, FIRST_NORMAL, g,
                                          cfg.objective.mask_rate)
             with arith.autocast():
@@ -112,8 +112,8 @@ def make_dev(model: PretrainedEncoder, cfg: PretrainConfig, dev: dict, arith):
                 n_mlm += k
                 if cfg.model.variant in TREE_VARIANTS:
                     h, mask = model.encode(ids.to(arith.device))
-                    heads = _pad([dev["heads"][i] for i in idx], -100).to(arith.device)
-                    rels = _pad([dev["rels"][i] for i in idx], -100).to(arith.device)
+                    heads = pad_rows([dev["heads"][i] for i in idx], -100).to(arith.device)
+                    rels = pad_rows([dev["rels"][i] for i in idx], -100).to(arith.device)
                     k = int((heads != -100).sum())
                     usl += model.usl_loss(h, mask, heads, rels).float().item() * k
                     n_usl += k
