@@ -27,6 +27,20 @@ def fail(where: str, msg: str):
     raise ForgetbenchError(f"{where}: {msg}")
 
 
+def require_calibration(where: str, calib, what: str, why: str = "") -> None:
+    """A kind that calibrates: its step without a calibration block (and no ``--calibration``) is one line."""
+    if calib is None:
+        fail(where, f"{what} needs calibration data{why}: add calibration: {{data: FILE.tsv}} or pass --calibration "
+                    "FILE.tsv")
+
+
+def calibration_check(step, calibrate, what: str) -> str | None:
+    """A calibrating kind's refusal on a path: no calibration source there, or data the source cannot read."""
+    if calibrate is None:
+        return f"{what} needs calibration forward passes, and this path has no calibration source"
+    return calibrate.check(step.calibration)
+
+
 @dataclass(frozen=True)
 class Calibration:
     """A step's calibration set: ``max_sentences`` rows of ``data`` (default: 256 for PTQ, 128 for data-aware pruning)

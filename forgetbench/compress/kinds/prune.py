@@ -14,8 +14,10 @@ from forgetbench.compress.step_kind import (
     StepKind,
     StepReport,
     Target,
+    calibration_check,
     fail,
     parse_calibration,
+    require_calibration,
 )
 from forgetbench.compress.units import resolve_units
 
@@ -29,9 +31,8 @@ def parse(opts: dict, where: str, ctx: ParseContext) -> Step:
     cfg = PruneConfig(**{"sparsity": None} | {k: v for k, v in opts.items() if k != "calibration"})
     calib = parse_calibration(where, opts.get("calibration"), ctx.base,
                               ctx.calibration_override if cfg.needs_calibration else None, PRUNE_CALIBRATION_SENTENCES)
-    if cfg.needs_calibration and calib is None:
-        fail(where, f"{cfg.method} pruning needs calibration data: add calibration: {{data: FILE.tsv}} or "
-                    "pass --calibration FILE.tsv")
+    if cfg.needs_calibration:
+        require_calibration(where, calib, f"{cfg.method} pruning")
     if not cfg.needs_calibration and "calibration" in opts:
         fail(where, "magnitude pruning reads no calibration data: remove 'calibration' or set method: "
                     "wanda or sparsegpt")
@@ -44,9 +45,7 @@ def check(step, streamed, calibrate):
     if calibrate is None and streamed:
         return (f"{step.config.method} pruning streamed calibrates through an MT model folder's tokenizer, and this folder "
                 "has none; prune a parser in memory (forgetbench parse compress)")
-    if calibrate is None:
-        return f"{step.config.method} pruning needs calibration forward passes, and this path has no calibration source"
-    return calibrate.check(step.calibration)
+    return calibration_check(step, calibrate, f"{step.config.method} pruning")
 
 
 def run(target: Target, step: Step, calibrate: CalibrationSource | None) -> StepReport:

@@ -16,8 +16,9 @@ from forgetbench.compress.step_kind import (
     StepKind,
     StepReport,
     Target,
-    fail,
+    calibration_check,
     parse_calibration,
+    require_calibration,
 )
 
 KEYS = frozenset({"calibrator", "num_bins", "percentile", "start_bin", "sites", "exclude", "granularity", "calibration"})
@@ -29,9 +30,8 @@ def parse(opts: dict, where: str, ctx: ParseContext) -> Step:
         q["exclude"] = tuple(q["exclude"]) if isinstance(q["exclude"], list) else q["exclude"]
     cfg = QuantConfig(**q)
     calib = parse_calibration(where, opts.get("calibration"), ctx.base, ctx.calibration_override, alone=True)
-    if cfg.needs_calibration and calib is None:
-        fail(where, "activation quantisation needs calibration data: add calibration: {data: FILE.tsv} "
-                    "or pass --calibration FILE.tsv")
+    if cfg.needs_calibration:
+        require_calibration(where, calib, "activation quantisation")
     return Step("quantize", cfg, calib)
 
 
@@ -41,9 +41,7 @@ def check(step, streamed, calibrate):
     if streamed:
         return ("activation quantisation needs calibration forward passes and cannot be streamed; use a weights-only "
                 "quantize step (sites: {linear_weight: true, others false}) or load the model with a device map")
-    if calibrate is None:
-        return "activation quantisation needs calibration forward passes, and this path has no calibration source"
-    return calibrate.check(step.calibration)
+    return calibration_check(step, calibrate, "activation quantisation")
 
 
 def run(target: Target, step: Step, calibrate) -> StepReport:

@@ -13,8 +13,9 @@ from forgetbench.compress.step_kind import (
     StepKind,
     StepReport,
     Target,
-    fail,
+    calibration_check,
     parse_calibration,
+    require_calibration,
 )
 
 KEYS = frozenset(SMOOTH_KEYS)
@@ -22,18 +23,14 @@ KEYS = frozenset(SMOOTH_KEYS)
 
 def parse(opts: dict, where: str, ctx: ParseContext) -> Step:
     calib = parse_calibration(where, opts.get("calibration"), ctx.base, ctx.calibration_override, alone=True)
-    if calib is None:
-        fail(where, "smooth needs calibration data (max |x| per channel): add calibration: {data: FILE.tsv} "
-                    "or pass --calibration FILE.tsv")
+    require_calibration(where, calib, "smooth", " (max |x| per channel)")
     return Step("smooth", SmoothConfig(**{k: v for k, v in opts.items() if k != "calibration"}), calib)
 
 
 def check(step, streamed, calibrate):
     if streamed:
         return "smoothing needs calibration forward passes and cannot be streamed; load the model with a device map"
-    if calibrate is None:
-        return "smoothing needs calibration forward passes, and this path has no calibration source"
-    return calibrate.check(step.calibration)
+    return calibration_check(step, calibrate, "smoothing")
 
 
 def run(target: Target, step: Step, calibrate) -> StepReport:
