@@ -10,12 +10,16 @@
 - ``delta_class(delta, threshold)``: a sentence whose score fell by more than ``threshold`` (ΔchrF < −threshold)
   is a *loser*, one that rose by more (ΔchrF > +threshold) a *winner*, else *neither* (the thesis's losers and
   winners, METHOD §2; the report's loser/winner shares, its movement table and its example attention maps).
+- ``SMALL``: a relative change of at most 10 % in magnitude is *small* (METHOD §2.11's decision: the Findings' "the
+  average drop is small" and a family ladder's knee, ``eval.families`` rule 2).
 """
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable
+
+SMALL = 10.0  # % relative change
 
 
 def mean(xs: Iterable[float | None]) -> float | None:

@@ -147,7 +147,8 @@ def test_sweep_with_ctranslate2_compares_each_variant_with_its_backend_base(tiny
 
     cfg = load_sweep(_sweep_config(tmp_path, tiny_dir, extra="speed: {sentences: 2}\n"))
     assert cfg.series_names == ["base", "base@torch", "p30", "ptq"]
-    S = run_sweep(cfg, tmp_path / "run", progress=False)
+    summary = run_sweep(cfg, tmp_path / "run", progress=False)
+    S = summary.to_dict()  # as summary.json holds it
     assert S["backends"] == {"base": "ctranslate2 int8 (cpu)", "base@torch": "torch",
                              "p30": "ctranslate2 int8 (cpu)", "ptq": "torch"}
     assert S["bases"] == {"p30": "base", "ptq": "base@torch"}  # fake-quantised: torch, against the torch base
@@ -167,7 +168,7 @@ def test_sweep_with_ctranslate2_compares_each_variant_with_its_backend_base(tiny
     ptq = S["speed"]["ptq"]
     assert ptq["form"].startswith("int8 artefact") and "sentences_per_s" not in ptq
     assert ptq["disk_bytes"] == next(r for r in S["variant_table"] if r["variant"] == "ptq")["size"]["int8_bytes"]
-    md = (write_report(S, tmp_path / "report").parent / "report.md").read_text()
+    md = (write_report(summary, tmp_path / "report").parent / "report.md").read_text()
     assert "| – | – | – | – | – | not timed: no runtime here executes its form |" in md
     assert "## Backend parity: base@torch vs base" in md and "| ptq | torch | base@torch |" in md
     assert "ctranslate2 int8" in md

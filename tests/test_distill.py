@@ -370,7 +370,8 @@ def test_students_go_through_the_sweep_with_contrasts_speed_and_compression(tiny
         tiers: {{training: {{counts: counts.json, thresholds: [10, 20, 30]}}}}
         """))
     cfg = load_sweep(tmp_path / "sweep.yaml")
-    S = run_sweep(cfg, tmp_path / "sw", progress=False)
+    summary = run_sweep(cfg, tmp_path / "sw", progress=False)
+    S = summary.to_dict()  # as summary.json holds it
     assert S["base"] == "teacher" and set(S["speed"]) == {"teacher", "kd", "nokd", "kd-p30"}
     assert all(v["sentences"] == 2 and v["sentences_per_s"] > 0 for v in S["speed"].values())
     # speed-ups from rounds interleaved with the base (eval.speed rule 2), each with its interval; the students
@@ -393,7 +394,7 @@ def test_students_go_through_the_sweep_with_contrasts_speed_and_compression(tiny
     assert Path(comp["model_dir"]) == Path(kd).resolve()  # the student, pruned by the same recipe
     from forgetbench.report.build import write_report
 
-    write_report(S, tmp_path / "sw" / "report")
+    write_report(summary, tmp_path / "sw" / "report")
     md = (tmp_path / "sw" / "report" / "report.md").read_text()
     assert "## Deployment: size and speed of each variant's deployable form" in md and "kd vs nokd: chrF diff." in md
     assert all(v["form"] == "ctranslate2 int8" for v in S["speed"].values())

@@ -92,10 +92,13 @@ def test_every_definition_the_report_links_exists_in_method():
 
 
 def test_a_saturated_miss_rate_is_explained_beside_the_table():
+    from forgetbench.eval.analysis import Thresholds
+    from forgetbench.eval.summary import BiasSummary, Summary
     from forgetbench.report.sections import MUCOW_NOTE, mucow_note
 
-    S = {"bias": {"word_sense": {"en-de": {"base": {"n": 40, "miss_rate": 1.0}, "p45": {"n": 40, "miss_rate": 0.5}}}}}
+    S = Summary("base", [], Thresholds(), {}, bias=BiasSummary(word_sense={
+        "en-de": {"base": {"n": 40, "miss_rate": 1.0}, "p45": {"n": 40, "miss_rate": 0.5}}}))
     note = mucow_note(S)
     assert "Miss rate ≥ 0.9 in 1 row(s)" in note and "base en-de: 0 of 40" in note and "p45" not in note
-    S["bias"]["word_sense"]["en-de"]["base"]["miss_rate"] = 0.2
+    S.bias.word_sense["en-de"]["base"]["miss_rate"] = 0.2
     assert mucow_note(S) == MUCOW_NOTE

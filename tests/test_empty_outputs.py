@@ -87,6 +87,8 @@ def test_sizes_of_a_compressed_folder_and_of_a_student_are_their_own(tiny_dir, t
     artefacts beside it not counted as weights; a student: its parameters against the sweep model's."""
     from forgetbench.compress.pipeline import compress_dir
     from forgetbench.compress.recipe import load_recipe
+    from forgetbench.eval.analysis import Thresholds, VariantRow
+    from forgetbench.eval.summary import Summary
     from forgetbench.models.tiny import build_tiny_m2m100
     from forgetbench.report.tables import method_of
     from forgetbench.sweep.plan import source_size
@@ -103,7 +105,8 @@ def test_sizes_of_a_compressed_folder_and_of_a_student_are_their_own(tiny_dir, t
     params, base = source_size(tmp_path / "small")[1], source_size(tiny_dir)[1]
     assert s["parameters"] == params and s["base_parameters"] == base and s["nominal_ratio"] == params / base < 0.5
     assert model_sizes(tiny_dir, tiny_dir, None)["nominal_ratio"] == 1.0
-    S = {"variant_table": [{"variant": "student", "size": s}, {"variant": "p45", "size": own}]}
+    S = Summary("base", [], Thresholds(), {}, variant_table=[VariantRow("student", s, None, None, 0),
+                                                             VariantRow("p45", own, None, None, 0)])
     assert method_of(S, "student") == "other model" and method_of(S, "p45") == "pruning"
 
 

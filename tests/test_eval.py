@@ -613,6 +613,8 @@ def test_a_quick_look_caps_every_sentence_count_and_says_so():
     import pytest as _pytest
 
     from forgetbench.errors import ForgetbenchError
+    from forgetbench.eval.analysis import Thresholds
+    from forgetbench.eval.summary import Summary
     from forgetbench.report.render import overview_notes
     from forgetbench.sweep.config import load_sweep, quick_look
 
@@ -621,7 +623,7 @@ def test_a_quick_look_caps_every_sentence_count_and_says_so():
     assert all(b["sentences"] == 3 for b in cfg.raw["bias"].values())
     assert load_sweep(REPO / "configs" / "demo.yaml").quick_look is None
     assert quick_look({"sentences": 2, "speed": {"sentences": 16}}, 5) == {"sentences": 2, "speed": {"sentences": 5}}
-    S = {"quick_look": 3, "pairs": [], "variants": []}
+    S = Summary("base", [], Thresholds(), {}, quick_look=3)
     assert overview_notes(S)[0].startswith("A quick look (--sentences 3)")
     with _pytest.raises(ForgetbenchError, match="speed.rounds must be an integer of at least 2"):
         from forgetbench.sweep.config import _speed

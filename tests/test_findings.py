@@ -1,28 +1,38 @@
 """The study's claims as tests: supported, contradicted or inconclusive, from intervals only."""
 
+from forgetbench.eval.analysis import (
+    Difference,
+    LambdaResult,
+    OffTargetResult,
+    PairGroup,
+    Rate,
+    RatePair,
+    Thresholds,
+    TierContrast,
+    VariantRow,
+)
+from forgetbench.eval.bootstrap import Interval
 from forgetbench.eval.findings import findings
+from forgetbench.eval.summary import BiasSummary, GenderResult, Summary
 
 
 def _summary(rel_ci, contrast_ci, better, worse, ot_ci, lam_l, lam_w, psi_ci):
-    return {
-        "base": "base", "variants": ["base", "prune-30"],
-        "variant_table": [{"variant": "base", "pairs": 10},
-                          {"variant": "prune-30", "pairs": 10, "rel_spBLEU": rel_ci[0], "rel_spBLEU_ci": rel_ci,
-                           "improved_pairs": better, "significantly": {"spBLEU": {"better": better, "worse": worse}}}],
-        "tier_contrasts": {"thesis": {"prune-30": {"spBLEU": {"difference": contrast_ci[0], "ci": contrast_ci,
-                                                              "low_pairs": 3, "high_pairs": 4}}}},
-        "off_target": {"prune-30": {"losers": {"base": {"off_target_pct": 5.0, "n": 100},
-                                               "compressed": {"off_target_pct": 9.0, "n": 100}},
-                                    "losers_change_ci": ot_ci}},
-        "hallucination": {"prune-30": {"losers": {"lambda": 1.0, "lambda_ci": lam_l, "n": 50},
-                                       "winners": {"lambda": 1.0, "lambda_ci": lam_w, "n": 40}}},
-        "bias": {"gender": {"base": {"average": {"psi_star": 0.3}},
-                            "prune-30": {"average": {"psi_star": 0.4}, "change_ci": {"psi_star": psi_ci}}}},
-    }
+    rates = RatePair(Rate(100, 5.0), Rate(100, 9.0))
+    return Summary(
+        "base", ["base", "prune-30"], Thresholds(), {}, bases={"prune-30": "base"},
+        variant_table=[VariantRow("base", {}, None, None, 10),
+                       VariantRow("prune-30", {}, None, None, 10, rel_spBLEU=rel_ci[0], rel_spBLEU_ci=Interval(*rel_ci),
+                                  improved_pairs=better, significantly={"spBLEU": {"better": better, "worse": worse}})],
+        tier_contrasts={"thesis": {"prune-30": {"spBLEU": TierContrast(3, 4, contrast_ci[0], contrast_ci)}}},
+        off_target={"prune-30": OffTargetResult(rates, rates, {}, losers_change_ci=Interval(*ot_ci))},
+        hallucination={"prune-30": {"losers": LambdaResult(50, None, None, 1.0, lambda_ci=Interval(*lam_l)),
+                                    "winners": LambdaResult(40, None, None, 1.0, lambda_ci=Interval(*lam_w))}},
+        bias=BiasSummary({"base": GenderResult({}, {"psi_star": 0.3}),
+                          "prune-30": GenderResult({}, {"psi_star": 0.4}, change_ci={"psi_star": psi_ci})}))
 
 
 def _outcomes(S):
-    return {f["claim"].split(" (")[0]: f["outcome"] for f in findings(S)}
+    return {f.claim.split(" (")[0]: f.outcome for f in findings(S)}
 
 
 def test_supported_claims():
@@ -43,17 +53,17 @@ def test_contradicted_and_inconclusive_claims():
 
 def test_per_language_calibration_is_tested_on_the_low_resource_pairs_against_english_only():
     S = _summary([-3, 2], [-9, -1], 2, 5, [1, 7], [1.1, 1.4], [0.7, 0.95], [0.02, 0.2])
-    S["calibrations"] = {"w-en": {"method": "wanda", "sparsity": 0.45, "choice": "english", "language": None},
+    S.calibrations = {"w-en": {"method": "wanda", "sparsity": 0.45, "choice": "english", "language": None},
                          "w-uni": {"method": "wanda", "sparsity": 0.45, "choice": "uniform", "language": None},
                          "w-mbs": {"method": "wanda", "sparsity": 0.45, "choice": "proportional", "language": None},
                          "s-uni": {"method": "sparsegpt", "sparsity": 0.45, "choice": "uniform", "language": None},
                          # another comparison group: not the English-only twin's step
                          "w-uni-layer": {"method": "wanda", "sparsity": 0.45, "choice": "uniform", "language": None,
                                          "scope": "layer"}}
-    S["pair_groups"] = {"thesis": {"low": {"pairs": 3, "contrasts": {
-        "w-en vs w-uni": {"spBLEU": {"difference": -0.38, "ci": [-0.64, -0.11]}},  # English − uniform: reversed
-        "w-mbs vs w-en": {"spBLEU": {"difference": 0.05, "ci": [-0.2, 0.3]}}}}}}
-    got = {f["variant"]: f for f in findings(S) if f["claim"].startswith("per-language calibration")}
+    S.pair_groups = {"thesis": {"low": PairGroup(3, 0, {}, {
+        "w-en vs w-uni": {"spBLEU": Difference(-0.38, [-0.64, -0.11])},  # English − uniform: reversed
+        "w-mbs vs w-en": {"spBLEU": Difference(0.05, [-0.2, 0.3])}})}}
+    got = {f.variant: f for f in findings(S) if f.claim.startswith("per-language calibration")}
     assert set(got) == {"w-uni", "w-mbs"}  # sparsegpt and the per-unit scope have no English-only twin: no claim
-    assert got["w-uni"]["outcome"] == "supported" and "uniform − english 0.38 [0.11, 0.64]" in got["w-uni"]["numbers"]
-    assert got["w-mbs"]["outcome"] == "inconclusive" and "[-0.20, 0.30]" in got["w-mbs"]["numbers"]
+    assert got["w-uni"].outcome == "supported" and "uniform − english 0.38 [0.11, 0.64]" in got["w-uni"].numbers
+    assert got["w-mbs"].outcome == "inconclusive" and "[-0.20, 0.30]" in got["w-mbs"].numbers

@@ -1,22 +1,25 @@
 """The cross-method table of most affected pairs (the study's Table 5.11): each variant's k lowest pairs, the
 methods read from the artefacts, pairs most affected under both pruning and quantisation first."""
 
+from forgetbench.eval.analysis import PairResult, Thresholds, VariantRow
+from forgetbench.eval.bootstrap import Interval, PairDifference
+from forgetbench.eval.summary import Summary
 from forgetbench.report.tables import _most_affected_table, method_of, most_affected
 
+SIZES = {"base": {"dense_bytes": 10, "nominal_ratio": 1.0}, "p": {"sparse_bytes": 7, "nominal_ratio": 0.7},
+         "q": {"int8_bytes": 3, "nominal_ratio": 0.25}, "nf4": {"dense_bytes": 10, "nominal_ratio": 0.125},
+         "student": {"dense_bytes": 5, "nominal_ratio": 1.0}}
 
-def _summary(rel: dict[str, list[float]]) -> dict:
-    pairs = [f"en-{x}" for x in "abcdef"]
+
+def _summary(rel: dict[str, list[float]]) -> Summary:
     variants = list(rel)
-    return {"base": "base", "variants": ["base", *variants],
-            "variant_table": [{"variant": "base", "size": {"dense_bytes": 10, "nominal_ratio": 1.0}},
-                              {"variant": "p", "size": {"sparse_bytes": 7, "nominal_ratio": 0.7}},
-                              {"variant": "q", "size": {"int8_bytes": 3, "nominal_ratio": 0.25}},
-                              {"variant": "nf4", "size": {"dense_bytes": 10, "nominal_ratio": 0.125}},
-                              {"variant": "student", "size": {"dense_bytes": 5, "nominal_ratio": 1.0}}],
-            "pairs": [{"src": "en", "tgt": p[3:], "kept": True, "tier": {"thesis": "High"},
-                       "rel": {v: {"spBLEU": rel[v][k], "chrF": 0.0} for v in variants},
-                       "intervals": {v: {"spBLEU": {"rel_ci": [rel[v][k] - 1, rel[v][k] + 1]}} for v in variants}}
-                      for k, p in enumerate(pairs)]}
+    pairs = [PairResult("flores", "en", x, 10, {"thesis": "High"}, {}, {}, {},
+                        {v: {"spBLEU": rel[v][k], "chrF": 0.0} for v in variants}, True, False,
+                        {v: {"spBLEU": PairDifference(0.0, Interval(0, 0), rel[v][k], Interval(rel[v][k] - 1, rel[v][k] + 1),
+                                                      1.0)} for v in variants})
+             for k, x in enumerate("abcdef")]
+    return Summary("base", ["base", *variants], Thresholds(), {}, pairs=pairs, bases={v: "base" for v in variants},
+                   variant_table=[VariantRow(v, size, None, None, 6) for v, size in SIZES.items()])
 
 
 def test_methods_come_from_the_artefacts():

@@ -117,7 +117,7 @@ def test_a_sweep_with_both_backends_and_flores200_files(nllb_dir, tmp_path):
         analysis: {{bleu_filter: 0, resamples: 50}}
         backend: ctranslate2
         """))
-    S = run_sweep(load_sweep(cfg), tmp_path / "run", progress=False)
+    S = run_sweep(load_sweep(cfg), tmp_path / "run", progress=False).to_dict()  # as summary.json holds it
     assert S["backends"]["base"].startswith("ctranslate2") and S["backends"]["base@torch"] == "torch"
     got = {(p["benchmark"], f"{p['src']}-{p['tgt']}") for p in S["pairs"]}
     assert got == {(b, p) for b in ("flores101", "flores200") for p in ("en-de", "en-sw")}

@@ -40,6 +40,12 @@ class Interval:
     def to_dict(self) -> list:
         return [self.low, self.high]
 
+    def __iter__(self):  # lo, hi = interval; as the [low, high] summary.json holds
+        return iter((self.low, self.high))
+
+    def __getitem__(self, i: int) -> float | None:
+        return (self.low, self.high)[i]
+
     def excludes_zero(self) -> bool:
         return self.low is not None and (self.low > 0 or self.high < 0)
 

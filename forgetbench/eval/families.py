@@ -18,8 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from forgetbench.eval import bootstrap as bs
-from forgetbench.eval.findings import SMALL
-from forgetbench.stats import mean
+from forgetbench.stats import SMALL, mean
 
 KNEE_DROP = SMALL  # % mean relative spBLEU (rule 2)
 

@@ -18,14 +18,8 @@ reports −6.6 % (30 %) and −0.6 % (int8) on M2M-100 12B.
 
 from __future__ import annotations
 
-SMALL = 10.0
-
-
-def comparisons(S: dict) -> list[str]:
-    """The variants compared with a base (the base translated by another backend is the parity check, not one)."""
-    if "bases" in S:
-        return list(S["bases"])
-    return [v for v in S["variants"] if v != S["base"]]
+from forgetbench.eval.summary import Finding, Summary
+from forgetbench.stats import SMALL
 
 
 def _small_claim_applies(variant: str) -> bool:
@@ -52,64 +46,63 @@ def _ci(ci, nd=2):
     return "[–]" if not ci or ci[0] is None else f"[{ci[0]:.{nd}f}, {ci[1]:.{nd}f}]"
 
 
-def findings(S: dict, small: float = SMALL) -> list[dict]:
-    """The claims tested on a summary (``summary.json``'s dict); one record per claim and variant."""
-    base = S["base"]
-    comps = comparisons(S)
-    rows = {r["variant"]: r for r in S["variant_table"]}
-    out = []
+def findings(S: Summary, small: float = SMALL) -> list[Finding]:
+    """The claims tested on a summary; one finding per claim and variant."""
+    rows = {r.variant: r for r in S.variant_table}
+    out: list[Finding] = []
 
     def add(claim, variant, outcome, numbers):
-        out.append({"claim": claim, "variant": variant, "outcome": outcome, "numbers": numbers})
+        out.append(Finding(claim, variant, outcome, numbers))
 
-    for v in comps:
+    for v in S.comparisons:
         r = rows[v]
         if _small_claim_applies(v):
-            ci = r.get("rel_spBLEU_ci")
+            ci = r.rel_spBLEU_ci
             add(f"the average drop is small (|rel. spBLEU| ≤ {small:g} %)", v,
                 _outcome(ci, lambda lo, hi: lo >= -small and hi <= small, lambda lo, hi: hi < -small or lo > small),
-                f"mean rel. spBLEU {_fmt(r['rel_spBLEU'])} % {_ci(ci)} over {r['pairs']} pairs")
-        c = S.get("tier_contrasts", {}).get("thesis", {}).get(v, {}).get("spBLEU")
+                f"mean rel. spBLEU {_fmt(r.rel_spBLEU)} % {_ci(ci)} over {r.pairs} pairs")
+        c = S.tier_contrasts.get("thesis", {}).get(v, {}).get("spBLEU")
         if c:
             add("low-resource pairs lose most", v,
-                _outcome(c["ci"], lambda lo, hi: hi < 0, lambda lo, hi: lo > 0),
-                f"Very-Low+Low minus High rel. spBLEU {_fmt(c['difference'])} pp {_ci(c['ci'])} "
-                f"({c['low_pairs']} vs {c['high_pairs']} pairs)")
-        sig = (r.get("significantly") or {}).get("spBLEU", {})
+                _outcome(c.ci, lambda lo, hi: hi < 0, lambda lo, hi: lo > 0),
+                f"Very-Low+Low minus High rel. spBLEU {_fmt(c.difference)} pp {_ci(c.ci)} "
+                f"({c.low_pairs} vs {c.high_pairs} pairs)")
+        sig = (r.significantly or {}).get("spBLEU", {})
         better, worse = sig.get("better", 0), sig.get("worse", 0)
-        outcome = "supported" if better else ("contradicted" if worse == r["pairs"] and r["pairs"] else "inconclusive")
-        add("some pairs improve", v, outcome, f"{better} of {r['pairs']} pairs significantly better, {worse} worse "
+        outcome = "supported" if better else ("contradicted" if worse == r.pairs and r.pairs else "inconclusive")
+        add("some pairs improve", v, outcome, f"{better} of {r.pairs} pairs significantly better, {worse} worse "
                                               f"(spBLEU, paired bootstrap, Benjamini–Hochberg q = 0.05); "
-                                              f"{r.get('improved_pairs')} better in the point estimate")
-        ot = S["off_target"][v]
-        ci = ot.get("losers_change_ci")
-        lb, lc = ot["losers"]["base"]["off_target_pct"], ot["losers"]["compressed"]["off_target_pct"]
+                                              f"{r.improved_pairs} better in the point estimate")
+        ot = S.off_target[v]
+        ci = ot.losers_change_ci
+        lb, lc = ot.losers.base.off_target_pct, ot.losers.compressed.off_target_pct
         add("off-target rises on losing sentences", v, _outcome(ci, lambda lo, hi: lo > 0, lambda lo, hi: hi < 0),
-            f"{_fmt(lb, 1)} → {_fmt(lc, 1)} % on {ot['losers']['base']['n']} losers; change {_ci(ci, 1)} pp")
-        h = S["hallucination"][v]
+            f"{_fmt(lb, 1)} → {_fmt(lc, 1)} % on {ot.losers.base.n} losers; change {_ci(ci, 1)} pp")
+        h = S.hallucination[v]
         for subset, word in (("losers", ">"), ("winners", "<")):
-            ci = h[subset].get("lambda_ci")
+            ci = h[subset].lambda_ci
             sup = (lambda lo, hi: lo > 1) if word == ">" else (lambda lo, hi: hi < 1)
             con = (lambda lo, hi: hi < 1) if word == ">" else (lambda lo, hi: lo > 1)
             add(f"λ {word} 1 on {subset}", v, _outcome(ci, sup, con),
-                f"λ = {_fmt(h[subset]['lambda'], 3)} {_ci(ci, 3)} over {h[subset]['n']} on-target sentences "
-                f"({h[subset].get('off_target', 0)} off-target left out)")
-        g = (S.get("bias") or {}).get("gender", {}).get(v)
-        if g and g.get("change_ci"):
-            ci = g["change_ci"].get("psi_star")
-            b = S["bias"]["gender"][base]["average"]["psi_star"]
+                f"λ = {_fmt(h[subset].lambda_, 3)} {_ci(ci, 3)} over {h[subset].n} on-target sentences "
+                f"({h[subset].off_target} off-target left out)")
+        g = S.bias.gender.get(v) if S.bias else None
+        if g and g.change_ci:
+            ci = g.change_ci.get("psi_star")
+            b = S.bias.gender[S.base].average["psi_star"]
             add("gender bias ψ* rises", v, _outcome(ci, lambda lo, hi: lo > 0, lambda lo, hi: hi < 0),
-                f"ψ* {_fmt(b, 3)} → {_fmt(g['average']['psi_star'], 3)}; change {_ci(ci, 3)}")
+                f"ψ* {_fmt(b, 3)} → {_fmt(g.average['psi_star'], 3)}; change {_ci(ci, 3)}")
     out += calibration_findings(S)
     return out
 
 
-def calibration_findings(S: dict) -> list[dict]:
+def calibration_findings(S: Summary) -> list[Finding]:
     """Per data-aware variant calibrated per language (uniform, proportional, one language), against the
     English-only calibration of the same method and sparsity: the low-resource pairs' spBLEU difference, from the
     configured contrast (either order) of the thesis tiers' "low" pair group."""
-    cal = S.get("calibrations") or {}
-    low = ((S.get("pair_groups") or {}).get("thesis") or {}).get("low") or {}
+    cal = S.calibrations
+    low = S.pair_groups.get("thesis", {}).get("low")
+    contrasts = low.contrasts if low else {}
     out = []
     for v, c in cal.items():
         if c["choice"] in ("english", "sample"):
@@ -118,14 +111,14 @@ def calibration_findings(S: dict) -> list[dict]:
             d.get(k) == c.get(k) for k in ("method", "sparsity", "scope", "include_embeddings"))), None)
         if e is None:
             continue
-        con, sign = (low.get("contrasts") or {}).get(f"{v} vs {e}"), 1
+        con, sign = contrasts.get(f"{v} vs {e}"), 1
         if con is None:
-            con, sign = (low.get("contrasts") or {}).get(f"{e} vs {v}"), -1
-        d = (con or {}).get("spBLEU") or {}
-        ci = [sign * x for x in d["ci"]][:: sign] if d.get("ci") and d["ci"][0] is not None else None
-        diff = None if d.get("difference") is None else sign * d["difference"]
-        numbers = (f"low-resource pairs ({low.get('pairs', '–')}): spBLEU {c['choice']} − english {_fmt(diff)} {_ci(ci)}"
+            con, sign = contrasts.get(f"{e} vs {v}"), -1
+        d = (con or {}).get("spBLEU")
+        ci = [sign * x for x in d.ci][:: sign] if d and d.ci and d.ci[0] is not None else None
+        diff = None if d is None or d.difference is None else sign * d.difference
+        numbers = (f"low-resource pairs ({low.pairs if low else '–'}): spBLEU {c['choice']} − english {_fmt(diff)} {_ci(ci)}"
                    if con else f"no contrast of {v} and {e} configured (contrasts: [[{v}, {e}]])")
-        out.append({"claim": f"per-language calibration reduces the low-resource loss ({c['choice']})", "variant": v,
-                    "outcome": _outcome(ci, lambda lo, hi: lo > 0, lambda lo, hi: hi < 0), "numbers": numbers})
+        out.append(Finding(f"per-language calibration reduces the low-resource loss ({c['choice']})", v,
+                           _outcome(ci, lambda lo, hi: lo > 0, lambda lo, hi: hi < 0), numbers))
     return out

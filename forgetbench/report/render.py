@@ -5,49 +5,48 @@ from __future__ import annotations
 
 import html
 
-from forgetbench.eval.findings import comparisons
+from forgetbench.eval.summary import Summary
 from forgetbench.report.numbers import num
 from forgetbench.report.sections import render_html, render_markdown, sections
 from forgetbench.report.tables import html_table
 
 
-def _sections(summary: dict, table_map: dict) -> list:
-    comps = comparisons(summary)
+def _sections(summary: Summary, table_map: dict) -> list:
+    comps = summary.comparisons
     return sections(summary, table_map, lambda v: _examples_html(summary, v), lambda: _languages_html(summary, comps),
                     lambda: _aligners_html(summary))
 
 
-def overview_notes(summary: dict) -> list[str]:
+def overview_notes(summary: Summary) -> list[str]:
     """What the first paragraph must say before any table: empty outputs per series, and a filter that kept no
     pair (with the numbers and the key to change)."""
-    notes, pairs = [], summary["pairs"]
-    if summary.get("quick_look"):
-        notes.append(f"A quick look (--sentences {summary['quick_look']}): at most {summary['quick_look']} sentences per pair, "
+    notes, pairs = [], summary.pairs
+    if summary.quick_look:
+        notes.append(f"A quick look (--sentences {summary.quick_look}): at most {summary.quick_look} sentences per pair, "
                      "bias benchmark and speed timing; intervals this wide say little. Run without --sentences (a "
                      "new --out) for the study's numbers.")
-    n = sum(p["n"] for p in pairs)
-    empty = {v: sum(p.get("empty_outputs", {}).get(v, 0) for p in pairs) for v in summary["variants"]}
+    n = sum(p.n for p in pairs)
+    empty = {v: sum(p.empty_outputs.get(v, 0) for p in pairs) for v in summary.variants}
     if any(empty.values()):
-        worst = {v: max(pairs, key=lambda p, v=v: p.get("empty_outputs", {}).get(v, 0)) for v in empty if empty[v]}
+        worst = {v: max(pairs, key=lambda p, v=v: p.empty_outputs.get(v, 0)) for v in empty if empty[v]}
         notes.append("Empty outputs: " + "; ".join(
-            f"{v} {empty[v]} of {n} (most in {worst[v]['src']}-{worst[v]['tgt']}: "
-            f"{worst[v]['empty_outputs'][v]} of {worst[v]['n']})" for v in worst)
+            f"{v} {empty[v]} of {n} (most in {worst[v].src}-{worst[v].tgt}: "
+            f"{worst[v].empty_outputs[v]} of {worst[v].n})" for v in worst)
             + " — scored as empty strings; per pair in the pairs tables' empty columns.")
-    kept = [p for p in pairs if p["kept"]]
-    if pairs and not kept:
-        base = summary["base"]
-        top = max(p["scores"][base]["spBLEU"] for p in pairs)
+    if pairs and not summary.kept_pairs:
+        top = max(p.scores[summary.base]["spBLEU"] for p in pairs)
         notes.append(f"No pair passed the filter: every pair's base spBLEU is below analysis.bleu_filter = "
-                     f"{summary['thresholds']['bleu_filter']} (the highest is {top:.2f}), so averages, Findings and figures "
+                     f"{summary.thresholds.bleu_filter} (the highest is {top:.2f}), so averages, Findings and figures "
                      "are empty; the pairs tables list every pair's scores. Lower analysis.bleu_filter in the config "
                      "(0 keeps every pair) and run the command again: the stored translations are reused.")
     return notes
 
 
-def markdown(summary: dict, table_map: dict) -> str:
-    parts = [f"# forgetbench report: {summary['name']}", "",
-             f"Base `{summary['base']}`; {len([p for p in summary['pairs'] if p['kept']])} of {len(summary['pairs'])} pairs kept "
-             f"(base spBLEU ≥ {summary['thresholds']['bleu_filter']}); ΔchrF threshold ±{summary['thresholds']['delta']}.",
+def markdown(summary: Summary, table_map: dict) -> str:
+    th = summary.thresholds
+    parts = [f"# forgetbench report: {summary.name}", "",
+             f"Base `{summary.base}`; {len(summary.kept_pairs)} of {len(summary.pairs)} pairs kept "
+             f"(base spBLEU ≥ {th.bleu_filter}); ΔchrF threshold ±{th.delta}.",
              *(f"\n**{x}**" for x in overview_notes(summary)), ""]
     return "\n".join(parts + render_markdown(_sections(summary, table_map), table_map))
 
@@ -61,51 +60,50 @@ td:first-child,th:first-child{text-align:left}th{background:#f3f3f3}h2{margin-to
 img{max-width:100%}.lang{display:inline-block;vertical-align:top;margin:0 1.2em 1em 0}"""
 
 
-def html_report(summary: dict, table_map: dict, figs: dict[str, str]) -> str:
-    e = html.escape
-    comps = comparisons(summary)
-    head = [f"<!doctype html><html><head><meta charset='utf-8'><title>forgetbench: {e(summary['name'])}</title>",
-            f"<style>{CSS}</style></head><body>", f"<h1>Who pays for compression? — {e(summary['name'])}</h1>",
-            f"<p>Base <b>{e(summary['base'])}</b> vs {', '.join(e(v) for v in comps)}. "
-            f"{len([p for p in summary['pairs'] if p['kept']])} of {len(summary['pairs'])} pairs kept (base spBLEU ≥ "
-            f"{summary['thresholds']['bleu_filter']}); ΔchrF losers &lt; −{summary['thresholds']['delta']}, winners &gt; "
-            f"+{summary['thresholds']['delta']}; {_times(summary['run'])}; {summary['run']['threads']} thread(s); "
-            f"{e(_hardware(summary['run']))}; intervals: paired "
-            f"bootstrap, {summary['thresholds'].get('resamples', '–')} resamples, seed {summary['thresholds'].get('seed', '–')}; "
+def html_report(summary: Summary, table_map: dict, figs: dict[str, str]) -> str:
+    e, th = html.escape, summary.thresholds
+    head = [f"<!doctype html><html><head><meta charset='utf-8'><title>forgetbench: {e(summary.name)}</title>",
+            f"<style>{CSS}</style></head><body>", f"<h1>Who pays for compression? — {e(summary.name)}</h1>",
+            f"<p>Base <b>{e(summary.base)}</b> vs {', '.join(e(v) for v in summary.comparisons)}. "
+            f"{len(summary.kept_pairs)} of {len(summary.pairs)} pairs kept (base spBLEU ≥ "
+            f"{th.bleu_filter}); ΔchrF losers &lt; −{th.delta}, winners &gt; "
+            f"+{th.delta}; {_times(summary.run)}; {summary.run['threads']} thread(s); "
+            f"{e(_hardware(summary.run))}; intervals: paired "
+            f"bootstrap, {th.resamples} resamples, seed {th.seed}; "
             "▼/▲ = significantly worse/better (Benjamini–Hochberg, q = "
-            f"{summary['thresholds'].get('fdr', 0.05)}).</p>", *(f"<p><b>{e(x)}</b></p>" for x in overview_notes(summary))]
+            f"{th.fdr}).</p>", *(f"<p><b>{e(x)}</b></p>" for x in overview_notes(summary))]
     return "\n".join(head + render_html(_sections(summary, table_map), table_map, figs, html_table, _findings_table) + ["</body></html>"])
 
 
-def _examples_html(summary: dict, v: str) -> str:
+def _examples_html(summary: Summary, v: str) -> str:
     """The most losing and winning sentences of a variant, model text escaped."""
     out = []
     for subset in ("losers", "winners"):
-        rows = [[x["pair"], num(x["delta_chrF"]), x["source"], x["reference"], x["base"], x["compressed"]]
-                for x in summary["examples"][v][subset]]
+        rows = [[x.pair, num(x.delta_chrF), x.source, x.reference, x.base, x.compressed]
+                for x in summary.examples[v][subset]]
         out += [f"<h3>Example {subset} — {html.escape(v)}</h3>",
-                html_table(["pair", "ΔchrF", "source", "reference", (summary.get("bases") or {}).get(v, summary["base"]), v], rows, "ex")]
+                html_table(["pair", "ΔchrF", "source", "reference", summary.base_of(v), v], rows, "ex")]
     return "\n".join(out)
 
 
-def _languages_html(summary: dict, comps: list[str]) -> str:
+def _languages_html(summary: Summary, comps: list[str]) -> str:
     """One card per language: its pairs as source and as target, per variant."""
     e, out = html.escape, []
-    for L in summary["languages"]:
+    for L in summary.languages:
         rows = []
         for role in ("as_source", "as_target"):
-            r = L[role]
-            rows.append([role.replace("_", " "), r["pairs"], num(r["base_spBLEU"])]
-                        + [f"{num(r[v]['rel_spBLEU'])} / {num(r[v]['losers_pct'], pct=True)}" for v in comps])
-        out += [f"<div class='lang'><h3>{e(L['name'])} ({e(L['lang'])})</h3><p>tier {e(L['tier'])}, bitext "
-                f"{L['bitext_m']} M, LID: {e(L['identifier'])}</p>",
+            r = getattr(L, role)
+            rows.append([role.replace("_", " "), r.pairs, num(r.base_spBLEU)]
+                        + [f"{num(r.by_variant[v]['rel_spBLEU'])} / {num(r.by_variant[v]['losers_pct'], pct=True)}" for v in comps])
+        out += [f"<div class='lang'><h3>{e(L.name)} ({e(L.lang)})</h3><p>tier {e(L.tier)}, bitext "
+                f"{L.bitext_m} M, LID: {e(L.identifier)}</p>",
                 html_table(["role", "pairs", "base spBLEU"] + [f"{v}: rel. % / losers" for v in comps], rows), "</div>"]
     return "\n".join(out)
 
 
-def _aligners_html(summary: dict) -> str:
-    ac = summary["bias"]["aligner_comparison"]
-    return f"<p>Same gender read by both aligners for {num(ac['same_gender_read_pct'], pct=True)} of {ac['items']} items.</p>"
+def _aligners_html(summary: Summary) -> str:
+    ac = summary.bias.aligner_comparison
+    return f"<p>Same gender read by both aligners for {num(ac.same_gender_read_pct, pct=True)} of {ac.items} items.</p>"
 
 
 def _hardware(run: dict) -> str:

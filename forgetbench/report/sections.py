@@ -12,7 +12,7 @@ import html
 import json
 from dataclasses import dataclass, field
 
-from forgetbench.eval.findings import comparisons
+from forgetbench.eval.summary import Summary
 
 BOTH, HTML_ONLY = ("md", "html"), ("html",)
 MOST_AFFECTED = 5  # pairs per variant in the cross-method table
@@ -78,10 +78,10 @@ MUCOW_NOTE = ("accuracy = correct / (correct + wrong) over the items whose trans
 SATURATED = 0.9  # a miss rate at or above it leaves accuracy resting on a few items
 
 
-def mucow_note(summary: dict) -> str:
+def mucow_note(summary: Summary) -> str:
     """The MuCoW note, with the reason beside a saturated miss rate: the rows whose outputs contain none of the
     listed senses for most items, and on how many items their accuracy rests."""
-    ws = (summary.get("bias") or {}).get("word_sense") or {}
+    ws = summary.bias.word_sense if summary.bias else {}
     full = [(pair, v, d) for pair, res in ws.items() for v, d in res.items() if d.get("miss_rate", 0) >= SATURATED]
     if not full:
         return MUCOW_NOTE
@@ -92,14 +92,14 @@ def mucow_note(summary: dict) -> str:
             f"({judged}{', …' if len(full) > 6 else ''}) and says little.")
 
 
-def sections(summary: dict, table_map: dict, examples_html, languages_html, aligners_html) -> list[Section]:
+def sections(summary: Summary, table_map: dict, examples_html, languages_html, aligners_html) -> list[Section]:
     """The report's sections in order. ``examples_html(v)``, ``languages_html()`` and ``aligners_html()`` give
     the HTML-only content built from model text (escaped there)."""
-    base = summary["base"]
+    base = summary.base
     out = [Section("Size and score per variant", [Block("table", "variants")]),
            Section("Scores per pair", [Block("table", "pair_scores")], note=(
                f"Corpus spBLEU and chrF of every pair and series, and its empty outputs; averages, Findings and the "
-               f"analyses use the kept pairs (base spBLEU ≥ analysis.bleu_filter = {summary['thresholds']['bleu_filter']}).")),
+               f"analyses use the kept pairs (base spBLEU ≥ analysis.bleu_filter = {summary.thresholds.bleu_filter}).")),
            Section("Findings: the study's claims tested at 95 %", [Block("table", "findings", css="findings")])]
     if "deploy" in table_map:
         out.append(Section("Deployment: size and speed of each variant's deployable form", [Block("table", "deploy")],
@@ -111,13 +111,13 @@ def sections(summary: dict, table_map: dict, examples_html, languages_html, alig
     if "signals" in table_map:
         out.append(Section("Distillation signal per pair group (the students' training probe)",
                            [Block("table", "signals")], html_note=SIGNALS_NOTE))
-    for name, F in (summary.get("families") or {}).items():
-        kind = "ladder" if F["numeric"] else "comparison"
-        out.append(Section(f"{name}: the {F['axis']} {kind} ({len(F['pairs'])} pairs: {', '.join(F['pairs'])})",
+    for name, F in summary.families.items():
+        kind = "ladder" if F.numeric else "comparison"
+        out.append(Section(f"{name}: the {F.axis} {kind} ({len(F.pairs)} pairs: {', '.join(F.pairs)})",
                            [Block("figure", f"family_{name}", HTML_ONLY), Block("table", f"family_{name}")],
-                           note=(F.get("knee") or {}).get("statement", "") if F["numeric"] else FAMILY_NOTE))
+                           note=(F.knee or {}).get("statement", "") if F.numeric else FAMILY_NOTE))
     out.append(Section("Relative difference vs resource of the pair", [Block("figure", "scatter")], formats=HTML_ONLY))
-    for view in summary["tiers"]:
+    for view in summary.tiers:
         out.append(Section(f"Relative difference by pair tier ({view} tiers)", [
             Block("figure", f"tiers_{view}", HTML_ONLY), Block("heading", "tier", HTML_ONLY), Block("table", f"tier_{view}"),
             *[b for axis in ("src_tier", "tgt_tier") for b in (Block("heading", axis.replace("_", " "), HTML_ONLY),
@@ -130,14 +130,14 @@ def sections(summary: dict, table_map: dict, examples_html, languages_html, alig
                     note=DELTA_NOTE),
             Section("Off-target translations", [Block("table", "off_target")], note=OFF_TARGET_NOTE),
             Section("Cross-attention λ", [Block("table", "hallucination")], html_note=LAMBDA_NOTE)]
-    for key, M in (summary.get("movement") or {}).items():
-        out.append(Section(f"Losers and winners of {M['a']} under {M['b']}", [
-            Block("table", f"movement_{key}"), Block("heading", f"Sentences moving from loser ({M['a']}) to winner "
-                                                                f"({M['b']})"), Block("table", f"moves_{key}")]))
-    for v in summary.get("attention_maps") or {}:
+    for key, M in summary.movement.items():
+        out.append(Section(f"Losers and winners of {M.a} under {M.b}", [
+            Block("table", f"movement_{key}"), Block("heading", f"Sentences moving from loser ({M.a}) to winner "
+                                                                f"({M.b})"), Block("table", f"moves_{key}")]))
+    for v in summary.attention_maps:
         out.append(Section(f"Cross-attention maps — {v}", [Block("figure", f"attention_{v}"),
                                                             Block("table", f"attention_{v}", css="ex")],
-                           note=ATTENTION_NOTE.format(layers=summary["attention_maps"][v].get("layers", "all")),
+                           note=ATTENTION_NOTE.format(layers=summary.attention_maps[v].get("layers", "all")),
                            formats=HTML_ONLY))
     if "gender" in table_map:
         blocks = [Block("table", "gender"), Block("table", "gender_languages")]
@@ -153,10 +153,10 @@ def sections(summary: dict, table_map: dict, examples_html, languages_html, alig
             "errors choosing a more frequent / the most frequent sense. Lower is less biased. Intervals: bootstrap "
             "over the items, changes paired with the base.")))
     out += [Section(f"Pairs, most losing first — {v}", [Block("table", f"pairs_{v}"), Block("raw", examples_html(v))],
-                    formats=HTML_ONLY) for v in comparisons(summary)]
+                    formats=HTML_ONLY) for v in summary.comparisons]
     out += [Section("Per language", [Block("raw", languages_html())], formats=HTML_ONLY),
             Section("Language identification coverage", [Block("table", "lid")]),
-            Section("Signatures", [Block("json", json.dumps(summary["signatures"], indent=1, ensure_ascii=False))])]
+            Section("Signatures", [Block("json", json.dumps(summary.signatures, indent=1, ensure_ascii=False))])]
     return out
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from forgetbench.eval.findings import comparisons
 from forgetbench.eval.languages import PAIR_GROUPS, TIERS
+from forgetbench.eval.summary import Summary
 from forgetbench.report.numbers import MARK, interval, num, num_interval
 from forgetbench.report.sections import MOST_AFFECTED
 
@@ -21,7 +21,7 @@ def html_table(headers: list[str], rows: list[list], cls: str = "") -> str:
 Table = tuple[list[str], list[list]]
 
 
-def tables(summary: dict) -> dict[str, Table]:
+def tables(summary: Summary) -> dict[str, Table]:
     """Every table of the report as (headers, rows) — shared by HTML, Markdown and CSV; one builder per table
     (``TABLES``), each giving the tables its summary section has (none where the summary lacks it)."""
     table_map: dict[str, Table] = {}
@@ -30,17 +30,17 @@ def tables(summary: dict) -> dict[str, Table]:
     return table_map
 
 
-def _variants_table(summary: dict) -> dict[str, Table]:
-    base, bases, backends = summary["base"], summary.get("bases") or {}, summary.get("backends") or {}
+def _variants_table(summary: Summary) -> dict[str, Table]:
+    base, bases, backends = summary.base, summary.bases, summary.backends
     return {"variants": (["variant", "backend", "compared with", "nominal size", "disk (real artefact)", "avg spBLEU",
                           "avg chrF", "rel. spBLEU % [95 % CI]", "rel. chrF % [95 % CI]", "pairs improved",
                           "pairs sig. worse / better (spBLEU)"],
-                         [[r["variant"], backends.get(r["variant"], "torch"),
-                           bases.get(r["variant"], "–" if r["variant"] == base else base), num(r["size"].get("nominal_ratio")),
-                           _disk(r["size"]), num(r["spBLEU"]), num(r["chrF"]), num_interval(r.get("rel_spBLEU"), r.get("rel_spBLEU_ci")),
-                           num_interval(r.get("rel_chrF"), r.get("rel_chrF_ci")), r.get("improved_pairs", "–"),
-                           (f"{r['significantly']['spBLEU']['worse']} / {r['significantly']['spBLEU']['better']}"
-                            if r.get("significantly") else "–")] for r in summary["variant_table"]])}
+                         [[r.variant, backends.get(r.variant, "torch"),
+                           bases.get(r.variant, "–" if r.variant == base else base), num(r.size.get("nominal_ratio")),
+                           _disk(r.size), num(r.spBLEU), num(r.chrF), num_interval(r.rel_spBLEU, r.rel_spBLEU_ci),
+                           num_interval(r.rel_chrF, r.rel_chrF_ci), "–" if r.improved_pairs is None else r.improved_pairs,
+                           (f"{r.significantly['spBLEU']['worse']} / {r.significantly['spBLEU']['better']}"
+                            if r.significantly else "–")] for r in summary.variant_table])}
 
 
 def csv_name(table: str) -> str:
@@ -48,84 +48,80 @@ def csv_name(table: str) -> str:
     return table.replace("|", "_vs_")
 
 
-def _pair_scores_table(summary: dict) -> dict[str, Table]:
+def _pair_scores_table(summary: Summary) -> dict[str, Table]:
     """Every pair's corpus scores and empty outputs for every series, kept by the filter or not: always shown."""
-    bar, series = summary["thresholds"]["bleu_filter"], summary["variants"]
+    bar, series = summary.thresholds.bleu_filter, summary.variants
     return {"pair_scores": (["pair", "benchmark", "tier", "kept"]
                             + [f"{v} {c}" for v in series for c in ("spBLEU", "chrF", "empty")],
-                            [[f"{p['src']}-{p['tgt']}", p["benchmark"], p["tier"]["thesis"],
-                              "yes" if p["kept"] else f"no (base spBLEU < {bar})"]
-                             + [x for v in series for x in (num(p["scores"][v]["spBLEU"]), num(p["scores"][v]["chrF"]),
-                                                            p.get("empty_outputs", {}).get(v, "–"))]
-                             for p in summary["pairs"]])}
+                            [[f"{p.src}-{p.tgt}", p.benchmark, p.tier["thesis"], "yes" if p.kept else f"no (base spBLEU < {bar})"]
+                             + [x for v in series for x in (num(p.scores[v]["spBLEU"]), num(p.scores[v]["chrF"]),
+                                                            p.empty_outputs.get(v, "–"))]
+                             for p in summary.pairs])}
 
 
-def _tier_tables(summary: dict) -> dict[str, Table]:
-    comps, table_map = comparisons(summary), {}
-    for view, tiers in summary["tiers"].items():
+def _tier_tables(summary: Summary) -> dict[str, Table]:
+    comps, table_map = summary.comparisons, {}
+    for view, tiers in summary.tiers.items():
         for axis in ("tier", "src_tier", "tgt_tier"):
+            cells = {t: tiers[axis][t] for t in TIERS}
             table_map[f"{axis}_{view}"] = ([axis.replace("_", " "), "pairs"] + [f"{v} rel. spBLEU % [95 % CI]" for v in comps]
                                    + [f"{v} rel. chrF % [95 % CI]" for v in comps],
-                                   [[t, tiers[axis][t]["pairs"]]
-                                    + [num_interval(tiers[axis][t][v]["spBLEU"], tiers[axis][t][v].get("spBLEU_ci")) for v in comps]
-                                    + [num_interval(tiers[axis][t][v]["chrF"], tiers[axis][t][v].get("chrF_ci")) for v in comps]
-                                    for t in TIERS])
+                                   [[t, c.pairs] + [num_interval(c.by_variant[v][m], c.by_variant[v].get(f"{m}_ci"))
+                                                    for m in ("spBLEU", "chrF") for v in comps]
+                                    for t, c in cells.items()])
     return table_map
 
 
-def _delta_tables(summary: dict) -> dict[str, Table]:
+def _delta_tables(summary: Summary) -> dict[str, Table]:
     """ΔchrF losers and winners, off-target rates, λ."""
-    comps, delta, off_target, lam = comparisons(summary), summary["delta"], summary["off_target"], summary["hallucination"]
+    comps, delta, off_target, lam = summary.comparisons, summary.delta, summary.off_target, summary.hallucination
     return {
         "delta": (["variant", "sentences", "losers", "losers % [95 % CI]", "winners", "winners % [95 % CI]"],
-                  [[v, delta[v]["sentences"], delta[v]["losers"], num_interval(delta[v]["losers_pct"], delta[v].get("losers_pct_ci"), 1),
-                    delta[v]["winners"], num_interval(delta[v]["winners_pct"], delta[v].get("winners_pct_ci"), 1)] for v in comps]),
+                  [[v, d.sentences, d.losers, num_interval(d.losers_pct, d.losers_pct_ci, 1),
+                    d.winners, num_interval(d.winners_pct, d.winners_pct_ci, 1)] for v in comps for d in [delta[v]]]),
         "off_target": (["variant", "losers: base", "losers: compressed", "losers: change pp [95 % CI]", "n (losers)",
                         "overall: base", "overall: compressed", "overall: change pp [95 % CI]"],
-                       [[v, num(off_target[v]["losers"]["base"]["off_target_pct"], pct=True),
-                         num(off_target[v]["losers"]["compressed"]["off_target_pct"], pct=True),
-                         interval(off_target[v].get("losers_change_ci"), 1), off_target[v]["losers"]["base"]["n"],
-                         num(off_target[v]["overall"]["base"]["off_target_pct"], pct=True),
-                         num(off_target[v]["overall"]["compressed"]["off_target_pct"], pct=True),
-                         interval(off_target[v].get("overall_change_ci"), 1)] for v in comps]),
+                       [[v, num(o.losers.base.off_target_pct, pct=True), num(o.losers.compressed.off_target_pct, pct=True),
+                         interval(o.losers_change_ci, 1), o.losers.base.n,
+                         num(o.overall.base.off_target_pct, pct=True), num(o.overall.compressed.off_target_pct, pct=True),
+                         interval(o.overall_change_ci, 1)] for v in comps for o in [off_target[v]]]),
         "hallucination": (["variant", "λ losers [95 % CI]", "λ winners [95 % CI]", "λ all [95 % CI]",
                            "median per-sentence ratio (losers)", "n losers (on-target)", "losers left out: off-target",
                            "n winners (on-target)", "winners left out: off-target"],
-                          [[v] + [num_interval(lam[v][k]["lambda"], lam[v][k].get("lambda_ci"), 3) for k in ("losers", "winners", "all")]
-                           + [num(lam[v]["losers"]["per_sentence"]["median"]), lam[v]["losers"]["n"],
-                              lam[v]["losers"].get("off_target", 0), lam[v]["winners"]["n"], lam[v]["winners"].get("off_target", 0)]
+                          [[v] + [num_interval(lam[v][k].lambda_, lam[v][k].lambda_ci, 3) for k in ("losers", "winners", "all")]
+                           + [num(lam[v]["losers"].per_sentence["median"]), lam[v]["losers"].n,
+                              lam[v]["losers"].off_target, lam[v]["winners"].n, lam[v]["winners"].off_target]
                            for v in comps]),
         "findings": (["claim", "variant", "outcome (95 %)", "numbers"],
-                     [[f["claim"], f["variant"], f["outcome"], f["numbers"]] for f in summary.get("findings", [])])}
+                     [[f.claim, f.variant, f.outcome, f.numbers] for f in summary.findings])}
 
 
-def _gender_tables(summary: dict) -> dict[str, Table]:
-    bias, table_map = summary.get("bias") or {}, {}
-    if bias.get("gender"):
+def _gender_tables(summary: Summary) -> dict[str, Table]:
+    bias, table_map = summary.bias, {}
+    if bias and bias.gender:
         table_map["gender"] = (["variant", "accuracy [95 % CI]", "F1 male", "F1 female", "ΔG", "ΔS", "ψ [95 % CI]", "ψ* [95 % CI]",
                         "ψ* change [95 % CI]", "rel. ψ %", "rel. accuracy %"],
-                       [[v, num_interval(g["average"]["accuracy"], g.get("ci", {}).get("accuracy"), 3), num(g["average"]["f1_male"], 3),
-                         num(g["average"]["f1_female"], 3), num(g["average"]["delta_g"], 3), num(g["average"]["delta_s"], 3),
-                         num_interval(g["average"]["psi"], g.get("ci", {}).get("psi"), 3),
-                         num_interval(g["average"]["psi_star"], g.get("ci", {}).get("psi_star"), 3),
-                         interval(g.get("change_ci", {}).get("psi_star"), 3) if "change_ci" in g else "–",
-                         num(g.get("relative_to_base", {}).get("psi")),
-                         num(g.get("relative_to_base", {}).get("accuracy"))] for v, g in bias["gender"].items()])
+                       [[v, num_interval(g.average["accuracy"], (g.ci or {}).get("accuracy"), 3), num(g.average["f1_male"], 3),
+                         num(g.average["f1_female"], 3), num(g.average["delta_g"], 3), num(g.average["delta_s"], 3),
+                         num_interval(g.average["psi"], (g.ci or {}).get("psi"), 3),
+                         num_interval(g.average["psi_star"], (g.ci or {}).get("psi_star"), 3),
+                         "–" if g.change_ci is None else interval(g.change_ci.get("psi_star"), 3),
+                         num((g.relative_to_base or {}).get("psi")),
+                         num((g.relative_to_base or {}).get("accuracy"))] for v, g in bias.gender.items()])
         table_map["gender_languages"] = (["variant", "language", "n", "accuracy", "F1 male", "F1 female", "ψ", "ψ*"],
                                  [[v, lang, d["n"], num(d["accuracy"], 3), num(d["f1_male"], 3), num(d["f1_female"], 3),
                                    num(d["psi"], 3), num(d["psi_star"], 3)]
-                                  for v, g in bias["gender"].items() for lang, d in g["languages"].items()])
-    if bias.get("aligner_comparison"):
-        ac = bias["aligner_comparison"]
+                                  for v, g in bias.gender.items() for lang, d in g.languages.items()])
+    if bias and bias.aligner_comparison:
+        by = bias.aligner_comparison.by_variant
         table_map["aligners"] = (["variant", "aligner", "accuracy", "ψ", "ψ*"],
-                         [[v, a, num(ac[v][a]["accuracy"], 3), num(ac[v][a]["psi"], 3), num(ac[v][a]["psi_star"], 3)]
-                          for v in ac if isinstance(ac[v], dict) and "fast_align" in ac[v]
-                          for a in ("cross_attention", "fast_align") if a in ac[v]])
+                         [[v, a, num(by[v][a]["accuracy"], 3), num(by[v][a]["psi"], 3), num(by[v][a]["psi_star"], 3)]
+                          for v in by if "fast_align" in by[v] for a in ("cross_attention", "fast_align") if a in by[v]])
     return table_map
 
 
-def _word_sense_table(summary: dict) -> dict[str, Table]:
-    ws = (summary.get("bias") or {}).get("word_sense")
+def _word_sense_table(summary: Summary) -> dict[str, Table]:
+    ws = summary.bias.word_sense if summary.bias else None
     if not ws:
         return {}
     return {"word_sense": (["pair", "variant", "n", "accuracy [95 % CI]", "accuracy change [95 % CI]", "wrong-sense rate",
@@ -136,33 +132,33 @@ def _word_sense_table(summary: dict) -> dict[str, Table]:
                              num(d.get("relative_accuracy"))] for pair, res in ws.items() for v, d in res.items()])}
 
 
-def _movement_tables(summary: dict) -> dict[str, Table]:
+def _movement_tables(summary: Summary) -> dict[str, Table]:
     """Per (a, b) asked for: a's sentences by category (rows) against b's (columns); then the loser→winner ones."""
     table_map = {}
-    for key, M in (summary.get("movement") or {}).items():
+    for key, M in summary.movement.items():
         cats = ("loser", "neither", "winner")
-        table_map[f"movement_{key}"] = ([f"{M['a']} \\ {M['b']}", *cats, "sentences"],
-                                [[x, *(M["counts"][x][y] for y in cats), sum(M["counts"][x].values())] for x in cats])
-        table_map[f"moves_{key}"] = (["pair", "sentence", f"ΔchrF {M['a']}", f"ΔchrF {M['b']}"],
-                             [[m["pair"], m["idx"], num(m["delta_a"]), num(m["delta_b"])] for m in M["loser_to_winner"]])
+        table_map[f"movement_{key}"] = ([f"{M.a} \\ {M.b}", *cats, "sentences"],
+                                [[x, *(M.counts[x][y] for y in cats), sum(M.counts[x].values())] for x in cats])
+        table_map[f"moves_{key}"] = (["pair", "sentence", f"ΔchrF {M.a}", f"ΔchrF {M.b}"],
+                             [[m["pair"], m["idx"], num(m["delta_a"]), num(m["delta_b"])] for m in M.loser_to_winner])
     return table_map
 
 
-def _attention_texts(summary: dict) -> dict[str, Table]:
+def _attention_texts(summary: Summary) -> dict[str, Table]:
     """The texts of each variant's mapped examples (the figure's rows, in order)."""
     table_map = {}
-    for v, rec in (summary.get("attention_maps") or {}).items():
-        b = (summary.get("bases") or {}).get(v, summary["base"])
+    for v, rec in summary.attention_maps.items():
+        b = summary.base_of(v)
         table_map[f"attention_{v}"] = (["example", "pair", "ΔchrF", "source", b, v],
                                [[subset[:-1], x["pair"], num(x["delta_chrF"]), x["source"], x["base"], x["compressed"]]
                                 for subset in ("losers", "winners") for x in rec.get(subset, [])])
     return table_map
 
 
-def _dibimt_table(summary: dict) -> dict[str, Table]:
+def _dibimt_table(summary: Summary) -> dict[str, Table]:
     """DiBiMT per language and variant: accuracy, SFII, SPDI, MFS, MFS⁺ with intervals, and SFII's and MFS's changes
     from the base (lower SFII / SPDI / MFS is less biased)."""
-    dib = (summary.get("bias") or {}).get("dibimt")
+    dib = summary.bias.dibimt if summary.bias else None
     if not dib:
         return {}
     ms = ("accuracy", "SFII", "SPDI", "MFS", "MFS+")
@@ -173,41 +169,40 @@ def _dibimt_table(summary: dict) -> dict[str, Table]:
                         for lang, res in dib.items() for v, d in res.items()])}
 
 
-def _deploy_table(summary: dict) -> dict[str, Table]:
-    if not summary.get("speed"):
+def _deploy_table(summary: Summary) -> dict[str, Table]:
+    if not summary.speed:
         return {}
-    sp0 = summary["speed"].get(summary["base"], {})
+    sp0 = summary.speed.get(summary.base, {})
     b1, bb = sp0.get("sentences_per_s"), (sp0.get("batched") or {}).get("sentences_per_s")
-    env = (summary.get("run") or {}).get("environment", {}).get("cpu", {})
+    env = summary.run.get("environment", {}).get("cpu", {})
     return {"deploy": (["variant", "model", "deployable form", "disk MiB", "batch-1 sentences/s", "batch-1 tokens/s",
                         "batch-1 speed-up vs base", "batched sentences/s", "batched speed-up vs base", "measured on"],
-                       [[v, _model_name(summary.get("variant_models", {}).get(v, summary["model"])), sp.get("form", "torch fp32"),
+                       [[v, _model_name(summary.variant_models.get(v, summary.model)), sp.get("form", "torch fp32"),
                          f"{sp['disk_bytes'] / 2**20:.1f}" if sp.get("disk_bytes") else _disk_mib(summary, v),
                          *_deploy_speeds(sp, b1, bb, env)]
-                        for v, sp in summary["speed"].items()])}
+                        for v, sp in summary.speed.items()])}
 
 
-def _group_tables(summary: dict) -> dict[str, Table]:
+def _group_tables(summary: Summary) -> dict[str, Table]:
     table_map = {}
-    for view, groups in (summary.get("pair_groups") or {}).items():
-        if not any(c["contrasts"] for c in groups.values()) and len(summary["variants"]) < 2:
+    series = summary.variants
+    for view, groups in summary.pair_groups.items():
+        if not any(c.contrasts for c in groups.values()) and len(series) < 2:
             continue
-        names = list(next(iter(groups.values()))["contrasts"]) if groups else []
-        table_map[f"groups_{view}"] = (["pair group", "pairs", "sentences"] + [f"{v} chrF" for v in summary["variants"]]
-                               + [f"{v} spBLEU" for v in summary["variants"]]
+        names = list(next(iter(groups.values())).contrasts) if groups else []
+        table_map[f"groups_{view}"] = (["pair group", "pairs", "sentences"] + [f"{v} chrF" for v in series]
+                               + [f"{v} spBLEU" for v in series]
                                + [f"{c}: chrF diff. [95 % CI]" for c in names]
                                + [f"{c}: spBLEU diff. [95 % CI]" for c in names],
-                               [[g, c["pairs"], c["sentences"]] + [num(c["scores"][v]["chrF"]) for v in summary["variants"]]
-                                + [num(c["scores"][v]["spBLEU"]) for v in summary["variants"]]
-                                + [num_interval(c["contrasts"][n]["chrF"]["difference"], c["contrasts"][n]["chrF"]["ci"]) for n in names]
-                                + [num_interval(c["contrasts"][n]["spBLEU"]["difference"], c["contrasts"][n]["spBLEU"]["ci"])
-                                   for n in names]
+                               [[g, c.pairs, c.sentences] + [num(c.scores[v][m]) for m in ("chrF", "spBLEU") for v in series]
+                                + [num_interval(c.contrasts[n][m].difference, c.contrasts[n][m].ci)
+                                   for m in ("chrF", "spBLEU") for n in names]
                                 for g, c in groups.items()])
     return table_map
 
 
-def _signals_table(summary: dict) -> dict[str, Table]:
-    sig = summary.get("distillation_signals") or {}
+def _signals_table(summary: Summary) -> dict[str, Table]:
+    sig = summary.distillation_signals
     if not sig:
         return {}
     groups = [g for g in PAIR_GROUPS if any(g in s["last"]["groups"] for s in sig.values())]
@@ -219,66 +214,70 @@ def _signals_table(summary: dict) -> dict[str, Table]:
                             for s in sig.values()] for g in groups])}
 
 
-def _lid_table(summary: dict) -> dict[str, Table]:
-    return {"lid": (["language", "code", "identifier"], [[c["name"], c["lang"], c["identifier"]] for c in summary["lid_coverage"]])}
+def _lid_table(summary: Summary) -> dict[str, Table]:
+    return {"lid": (["language", "code", "identifier"], [[c.name, c.lang, c.identifier] for c in summary.lid_coverage])}
 
 
-def _parity_tables(summary: dict) -> dict[str, Table]:
+def _parity_tables(summary: Summary) -> dict[str, Table]:
     table_map = {}
-    scores = {(p["benchmark"], f"{p['src']}-{p['tgt']}"): p["scores"] for p in summary["pairs"]}
-    for b2, par in (summary.get("backend_parity") or {}).items():
-        table_map[f"parity_{b2}"] = (["pair", "benchmark", "sentences", "identical hypotheses", f"{par['of']} chrF", f"{b2} chrF",
-                              "chrF diff. [95 % CI]", f"{par['of']} spBLEU", f"{b2} spBLEU", "spBLEU diff. [95 % CI]"],
-                             [[r["pair"], r["benchmark"], r["sentences"], r["identical"]]
+    scores = {(p.benchmark, f"{p.src}-{p.tgt}"): p.scores for p in summary.pairs}
+    for b2, par in summary.backend_parity.items():
+        table_map[f"parity_{b2}"] = (["pair", "benchmark", "sentences", "identical hypotheses", f"{par.of} chrF", f"{b2} chrF",
+                              "chrF diff. [95 % CI]", f"{par.of} spBLEU", f"{b2} spBLEU", "spBLEU diff. [95 % CI]"],
+                             [[r.pair, r.benchmark, r.sentences, r.identical]
                               + [x for m in ("chrF", "spBLEU") for x in (
-                                  num(scores[(r["benchmark"], r["pair"])][par["of"]][m]),
-                                  num(scores[(r["benchmark"], r["pair"])][b2][m]),
-                                  num_interval(r[m]["delta"], r[m]["delta_ci"]))] for r in par["pairs"]]
-                             + [["mean over pairs", "", par["sentences"], par["identical"]]
+                                  num(scores[(r.benchmark, r.pair)][par.of][m]), num(scores[(r.benchmark, r.pair)][b2][m]),
+                                  num_interval(getattr(r, m)["delta"], getattr(r, m)["delta_ci"]))] for r in par.pairs]
+                             + [["mean over pairs", "", par.sentences, par.identical]
                                 + [x for m in ("chrF", "spBLEU") for x in (
-                                    "", "", num_interval(par["mean"][m]["difference"], par["mean"][m]["ci"]))]])
+                                    "", "", num_interval(par.mean[m].difference, par.mean[m].ci))]])
     return table_map
 
 
-def _pair_tables(summary: dict) -> dict[str, Table]:
+def _pair_tables(summary: Summary) -> dict[str, Table]:
     """Per compared variant: its kept pairs, most losing first, then the pairs the base-spBLEU filter dropped (their
     scores shown, never hidden: ``kept`` says why they enter no average)."""
-    table_map, bases = {}, summary.get("bases") or {}
-    bar = summary["thresholds"]["bleu_filter"]
-    for v in comparisons(summary):
-        b = bases.get(v, summary["base"])
-        ranked = sorted((p for p in summary["pairs"] if p["kept"]), key=lambda p: p["rel"][v]["spBLEU"] or 0) + sorted(
-            (p for p in summary["pairs"] if not p["kept"]), key=lambda p: -p["scores"][b]["spBLEU"])
+    table_map, bar = {}, summary.thresholds.bleu_filter
+    for v in summary.comparisons:
+        b = summary.base_of(v)
+        ranked = sorted(summary.kept_pairs, key=lambda p: p.rel[v]["spBLEU"] or 0) + sorted(
+            (p for p in summary.pairs if not p.kept), key=lambda p: -p.scores[b]["spBLEU"])
         table_map[f"pairs_{v}"] = (["pair", "benchmark", "tier", f"{b} spBLEU", f"{v} spBLEU", "rel. % [95 % CI]", "p", "sig. (BH)",
                             f"{b} chrF", f"{v} chrF", "rel. chrF % [95 % CI]", f"{b} empty", f"{v} empty", "kept"],
-                           [[f"{p['src']}-{p['tgt']}", p["benchmark"], p["tier"]["thesis"],
-                             num(p["scores"][b]["spBLEU"]), num(p["scores"][v]["spBLEU"]),
-                             num_interval(p["rel"][v]["spBLEU"], p.get("intervals", {}).get(v, {}).get("spBLEU", {}).get("rel_ci")),
-                             num(p.get("intervals", {}).get(v, {}).get("spBLEU", {}).get("p"), 3),
-                             f"{MARK.get(sig := p.get('significance', {}).get(v, {}).get('spBLEU', ''), '')} {sig}".strip() or "–",
-                             num(p["scores"][b]["chrF"]), num(p["scores"][v]["chrF"]),
-                             num_interval(p["rel"][v]["chrF"], p.get("intervals", {}).get(v, {}).get("chrF", {}).get("rel_ci")),
-                             p.get("empty_outputs", {}).get(b, "–"), p.get("empty_outputs", {}).get(v, "–"),
-                             "yes" if p["kept"] else f"no: base spBLEU < {bar}"]
+                           [[f"{p.src}-{p.tgt}", p.benchmark, p.tier["thesis"],
+                             num(p.scores[b]["spBLEU"]), num(p.scores[v]["spBLEU"]),
+                             num_interval(p.rel[v]["spBLEU"], _rel_ci(p, v, "spBLEU")),
+                             num(d.p if (d := p.intervals.get(v, {}).get("spBLEU")) else None, 3),
+                             f"{MARK.get(sig := p.significance.get(v, {}).get('spBLEU', ''), '')} {sig}".strip() or "–",
+                             num(p.scores[b]["chrF"]), num(p.scores[v]["chrF"]),
+                             num_interval(p.rel[v]["chrF"], _rel_ci(p, v, "chrF")),
+                             p.empty_outputs.get(b, "–"), p.empty_outputs.get(v, "–"),
+                             "yes" if p.kept else f"no: base spBLEU < {bar}"]
                             for p in ranked])
     return table_map
 
 
-def _family_tables(summary: dict) -> dict[str, Table]:
+def _family_tables(summary: Summary) -> dict[str, Table]:
     """Per family: each point's average scores and relative differences with their intervals."""
-    return {f"family_{name}": ([F["axis"], "variant", "avg spBLEU [95 % CI]", "avg chrF [95 % CI]",
+    return {f"family_{name}": ([F.axis, "variant", "avg spBLEU [95 % CI]", "avg chrF [95 % CI]",
                                 "rel. spBLEU % [95 % CI]", "rel. chrF % [95 % CI]"],
-                               [[p["value"], p["variant"], num_interval(p["spBLEU"], p["spBLEU_ci"]), num_interval(p["chrF"], p["chrF_ci"]),
-                                 num_interval(p.get("rel_spBLEU"), p.get("rel_spBLEU_ci"), 1) if p.get("rel_spBLEU_ci") else "–",
-                                 num_interval(p.get("rel_chrF"), p.get("rel_chrF_ci"), 1) if p.get("rel_chrF_ci") else "–"]
-                                for p in F["points"]])
-            for name, F in (summary.get("families") or {}).items()}
+                               [[p.value, p.variant, num_interval(p.spBLEU, p.spBLEU_ci), num_interval(p.chrF, p.chrF_ci),
+                                 num_interval(p.rel_spBLEU, p.rel_spBLEU_ci, 1) if p.rel_spBLEU_ci else "–",
+                                 num_interval(p.rel_chrF, p.rel_chrF_ci, 1) if p.rel_chrF_ci else "–"]
+                                for p in F.points])
+            for name, F in summary.families.items()}
 
 
-def method_of(summary: dict, v: str) -> str:
+def _rel_ci(p, v: str, m: str):
+    """A pair's paired-bootstrap interval of a variant's relative difference on a metric; None where it has none."""
+    d = p.intervals.get(v, {}).get(m)
+    return d.rel_ci if d else None
+
+
+def method_of(summary: Summary, v: str) -> str:
     """A variant's compression method, read from its artefacts: a sparse artefact is pruning, an int8 one (or a
     nominal size below 1 without sparsity: bitsandbytes) quantisation; another model (a student): its own."""
-    size = next((r["size"] for r in summary["variant_table"] if r["variant"] == v), {})
+    size = summary.size_of(v)
     if size.get("base_parameters"):  # a model of its own size (sweep.run.model_sizes)
         return "other model"
     pruned, quantised = "sparse_bytes" in size, "int8_bytes" in size or ("sparse_bytes" not in size
@@ -288,33 +287,33 @@ def method_of(summary: dict, v: str) -> str:
     return "pruning" if pruned else "quantisation" if quantised else "other model"
 
 
-def most_affected(summary: dict, k: int = MOST_AFFECTED) -> list[dict]:
+def most_affected(summary: Summary, k: int = MOST_AFFECTED) -> list[dict]:
     """The cross-method table: each compared variant's ``k`` kept pairs of lowest relative spBLEU, and for every
     pair in any of those lists the methods under which it is among the most affected; pairs most affected under
     more methods first, then by their mean rank."""
-    comps, kept = comparisons(summary), [p for p in summary["pairs"] if p["kept"]]
+    comps, kept = summary.comparisons, summary.kept_pairs
     ranks: dict[str, dict[str, int]] = {}
     for v in comps:
-        order = sorted(kept, key=lambda p: (p["rel"][v]["spBLEU"] is None, p["rel"][v]["spBLEU"] or 0))
+        order = sorted(kept, key=lambda p: (p.rel[v]["spBLEU"] is None, p.rel[v]["spBLEU"] or 0))
         for r, p in enumerate(order[:k], 1):
-            ranks.setdefault(f"{p['src']}-{p['tgt']}", {})[v] = r
-    by_pair = {f"{p['src']}-{p['tgt']}": p for p in kept}
-    rows = [{"pair": pair, "tier": by_pair[pair]["tier"].get("thesis"), "ranks": r,
+            ranks.setdefault(f"{p.src}-{p.tgt}", {})[v] = r
+    by_pair = {f"{p.src}-{p.tgt}": p for p in kept}
+    rows = [{"pair": pair, "tier": by_pair[pair].tier.get("thesis"), "ranks": r,
              "methods": sorted({method_of(summary, v) for v in r})} for pair, r in ranks.items()]
     return sorted(rows, key=lambda x: (-len(x["methods"]), sum(x["ranks"].values()) / len(x["ranks"]), x["pair"]))
 
 
-def _most_affected_table(summary: dict) -> dict[str, Table]:
-    comps = comparisons(summary)
+def _most_affected_table(summary: Summary) -> dict[str, Table]:
+    comps = summary.comparisons
     methods = {method_of(summary, v) for v in comps} - {"other model"}
     if len(comps) < 2 or len(methods) < 2:
         return {}
-    by_pair = {f"{p['src']}-{p['tgt']}": p for p in summary["pairs"]}
+    by_pair = {f"{p.src}-{p.tgt}": p for p in summary.pairs}
     rows = []
     for x in most_affected(summary):
         p = by_pair[x["pair"]]
         rows.append([x["pair"], x["tier"] or "–", " & ".join(x["methods"])]
-                    + [f"{num_interval(p['rel'][v]['spBLEU'], p['intervals'][v]['spBLEU'].get('rel_ci'), 1)}"
+                    + [f"{num_interval(p.rel[v]['spBLEU'], _rel_ci(p, v, 'spBLEU'), 1)}"
                        + (f" (#{x['ranks'][v]})" if v in x["ranks"] else "") for v in comps])
     return {"most_affected": (["pair", "tier", "most affected under"]
                               + [f"{v} ({method_of(summary, v)}): rel. spBLEU % [95 % CI] (rank)" for v in comps], rows)}
@@ -359,9 +358,9 @@ def _model_name(path: str) -> str:
     return f"{p.parent.name}/{p.name}" if p.name == "model" else p.name
 
 
-def _disk_mib(summary: dict, v: str) -> str:
+def _disk_mib(summary: Summary, v: str) -> str:
     """A dense model's files in MiB; for a compressed variant its artefact ratio."""
-    size = next((r["size"] for r in summary["variant_table"] if r["variant"] == v), {})
+    size = summary.size_of(v)
     return f"{size['dense_bytes'] / 2**20:.1f}" if size.get("dense_bytes") else _disk(size)
 
 

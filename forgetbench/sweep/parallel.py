@@ -83,7 +83,7 @@ def _start_resource_tracker() -> None:
 def run_in_processes(cfg, run_dir: str | Path, processes: int, progress=True) -> tuple[dict, int, int]:
     """Run the sweep in the process mode the environment and ``processes`` ask for: under a launcher
     (``accelerate launch --num_processes N`` sets ``WORLD_SIZE``) as one of its ranks; else ``processes`` spawned
-    workers (``run_parallel``), or this process alone. Returns (summary — empty off rank 0 —, rank, world)."""
+    workers (``run_parallel``), or this process alone. Returns (summary — None off rank 0 —, rank, world)."""
     from forgetbench.sweep.run import run_sweep
 
     if processes < 1:
@@ -98,7 +98,7 @@ def run_in_processes(cfg, run_dir: str | Path, processes: int, progress=True) ->
     return run_sweep(cfg, run_dir, progress), 0, 1
 
 
-def run_parallel(cfg, run_dir: str | Path, world: int, progress=True) -> dict:
+def run_parallel(cfg, run_dir: str | Path, world: int, progress=True):
     """``run_sweep`` on ``world`` processes; returns rank 0's summary. ``progress``: a bool or rank 0's
     ``console.Console``."""
     from forgetbench.sweep.run import prepare_run, run_sweep

@@ -43,6 +43,7 @@ from forgetbench.eval.metrics import SpBLEU
 from forgetbench.eval.sentence_stats import lid_pass, xattn_pass
 from forgetbench.eval.speed import batch1_speed, batched_speed, interleaved
 from forgetbench.eval.store import Store
+from forgetbench.eval.summary import Summary
 from forgetbench.eval.translate import run_variant
 from forgetbench.io import atomic_write_text
 from forgetbench.models import ct2
@@ -563,8 +564,8 @@ def _watch(run_dir: Path, stage, every: float = 2.0):
 
 
 def run_sweep(cfg: SweepConfig, run_dir: str | Path, progress: bool | Console = True, rank: int = 0, world: int = 1,
-              barrier=None, prepared: bool = False, aborted=lambda: False, machines: bool = False) -> dict:
-    """Compress, translate, run every pass and summarise; returns the summary (rank 0; {} elsewhere). The run
+              barrier=None, prepared: bool = False, aborted=lambda: False, machines: bool = False) -> Summary | None:
+    """Compress, translate, run every pass and summarise; returns the summary (rank 0; None elsewhere). The run
     record holds rank 0's seconds per stage (the units it did) and its wait for the others. ``prepared``: the
     caller ran ``prepare_run`` before starting the processes (``sweep.parallel``), so nobody waits for rank 0.
     ``machines``: a launcher's ranks, possibly on several machines (``sweep.distributed``): claims on the
@@ -627,13 +628,13 @@ def run_sweep(cfg: SweepConfig, run_dir: str | Path, progress: bool | Console = 
         distributed.leave(store)
         if rank != 0:
             distributed.release(cluster)
-            return {}
+            return None
         store = Store(run_dir / "store.sqlite")
         with con.stage(f"{cfg.name}: merging {world} ranks' shards"):
             merged = distributed.merge_shards(run_dir, store)
     elif rank != 0:
         store.close()
-        return {}
+        return None
     stages |= _closing_passes(cfg, run_dir, store, con, placement)
     if machines:
         work = merged["ranks"]
@@ -649,7 +650,7 @@ def run_sweep(cfg: SweepConfig, run_dir: str | Path, progress: bool | Console = 
     with con.stage(f"{cfg.name}: analysis and intervals"):
         summary = summarise(cfg, run_dir, info)
     stages["summarise"] = time.perf_counter() - t7
-    summary["run"] |= {"seconds": round(time.perf_counter() - t0, 1), "stages": {k: round(v, 1) for k, v in stages.items()}}
+    summary.run |= {"seconds": round(time.perf_counter() - t0, 1), "stages": {k: round(v, 1) for k, v in stages.items()}}
     if machines:
         distributed.release(cluster)
     return summary

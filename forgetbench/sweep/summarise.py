@@ -13,11 +13,13 @@ from forgetbench.eval.analysis import analyse
 from forgetbench.eval.findings import findings
 from forgetbench.eval.metrics import SpBLEU
 from forgetbench.eval.store import Store
+from forgetbench.eval.summary import BiasSummary, Summary
 from forgetbench.sweep.config import SweepConfig
 
 
-def summarise(cfg: SweepConfig, run_dir: str | Path, run_info: dict | None = None) -> dict:
-    """The analysis of a finished run's store; the report's summary. Reads the store only."""
+def summarise(cfg: SweepConfig, run_dir: str | Path, run_info: dict | None = None) -> Summary:
+    """The analysis of a finished run's store; the report's summary (``summary.json`` is its ``to_dict()``). Reads
+    the store only."""
     run_dir = Path(run_dir)
     if not (run_dir / "store.sqlite").is_file():
         raise ForgetbenchError(f"{run_dir}: no store.sqlite; run `forgetbench sweep` first")
@@ -59,14 +61,11 @@ def summarise(cfg: SweepConfig, run_dir: str | Path, run_info: dict | None = Non
     run = {"threads": cfg.threads, "generation": asdict(cfg.generation), "seconds": None, "processes": None,
            "environment": environment()} | (run_info or {})
     run |= {k: v for k, v in (("hardware", hardware), ("out_of_memory", batches)) if v}
-    S = A.to_dict() | {"bias": bias_summary, "name": cfg.name, "model": str(cfg.model), "model_source": cfg.model_source, "quick_look": cfg.quick_look, "speed": speed, "distillation_signals": signals,
-                       "backend": cfg.backend.describe(), "backends": backends,
-                       "variant_models": {v: str(cfg.model_of(v)) for v in cfg.variants},
-                       "tier_views": {v.name: v.tiers for v in cfg.tier_views}, "run": run}
-    if maps:
-        S["attention_maps"] = maps
-    calibrations = {v: known[v]["calibration"] for v in series if known[v].get("calibration")}
-    if calibrations:  # data-aware variants: their calibration choices, read by the Findings
-        S["calibrations"] = calibrations
-    S["findings"] = findings(S)
+    S = Summary.of(A, bias=BiasSummary.from_record(bias_summary), name=cfg.name, model=str(cfg.model),
+                   model_source=cfg.model_source, quick_look=cfg.quick_look, speed=speed, distillation_signals=signals,
+                   backend=cfg.backend.describe(), backends=backends,
+                   variant_models={v: str(cfg.model_of(v)) for v in cfg.variants},
+                   tier_views={v.name: v.tiers for v in cfg.tier_views}, run=run, attention_maps=maps,
+                   calibrations={v: known[v]["calibration"] for v in series if known[v].get("calibration")})
+    S.findings = findings(S)
     return S
