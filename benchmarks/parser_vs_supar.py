@@ -25,9 +25,9 @@ import torch
 
 from benchmarks.common import environment
 from forgetbench.io import atomic_write_json
-from forgetbench.parsing.conll import read_conllu
+from forgetbench.parsing.data.conll import read_conllu
 from forgetbench.parsing.metrics import score
-from forgetbench.parsing.tagger import load_tagger, tag, with_tags
+from forgetbench.parsing.parsers.tagger import load_tagger, tag, with_tags
 from forgetbench.parsing.train import load_parser, predict
 
 

@@ -20,9 +20,9 @@ from pathlib import Path
 import torch
 
 from forgetbench.env import environment
-from forgetbench.parsing import parsers
 from forgetbench.parsing.evaluate import las_gain, parse_file
 from forgetbench.parsing.metrics import score
+from forgetbench.parsing.parsers import interface as parsers
 
 TREEBANKS = {"en_lines": "UD_English-LinES", "tr_imst": "UD_Turkish-IMST", "wo_wtb": "UD_Wolof-WTB"}
 

@@ -6,7 +6,7 @@ Each MODEL is a ``pretrain-encoder`` model folder (``config.json``, ``model.safe
 ``training.json``); several are the segments of one pre-training, in order, each continued from the one before
 (``--continue-from``: a run on a lent GPU finished on the CPU, say). A segment is accepted only if its record's
 ``continued_from`` names the step and the weights' SHA-256 of the segment before it. The weights, config and
-vocabulary are the last segment's (its weights as ``parsing.pretrained.load_encoder`` reads them, in the current
+vocabulary are the last segment's (its weights as ``parsing.layers.pretrained.load_encoder`` reads them, in the current
 layer's names); ``training.json`` is its record plus ``segments`` (each one's steps, tokens,
 wall time, device and arithmetic) and ``shipped`` (float16, and the SHA-256 of the float32 weights it rounds).
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 from safetensors.torch import save_file
 
 from forgetbench.io import atomic_directory, sha256_file
-from forgetbench.parsing.pretrained import load_encoder
+from forgetbench.parsing.layers.pretrained import load_encoder
 from forgetbench.train.weights import unique_tensors
 
 

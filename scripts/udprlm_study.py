@@ -134,10 +134,10 @@ def stage_parsers(a, out: Path) -> None:
 
 
 def stage_eval(a, out: Path) -> dict:
-    from forgetbench.parsing import parsers
     from forgetbench.parsing.evaluate import las_gain, parse_file
     from forgetbench.parsing.metrics import score
-    from forgetbench.parsing.usl_parser import evaluate_usl
+    from forgetbench.parsing.parsers import interface as parsers
+    from forgetbench.parsing.parsers.usl_parser import evaluate_usl
 
     res: dict = {}
     for code in a.treebanks:

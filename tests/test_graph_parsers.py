@@ -8,15 +8,15 @@ import pytest
 import torch
 
 from forgetbench.errors import ForgetbenchError
-from forgetbench.parsing.conll import read_conllu
-from forgetbench.parsing.g2gtr import G2GConfig, G2GTransitionParser, parse_batch
-from forgetbench.parsing.graph_attention import GraphSelfAttention
-from forgetbench.parsing.graph_parser import GraphParser, GraphParserConfig
+from forgetbench.parsing.data.conll import read_conllu
+from forgetbench.parsing.layers.graph_attention import GraphSelfAttention
 from forgetbench.parsing.metrics import tree_problems
-from forgetbench.parsing.refine import refine
-from forgetbench.parsing.relations import graph_of, relation_ids
+from forgetbench.parsing.parsers.g2gtr import G2GConfig, G2GTransitionParser, parse_batch
+from forgetbench.parsing.parsers.graph_parser import GraphParser, GraphParserConfig
+from forgetbench.parsing.parsers.refine import refine
+from forgetbench.parsing.structures.relations import graph_of, relation_ids
+from forgetbench.parsing.structures.transition import SWAP, oracle, projective_order, run
 from forgetbench.parsing.train import train
-from forgetbench.parsing.transition import SWAP, oracle, projective_order, run
 
 from .test_parser import _toy_treebank
 
@@ -304,7 +304,7 @@ def test_refiner_trained_on_kfold_predictions_of_its_initial_parser(toy, tmp_pat
     assert info["refiner_training_graphs"].startswith("2-fold predictions") and len(k["fold_dev_las"]) == 2
     assert 0 < k["train_graph_las"] <= 100 and k["seconds"] > 0 and not (tmp_path / "kf" / "_kfold").exists()
     # the training graphs reach the refiner: batchify carries them
-    from forgetbench.parsing.batching import Vocab, batchify, with_initial_graphs
+    from forgetbench.parsing.data.batching import Vocab, batchify, with_initial_graphs
 
     sents = read_conllu(dv)[:2]
     vocab = Vocab.build(sents)

@@ -171,7 +171,7 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_no_import_circle_inside_the_package():
     """Two modules that import each other, even inside a function, are one idea split badly: the shared part moves
-    below both (as ``parsing.biaffine`` under ``parsing.modules`` and ``parsing.pretrained``)."""
+    below both (as ``parsing.layers.biaffine`` under ``parsing.layers.modules`` and ``parsing.layers.pretrained``)."""
     found = circles(module_graph())
     assert not found, "import circles: " + "; ".join(" <-> ".join(c) for c in found)
 
@@ -192,3 +192,25 @@ def test_no_module_passes_600_lines_except_those_docs_architecture_names_with_a_
     long = {str(p.relative_to(PKG)) for p in PKG.rglob("*.py") if len(p.read_text(encoding="utf-8").splitlines()) > 600}
     assert long <= listed, f"past 600 lines, not listed with a reason in docs/ARCHITECTURE.md: {sorted(long - listed)}"
     assert listed <= long, f"listed in docs/ARCHITECTURE.md but no longer past 600 lines: {sorted(listed - long)}"
+
+
+def test_parsing_rooms_keep_the_flat_module_names_importable():
+    """``parsing/`` in rooms (data, layers, structures, parsers); a module's flat name from before the rooms imports
+    the room's module itself, and ``parsing.parsers`` still reads as the interface it was."""
+    import importlib
+
+    from forgetbench.parsing import MOVED
+
+    rooms = {p.name for p in (PKG / "parsing").iterdir() if p.is_dir() and (p / "__init__.py").is_file()}
+    assert rooms == {"data", "layers", "structures", "parsers"}
+    assert not [m for m in MOVED if (PKG / "parsing" / f"{m}.py").exists()]  # moved, not copied
+    for old, new in MOVED.items():
+        a = importlib.import_module(f"forgetbench.parsing.{old}")
+        b = importlib.import_module(f"forgetbench.parsing.{new}")
+        assert a is b and a.__spec__.name == b.__name__ == f"forgetbench.parsing.{new}"
+    from forgetbench.parsing import parsers
+    from forgetbench.parsing.model import BiaffineParser
+    from forgetbench.parsing.parsers import interface, load
+    from forgetbench.parsing.parsers.model import BiaffineParser as InRoom
+
+    assert BiaffineParser is InRoom and load is interface.load and parsers.Parser is interface.Parser

@@ -3,8 +3,8 @@ import random
 import torch
 
 from forgetbench.compress import PruneConfig, QuantConfig, prune, quantize
-from forgetbench.parsing.batching import batchify
-from forgetbench.parsing.conll import read_conllu
+from forgetbench.parsing.data.batching import batchify
+from forgetbench.parsing.data.conll import read_conllu
 from forgetbench.parsing.train import evaluate, load_parser, predict_file, train
 
 
@@ -84,7 +84,7 @@ def test_parser_learns_a_toy_language_saves_loads_and_compresses(tmp_path):
 def test_predicted_tag_mode_trains_its_own_tagger_and_ignores_file_tags(tmp_path):
     import json
 
-    from forgetbench.parsing.tagger import accuracy, load_tagger
+    from forgetbench.parsing.parsers.tagger import accuracy, load_tagger
 
     tr = _toy_treebank(tmp_path / "train.conllu", 120, 0)
     dv = _toy_treebank(tmp_path / "dev.conllu", 30, 1)

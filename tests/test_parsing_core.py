@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import torch
 
-from forgetbench.parsing.conll import read_conllu, with_predictions
-from forgetbench.parsing.decode import eisner, mst, tree_score
+from forgetbench.parsing.data.conll import read_conllu, with_predictions
 from forgetbench.parsing.metrics import score, tree_problems
+from forgetbench.parsing.structures.decode import eisner, mst, tree_score
 
 
 def _trees(n, projective=False):
@@ -91,7 +91,7 @@ def test_conllu_multiword_tokens_and_empty_nodes(tmp_path):
 
 
 def test_biaffine_scores_at_given_heads_equal_the_full_tensor():
-    from forgetbench.parsing.modules import Biaffine
+    from forgetbench.parsing.layers.modules import Biaffine
 
     torch.manual_seed(0)
     b = Biaffine(7, 5)

@@ -170,7 +170,7 @@ def test_the_shipped_encoders_are_one_study_pre_trained_from_these_configs():
     fp16."""
     import json
 
-    from forgetbench.parsing.pretrained import load_encoder
+    from forgetbench.parsing.layers.pretrained import load_encoder
 
     spms, configs = set(), {}
     for v in ("mlm", "usl-mlm", "ud-prlm"):

@@ -7,9 +7,13 @@ import pytest
 import torch
 
 from forgetbench.errors import ForgetbenchError
-from forgetbench.parsing.pretrained import EncoderConfig, PretrainedEncoder
-from forgetbench.parsing.structure import ExpectedLabelIntegration, StructureIntegration, structure_tensor
-from forgetbench.parsing.subword_trees import SUBWORD, first_pieces, subword_tree
+from forgetbench.parsing.layers.pretrained import EncoderConfig, PretrainedEncoder
+from forgetbench.parsing.layers.structure import (
+    ExpectedLabelIntegration,
+    StructureIntegration,
+    structure_tensor,
+)
+from forgetbench.parsing.structures.subword_trees import SUBWORD, first_pieces, subword_tree
 from forgetbench.pretrain.masking import IGNORE, mask_tokens
 from forgetbench.pretrain.schedule import JOINT, MLM, USL_MLM, Schedule, losses
 
@@ -290,7 +294,7 @@ def test_each_variant_pretrains_exports_and_loads(variant, tmp_path, capsys):
     import json
 
     from forgetbench.cli import main
-    from forgetbench.parsing.pretrained import load_encoder
+    from forgetbench.parsing.layers.pretrained import load_encoder
 
     assert main(["pretrain-encoder", str(_tiny_run(tmp_path, variant)), "--out", str(tmp_path / "run"), "--quiet"]) == 0
     rec = json.loads((tmp_path / "run" / "model" / "training.json").read_text())
@@ -334,7 +338,7 @@ def test_an_exported_encoder_continues_from_its_step_with_a_restarted_optimiser(
     import json
 
     from forgetbench.cli import main
-    from forgetbench.parsing.pretrained import load_encoder
+    from forgetbench.parsing.layers.pretrained import load_encoder
 
     from .conftest import REPO, python
 
@@ -373,7 +377,7 @@ def test_an_exported_encoder_continues_from_its_step_with_a_restarted_optimiser(
 
 def test_bad_pretraining_input_is_one_line_exit_2(tmp_path, capsys):
     from forgetbench.cli import main
-    from forgetbench.parsing.pretrained import load_encoder
+    from forgetbench.parsing.layers.pretrained import load_encoder
 
     from .conftest import REPO
 
@@ -392,7 +396,7 @@ def test_bad_pretraining_input_is_one_line_exit_2(tmp_path, capsys):
 def test_the_usl_head_parses_by_first_pieces_mst_and_no_subword_label():
     from types import SimpleNamespace
 
-    from forgetbench.parsing.usl_parser import parse_sentences
+    from forgetbench.parsing.parsers.usl_parser import parse_sentences
 
     class Sp:  # "ab" → 2 pieces, "c" → 1
         def encode(self, w):
@@ -450,7 +454,7 @@ def test_the_pretraining_probe_times_steps_and_keeps_nothing_trained(tmp_path, c
 # ---- the encoder as a parser reads it ----
 
 def test_words_are_read_in_windows_of_whole_words():
-    from forgetbench.parsing.pretrained import windows
+    from forgetbench.parsing.layers.pretrained import windows
 
     assert windows([[7, 7], [7], [7, 7, 7]], 6) == [[0, 1], [2]]  # 4 positions between <s> and </s>
     assert windows([[7] * 10, [7]], 6) == [[0], [1]]  # a word too long for any window: alone, cut to fit
@@ -459,7 +463,7 @@ def test_words_are_read_in_windows_of_whole_words():
 
 @pytest.mark.parametrize("usi", [False, True])
 def test_first_piece_pooling_equals_encoding_each_sentence_alone(usi):
-    from forgetbench.parsing.pretrained import PretrainedWords
+    from forgetbench.parsing.layers.pretrained import PretrainedWords
 
     torch.manual_seed(0)
     c = EncoderConfig(vocab_size=40, n_rels=3, d_model=8, layers=1, heads=2, ffn=16, dropout=0.0, max_positions=7,
@@ -485,7 +489,7 @@ def test_first_piece_pooling_equals_encoding_each_sentence_alone(usi):
 
 
 def test_pieces_tensor_holds_each_words_pieces():
-    from forgetbench.parsing.pretrained import MAX_PIECES_PER_WORD, pieces_tensor
+    from forgetbench.parsing.layers.pretrained import MAX_PIECES_PER_WORD, pieces_tensor
 
     class Sp:
         def encode(self, w):
@@ -502,7 +506,7 @@ def test_a_parser_reads_a_pretrained_encoder_frozen_or_fine_tuned(arch, tmp_path
     from safetensors.torch import load_file
 
     from forgetbench.cli import main
-    from forgetbench.parsing import parsers
+    from forgetbench.parsing.parsers import interface as parsers
 
     assert main(["pretrain-encoder", str(_tiny_run(tmp_path, steps=4)), "--out", str(tmp_path / "enc"), "--quiet"]) == 0
     enc = tmp_path / "enc" / "model"
@@ -556,11 +560,11 @@ def test_a_parser_reads_a_pretrained_encoder_frozen_or_fine_tuned(arch, tmp_path
 
 
 def test_the_encoder_layer_computes_torchs_layer_and_reads_its_packed_weights():
-    """``parsing.encoder_layer.EncoderLayer`` loads ``nn.TransformerEncoderLayer(norm_first=True)``'s state dict
+    """``parsing.layers.encoder_layer.EncoderLayer`` loads ``nn.TransformerEncoderLayer(norm_first=True)``'s state dict
     (the packed ``in_proj`` rows split into q, k, v) and gives its outputs, padded keys masked."""
     from torch import nn
 
-    from forgetbench.parsing.encoder_layer import EncoderLayer
+    from forgetbench.parsing.layers.encoder_layer import EncoderLayer
 
     torch.manual_seed(0)
     ref = nn.TransformerEncoderLayer(16, 4, 32, 0.1, activation="gelu", batch_first=True, norm_first=True).eval()
@@ -588,7 +592,7 @@ def test_an_architecture_that_reads_its_own_features_refuses_an_encoder(tmp_path
 
 
 def test_encoder_learning_rates_decay_layer_by_layer():
-    from forgetbench.parsing.model import BiaffineParser, ParserConfig
+    from forgetbench.parsing.parsers.model import BiaffineParser, ParserConfig
     from forgetbench.parsing.train import encoder_groups
 
     c = EncoderConfig(vocab_size=30, n_rels=3, d_model=8, layers=2, heads=2, ffn=16, arc_mlp=4, rel_mlp=4).to_dict()
@@ -611,7 +615,7 @@ def test_a_parser_holds_only_the_encoder_it_runs(variant):
     """``PretrainedWords`` keeps what ``representations`` computes: never the MLM head, and the USL head only with
     USI (UD-PrLM), so compression never meets a matrix no input reaches. The whole encoder's state dict loads
     (strictly) into it, the heads ignored, and the representations are the whole encoder's."""
-    from forgetbench.parsing.pretrained import PretrainedWords
+    from forgetbench.parsing.layers.pretrained import PretrainedWords
 
     n_rels = 0 if variant == "mlm" else 4
     c = EncoderConfig(vocab_size=40, n_rels=n_rels, d_model=16, layers=1, heads=2, ffn=32, dropout=0.0,
@@ -633,8 +637,8 @@ def test_features_beside_the_inputs_add_nothing_when_the_encoder_outputs_zero(ar
     """§4's downstream parser: the scratch parser's word, character and UPOS inputs plus the encoder's projected
     first-piece features. Built after the scratch modules, so with the same seed its own weights are the scratch
     parser's, and with an encoder that outputs zeros its forward is the scratch parser's."""
-    from forgetbench.parsing.graph_parser import GraphParser, GraphParserConfig
-    from forgetbench.parsing.model import BiaffineParser, ParserConfig
+    from forgetbench.parsing.parsers.graph_parser import GraphParser, GraphParserConfig
+    from forgetbench.parsing.parsers.model import BiaffineParser, ParserConfig
 
     cls, ccls = (BiaffineParser, ParserConfig) if arch == "biaffine" else (GraphParser, GraphParserConfig)
     enc = EncoderConfig(vocab_size=30, n_rels=3, d_model=16, layers=1, heads=2, ffn=32, dropout=0.0, max_positions=16,
@@ -673,7 +677,7 @@ def test_features_beside_the_inputs_add_nothing_when_the_encoder_outputs_zero(ar
 
 
 def test_a_parser_saved_before_the_mode_existed_replaces_its_inputs():
-    from forgetbench.parsing.model import BiaffineParser, ParserConfig
+    from forgetbench.parsing.parsers.model import BiaffineParser, ParserConfig
 
     enc = EncoderConfig(vocab_size=30, n_rels=3, d_model=16, layers=1, heads=2, ffn=32, dropout=0.0,
                         max_positions=16).to_dict()
@@ -736,7 +740,7 @@ def test_snapshots_keep_the_weights_of_fixed_steps_and_do_not_change_the_run(tmp
     import json
 
     from forgetbench.cli import main
-    from forgetbench.parsing.pretrained import load_encoder
+    from forgetbench.parsing.layers.pretrained import load_encoder
 
     cfg = _tiny_run(tmp_path)
     snap = tmp_path / "snap.yaml"

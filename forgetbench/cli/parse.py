@@ -45,11 +45,11 @@ def cmd_parse(args) -> int:
               f"{info['epochs']}, {info['train_seconds']:.0f}s); wrote {args.out}")
     elif args.action == "eval":
         from forgetbench.parsing.evaluate import evaluate_parser
-        from forgetbench.parsing.pretrained import is_encoder_folder
+        from forgetbench.parsing.layers.pretrained import is_encoder_folder
 
         set_threads(args.threads)
         if is_encoder_folder(args.model):  # a pre-trained encoder: its USL head parses, untrained further
-            from forgetbench.parsing.usl_parser import evaluate_usl
+            from forgetbench.parsing.parsers.usl_parser import evaluate_usl
 
             print(json.dumps(evaluate_usl(args.model, args.data)))
         else:

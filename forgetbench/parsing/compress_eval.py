@@ -30,14 +30,14 @@ from forgetbench.env import environment
 from forgetbench.errors import ForgetbenchError
 from forgetbench.eval import bootstrap as bs
 from forgetbench.io import sha256_file
-from forgetbench.parsing import parsers
-from forgetbench.parsing.batching import batches, batchify
-from forgetbench.parsing.conll import read_conllu
+from forgetbench.parsing.data.batching import batches, batchify
+from forgetbench.parsing.data.conll import read_conllu
 from forgetbench.parsing.evaluate import corpus_las
+from forgetbench.parsing.layers.modules import subunits
 from forgetbench.parsing.metrics import class_las_counts, score, sentence_las, sentence_las_counts
-from forgetbench.parsing.modules import subunits
+from forgetbench.parsing.parsers import interface as parsers
+from forgetbench.parsing.parsers.tagger import tag, with_tags
 from forgetbench.parsing.saving import save_module_dir
-from forgetbench.parsing.tagger import tag, with_tags
 from forgetbench.stats import pct, rel
 
 DEV_CALIBRATION_SENTENCES = 200

@@ -19,8 +19,8 @@ import torch
 from tqdm.auto import tqdm
 
 from forgetbench.console import Console, clock
-from forgetbench.parsing.batching import batches, batchify
-from forgetbench.parsing.conll import Sentence
+from forgetbench.parsing.data.batching import batches, batchify
+from forgetbench.parsing.data.conll import Sentence
 
 WORD_DROPOUT = 0.1
 

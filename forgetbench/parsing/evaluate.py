@@ -18,10 +18,10 @@ import numpy as np
 
 from forgetbench.eval import bootstrap as bs
 from forgetbench.io import sha256_file
-from forgetbench.parsing import parsers
-from forgetbench.parsing.conll import read_conllu
+from forgetbench.parsing.data.conll import read_conllu
 from forgetbench.parsing.metrics import score, sentence_las_counts
-from forgetbench.parsing.tagger import tag, upos_accuracy, with_tags
+from forgetbench.parsing.parsers import interface as parsers
+from forgetbench.parsing.parsers.tagger import tag, upos_accuracy, with_tags
 
 Pred = tuple[list[int], list[str]]
 

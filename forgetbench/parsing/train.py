@@ -1,7 +1,7 @@
 """Train, evaluate and run the parsers (biaffine, SynTr, RNGTr, G2GTr); saved like HF models (config + safetensors).
 
 Gold tokenisation. Tags: ``gold`` (gold UPOS in training and at test time) or ``predicted`` (the
-parser's own small tagger, ``parsing.tagger``: the parser is trained on jackknifed tags, i.e. each
+parser's own small tagger, ``parsing.parsers.tagger``: the parser is trained on jackknifed tags, i.e. each
 fold of the training set tagged by a tagger that did not see it, so it learns the tagger's real
 errors; dev and test are tagged by a tagger trained on all of train; ``tagger_from`` reuses another
 parser's tagger and training tags). Threads are set deliberately (default 1). One epoch loop for
@@ -24,16 +24,15 @@ import torch
 from forgetbench.env import environment
 from forgetbench.errors import ForgetbenchError
 from forgetbench.io import atomic_directory, atomic_write_json, sha256_file
-from forgetbench.parsing import parsers
-from forgetbench.parsing.architectures import architecture, check_initial_parser
-from forgetbench.parsing.batching import Vocab, with_initial_graphs
-from forgetbench.parsing.conll import Sentence, read_conllu, with_predictions, write_conllu
+from forgetbench.parsing.data.batching import Vocab, with_initial_graphs
+from forgetbench.parsing.data.conll import Sentence, read_conllu, with_predictions, write_conllu
 from forgetbench.parsing.epochs import train_epochs
 from forgetbench.parsing.metrics import ParseScores, score
-from forgetbench.parsing.model import BiaffineParser, ParserConfig
-from forgetbench.parsing.refine import DEFAULT_ITERATIONS
-from forgetbench.parsing.saving import load_module_dir
-from forgetbench.parsing.tagger import (
+from forgetbench.parsing.parsers import interface as parsers
+from forgetbench.parsing.parsers.architectures import architecture, check_initial_parser
+from forgetbench.parsing.parsers.model import BiaffineParser, ParserConfig
+from forgetbench.parsing.parsers.refine import DEFAULT_ITERATIONS
+from forgetbench.parsing.parsers.tagger import (
     load_tagger,
     load_tagger_dir,
     tag,
@@ -41,6 +40,7 @@ from forgetbench.parsing.tagger import (
     upos_accuracy,
     with_tags,
 )
+from forgetbench.parsing.saving import load_module_dir
 
 
 def predict(model, vocab: Vocab, sents: list[Sentence], max_tokens: int = 4000, progress: bool = False,
@@ -273,7 +273,7 @@ def _pretrained_encoder(encoder, lr_scale: float, lr_decay: float, architecture,
     model the vocabulary; refused in one line for an architecture that cannot read one or a bad scale."""
     if encoder is None:
         return None
-    from forgetbench.parsing.pretrained import load_encoder
+    from forgetbench.parsing.layers.pretrained import load_encoder
 
     if architecture.name not in ("biaffine", "syntr", "rngtr"):
         raise ForgetbenchError(f"--encoder: {architecture.name} reads its own features; a pre-trained encoder is read "

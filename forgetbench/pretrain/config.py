@@ -11,7 +11,7 @@ the objectives' settings and the training settings ``train-mt`` uses (``train.co
 ``variant``: ``mlm`` (MLM only; with the treebanks' text, the paper's "w/ UD plain text"), ``usl-mlm`` (w/o US
 Integration), ``usi-mlm`` (w/o UD pre-training: USL and USI layers, no USL loss) or ``ud-prlm``. ``layers`` is the
 baseline's L: a variant with USI builds L − 1 layers below it (§4's layer parity). ``structure``: ``paper`` or
-``expected-label`` (the ablation of ``parsing.structure`` rule 3, whose MLPs are ``arc_mlp`` and ``rel_mlp``).
+``expected-label`` (the ablation of ``parsing.layers.structure`` rule 3, whose MLPs are ``arc_mlp`` and ``rel_mlp``).
 """
 
 from __future__ import annotations

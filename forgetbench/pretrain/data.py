@@ -2,7 +2,7 @@
 
 Rules:
 
-1. **Trees**: the ``*-ud-train.conllu`` of each ``data.treebanks`` folder (``parsing.conll.read_conllu``: a
+1. **Trees**: the ``*-ud-train.conllu`` of each ``data.treebanks`` folder (``parsing.data.conll.read_conllu``: a
    sentence without exactly one root or with a cycle is refused in one line). Never a dev or test sentence.
 2. **Raw text**: for each of ``data.raw_languages``, the training sides of the shared corpora
    (``train.corpus.raw_pairs``: the foreign side; ``en``: the English sides of every listed language's pairs, or
@@ -41,13 +41,13 @@ import torch
 from forgetbench.errors import ForgetbenchError
 from forgetbench.io import atomic_write_bytes, atomic_write_json
 from forgetbench.models.vocabulary import train_spm
-from forgetbench.parsing.pretrained import BOS, EOS, PAD, UNK
-from forgetbench.parsing.subword_trees import SUBWORD, subword_tree
+from forgetbench.parsing.layers.pretrained import BOS, EOS, PAD, UNK
+from forgetbench.parsing.structures.subword_trees import SUBWORD, subword_tree
 from forgetbench.pretrain.config import PretrainConfig
 
 
 def treebank_sentences(folder: Path, split: str):
-    from forgetbench.parsing.conll import read_conllu
+    from forgetbench.parsing.data.conll import read_conllu
 
     files = sorted(Path(folder).glob(f"*-ud-{split}.conllu"))
     return [s for f in files for s in read_conllu(f)]

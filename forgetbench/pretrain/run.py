@@ -22,7 +22,7 @@ import torch
 from forgetbench.env import environment
 from forgetbench.errors import ForgetbenchError
 from forgetbench.io import atomic_directory, atomic_write_json
-from forgetbench.parsing.pretrained import (
+from forgetbench.parsing.layers.pretrained import (
     FIRST_NORMAL,
     MASK,
     MODEL_TYPE,

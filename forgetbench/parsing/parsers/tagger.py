@@ -18,10 +18,10 @@ import torch
 from torch import nn
 
 from forgetbench.io import atomic_write_json
-from forgetbench.parsing.batching import batches, batchify
-from forgetbench.parsing.conll import Sentence
+from forgetbench.parsing.data.batching import batches, batchify
+from forgetbench.parsing.data.conll import Sentence
 from forgetbench.parsing.epochs import train_epochs
-from forgetbench.parsing.modules import char_features
+from forgetbench.parsing.layers.modules import char_features
 from forgetbench.parsing.saving import load_module_dir, save_module_dir
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from forgetbench.parsing.conll import Sentence
+from forgetbench.parsing.data.conll import Sentence
 
 PAD, UNK, ROOT = "<pad>", "<unk>", "<root>"
 
@@ -71,7 +71,7 @@ def batchify(sents: list[Sentence], vocab: Vocab, max_chars: int = 20) -> dict[s
             rels[b, i] = vocab.r2i.get(s.deprels[i - 1], -100)
     out = {"words": words, "chars": chars, "tags": tags, "heads": heads, "rels": rels}
     if vocab.sp is not None:  # a parser reading a pre-trained encoder: each word's pieces
-        from forgetbench.parsing.pretrained import pieces_tensor
+        from forgetbench.parsing.layers.pretrained import pieces_tensor
 
         out["pieces"] = pieces_tensor(vocab.sp, [s.forms for s in sents], L)
     if all(s.words and INITIAL_HEAD in s.words[0] for s in sents):  # an RNGTr refiner's training graphs G⁰

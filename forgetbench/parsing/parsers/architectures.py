@@ -23,11 +23,11 @@ import torch
 from torch import nn
 
 from forgetbench.errors import ForgetbenchError
-from forgetbench.parsing.g2gtr import G2GConfig, G2GTransitionParser, parse_batch, transition_loss
-from forgetbench.parsing.graph_parser import GraphParser, GraphParserConfig
-from forgetbench.parsing.model import BiaffineParser, ParserConfig
-from forgetbench.parsing.modules import subunits
-from forgetbench.parsing.refine import DEFAULT_ITERATIONS, mst_graph, refine, refinement_loss
+from forgetbench.parsing.layers.modules import subunits
+from forgetbench.parsing.parsers.g2gtr import G2GConfig, G2GTransitionParser, parse_batch, transition_loss
+from forgetbench.parsing.parsers.graph_parser import GraphParser, GraphParserConfig
+from forgetbench.parsing.parsers.model import BiaffineParser, ParserConfig
+from forgetbench.parsing.parsers.refine import DEFAULT_ITERATIONS, mst_graph, refine, refinement_loss
 
 REFINEMENT = "refinement.json"
 

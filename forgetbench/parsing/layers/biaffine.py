@@ -1,6 +1,6 @@
 """The parsers' scoring layers: MLP, biaffine scorer, the four-MLP/two-biaffine decoder the graph parsers share and
-UD-PrLM's USL heads (as SuPar's ``supar.modules``). Below both the parsers (``parsing.modules``, ``model``,
-``graph_parser``) and the pre-trained encoder (``parsing.pretrained``), so neither imports the other for them."""
+UD-PrLM's USL heads (as SuPar's ``supar.modules``). Below both the parsers (``parsing.layers.modules``, ``model``,
+``graph_parser``) and the pre-trained encoder (``parsing.layers.pretrained``), so neither imports the other for them."""
 
 from __future__ import annotations
 

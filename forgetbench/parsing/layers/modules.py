@@ -1,5 +1,5 @@
 """The parsers' input layers: word, character and UPOS features, a pre-trained encoder's features beside or instead of
-them (as SuPar's ``supar.modules``); the MLP and biaffine scorers are ``parsing.biaffine``'s, re-exported here."""
+them (as SuPar's ``supar.modules``); the MLP and biaffine scorers are ``parsing.layers.biaffine``'s, re-exported here."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 # the scoring layers' old home: their imports from here keep working
-from forgetbench.parsing.biaffine import MLP, Biaffine, biaffine_heads, biaffine_scores, usl_heads  # noqa: F401
+from forgetbench.parsing.layers.biaffine import MLP, Biaffine, biaffine_heads, biaffine_scores, usl_heads  # noqa: F401
 
 TOKEN_UNITS = [{"unit": "embeddings", "module": "embed"}, {"unit": "char_encoder", "module": "char_lstm"}]
 
@@ -27,7 +27,7 @@ class TokenFeatureConfig:
     char_dim: int = 50
     char_hidden: int = 100
     tag_dim: int = 50
-    pretrained: dict | None = None  # a pre-trained encoder's settings (parsing.pretrained.EncoderConfig): it reads
+    pretrained: dict | None = None  # a pre-trained encoder's settings (parsing.layers.pretrained.EncoderConfig): it reads
     pretrained_mode: str = "beside"  # beside: its features join the scratch inputs; replace: they replace them
     pretrained_dim: int = 300  # beside: the encoder's features projected to this size (Sun, Li, Zhao §4)
 
@@ -85,12 +85,12 @@ BESIDE_UNITS = PRETRAINED_TOKEN_UNITS[1:] + [{"unit": "pretrained.projection", "
 
 def word_inputs(model: nn.Module, cfg: TokenFeatureConfig, **extra: nn.Module) -> list[dict]:
     """What a parser reads per word, set on ``model``: from scratch, ``embed`` (word, character, UPOS [+ extra]) and
-    ``char_lstm``; with ``cfg.pretrained`` in ``replace`` mode, ``words`` (``parsing.pretrained.PretrainedWords``:
+    ``char_lstm``; with ``cfg.pretrained`` in ``replace`` mode, ``words`` (``parsing.layers.pretrained.PretrainedWords``:
     the encoder's first-piece states) and ``embed`` (UPOS [+ extra]); in ``beside`` mode the scratch modules here
     and the encoder later (``beside_inputs``). Returns the matching compression units."""
     model.words = None
     if cfg.pretrained and cfg.pretrained_mode == "replace":
-        from forgetbench.parsing.pretrained import EncoderConfig, PretrainedWords
+        from forgetbench.parsing.layers.pretrained import EncoderConfig, PretrainedWords
 
         model.words = PretrainedWords(EncoderConfig.from_dict(cfg.pretrained))
         model.embed = nn.ModuleDict({"tag": nn.Embedding(cfg.n_tags, cfg.tag_dim, padding_idx=0), **extra})
@@ -130,7 +130,7 @@ def beside_inputs(model: nn.Module, cfg: TokenFeatureConfig, first: nn.Module) -
     leaves its forward that of the scratch parser."""
     if not cfg.pretrained or cfg.pretrained_mode != "beside":
         return
-    from forgetbench.parsing.pretrained import EncoderConfig, PretrainedWords
+    from forgetbench.parsing.layers.pretrained import EncoderConfig, PretrainedWords
 
     widen_inputs(first, cfg.pretrained_dim)
     model.words = PretrainedWords(EncoderConfig.from_dict(cfg.pretrained))

@@ -4,14 +4,14 @@ and its ablations — one of the encoders a parser can read (docs/METHOD.md §5c
 Shapes: B sentences, N subword positions (``<s> pieces </s>``, padding), H = ``d_model``, D labels.
 
 - **Encoder** (§3.2): token + learned position embeddings, ``layers`` Transformer layers (pre-norm, GELU;
-  ``parsing.encoder_layer``) → H^(L). An encoder with USI has one layer fewer than its baseline (§4, layer parity:
+  ``parsing.layers.encoder_layer``) → H^(L). An encoder with USI has one layer fewer than its baseline (§4, layer parity:
   ``pretrain.run.encoder_config``).
 - **USL** (universal structure learning, §3.3): on H^(L), r^m = ReLU(MLP^m(h)) for heads (``head_mlp`` units,
   the paper's H_head 128) and dependents (``dep_mlp``, H_dep 64), arc and label biaffines (``biaffine.usl_heads``):
   arc scores S_arc [B, N(dep), N(head)] with padding heads at −10⁹, label scores [B, N, N, D]. Its loss:
   cross-entropy of the gold head over each position's heads, plus cross-entropy of the gold label at the gold
   head (positions marked −100 unscored).
-- **USI** (universal structure integration, §3.4; ``parsing.structure``): S_US from the two softmaxes, H_US from
+- **USI** (universal structure integration, §3.4; ``parsing.layers.structure``): S_US from the two softmaxes, H_US from
   S_US and H^(L), H^(L+1) = LayerNorm(Transformer layer(H_US + H^(L))).
 - **MLM head**: a H × H GELU layer, LayerNorm, and the tied token embedding (+ bias) over H^(L) (phase 1 of
   Algorithm 1 and encoders without USI) or H^(L+1) (phase 2 with USI; ``pretrain.schedule``).
@@ -32,9 +32,9 @@ import torch
 from torch import nn
 
 from forgetbench.errors import ForgetbenchError
-from forgetbench.parsing.biaffine import biaffine_heads, biaffine_scores, usl_heads
-from forgetbench.parsing.encoder_layer import EncoderLayer
-from forgetbench.parsing.structure import integration, legacy_names, structure_tensor
+from forgetbench.parsing.layers.biaffine import biaffine_heads, biaffine_scores, usl_heads
+from forgetbench.parsing.layers.encoder_layer import EncoderLayer
+from forgetbench.parsing.layers.structure import integration, legacy_names, structure_tensor
 
 IGNORE = -100
 MODEL_TYPE = "forgetbench-encoder"

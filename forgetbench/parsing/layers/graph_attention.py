@@ -1,7 +1,7 @@
 """Graph-input self-attention and the Transformer encoder built from it (docs/METHOD.md §4).
 
 With ``q_i = x_i W^Q``, ``k_j = x_j W^K``, ``v_j = x_j W^V`` per head (size d) and the relation
-``p_ij`` of the input graph (``parsing.relations``) embedded per layer as ``r^K_ij`` (key side) and
+``p_ij`` of the input graph (``parsing.structures.relations``) embedded per layer as ``r^K_ij`` (key side) and
 ``r^V_ij`` (value side), shared by the heads:
 
 - ``g2g`` (G2GTr / RNGTr): ``e_ij = q_i · (k_j + LN?(r^K_ij)) / √d`` and

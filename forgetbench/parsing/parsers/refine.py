@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import torch
 
-from forgetbench.parsing.decode import mst
-from forgetbench.parsing.modules import rows
-from forgetbench.parsing.relations import relation_ids
+from forgetbench.parsing.layers.modules import rows
+from forgetbench.parsing.structures.decode import mst
+from forgetbench.parsing.structures.relations import relation_ids
 
 DEFAULT_ITERATIONS = 3
 

@@ -3,7 +3,7 @@
 word + character + UPOS embeddings [+ a pre-trained encoder's projected features, ``modules.beside_inputs``] → BiLSTM → four MLPs (arc-dep, arc-head, rel-dep, rel-head) →
 biaffine arc scores s[b, h, d] and biaffine label scores; cross-entropy on heads and on labels
 given the gold head. Units for the compression hooks are declared (``forgetbench_units``), so
-``prune``/``quantize`` work on it unchanged. Layers in ``parsing.modules``.
+``prune``/``quantize`` work on it unchanged. Layers in ``parsing.layers.modules``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from torch import nn
 
-from forgetbench.parsing.modules import (
+from forgetbench.parsing.layers.modules import (
     TOKEN_UNITS,
     TokenFeatureConfig,
     beside_inputs,

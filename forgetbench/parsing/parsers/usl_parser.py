@@ -5,7 +5,7 @@ Rules, per sentence of n words:
 1. The words are encoded as in pre-training (``pretrain/data.py`` rule 4): ``<s>``, each word's own pieces, ``</s>``;
    f(w) is the position of word w's first piece and f(0) = 0 (``<s>``, the root).
 2. Word-level arc scores S[h, d] = S_arc[f(d), f(h)] (the USL head's scores between first pieces; H^(L) as in
-   pre-training); the tree is ``parsing.decode.mst``'s (non-projective, exactly one child of the root).
+   pre-training); the tree is ``parsing.structures.decode.mst``'s (non-projective, exactly one child of the root).
 3. Each word's label: the highest-scoring relation at (f(d), f(head(d))) other than ``subword``.
 4. A sentence whose pieces do not fit the encoder's positions is attached as a chain (each word to the word
    before it, the first to the root, label ``dep``) and counted in ``too_long``: its words count as parsed.
@@ -19,9 +19,9 @@ import torch
 
 from forgetbench.errors import ForgetbenchError
 from forgetbench.io import sha256_file
-from forgetbench.parsing.decode import mst
-from forgetbench.parsing.pretrained import BOS, EOS, UNK, load_encoder
-from forgetbench.parsing.subword_trees import SUBWORD, first_pieces
+from forgetbench.parsing.layers.pretrained import BOS, EOS, UNK, load_encoder
+from forgetbench.parsing.structures.decode import mst
+from forgetbench.parsing.structures.subword_trees import SUBWORD, first_pieces
 
 
 @torch.no_grad()
@@ -60,7 +60,7 @@ def parse_sentences(model, sp, labels: list[str], sentences) -> tuple[list[tuple
 
 def evaluate_usl(folder: str | Path, data: str | Path) -> dict:
     """CoNLL 2018 UAS/LAS/CLAS (``parsing.metrics``) of the USL head of the encoder in ``folder`` on ``data``."""
-    from forgetbench.parsing.conll import read_conllu
+    from forgetbench.parsing.data.conll import read_conllu
     from forgetbench.parsing.metrics import score
 
     model, sp, labels = load_encoder(folder)

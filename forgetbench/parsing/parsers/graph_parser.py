@@ -6,8 +6,8 @@ parser's four MLPs and two biaffine scorers (``modules.biaffine_heads``).
 
 - ``graph: none`` is **SynTr**, the graph-free baseline of the study: plain self-attention.
 - ``graph: labelled`` (or ``unlabelled``) is the **RNGTr** refiner: every layer attends with the
-  relation ids of an input dependency graph (``parsing.relations``), so
-  ``Z^t = Encoder(W, P, G^{t-1})`` and ``G^t = Decoder(Z^t)``; iterating it is ``parsing.refine``.
+  relation ids of an input dependency graph (``parsing.structures.relations``), so
+  ``Z^t = Encoder(W, P, G^{t-1})`` and ``G^t = Decoder(Z^t)``; iterating it is ``parsing.parsers.refine``.
 
 Units for the compression hooks: embeddings (+ input projection), character encoder, each encoder
 layer (attention / ffn groups; the relation embeddings are in the attention group), MLPs, biaffine.
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 from torch import nn
 
-from forgetbench.parsing.graph_attention import ATTENTION_KINDS, ENCODER_LAYER_UNIT, GraphEncoder
-from forgetbench.parsing.modules import (
+from forgetbench.parsing.layers.graph_attention import ATTENTION_KINDS, ENCODER_LAYER_UNIT, GraphEncoder
+from forgetbench.parsing.layers.modules import (
     TOKEN_UNITS,
     TokenFeatureConfig,
     beside_inputs,
@@ -29,7 +29,7 @@ from forgetbench.parsing.modules import (
     read_words,
     word_inputs,
 )
-from forgetbench.parsing.relations import n_relation_ids
+from forgetbench.parsing.structures.relations import n_relation_ids
 
 GRAPHS = ("none", "labelled", "unlabelled")
 
@@ -87,7 +87,7 @@ class GraphParser(nn.Module):
         return self.cfg.graph != "none"
 
     def forward(self, words, chars, tags, relations=None):
-        """As ``BiaffineParser.forward``; ``relations`` [B, L, L] (``parsing.relations``) for a refiner."""
+        """As ``BiaffineParser.forward``; ``relations`` [B, L, L] (``parsing.structures.relations``) for a refiner."""
         arc, rel_dep, rel_head = self.encode(words, chars, tags, relations)
         return arc, self.scorer["rel"](rel_dep, rel_head)
 

@@ -1,10 +1,10 @@
 """G2GTr: the transition-based graph-to-graph Transformer parser (docs/METHOD.md §4), sized for this CPU.
 
-Arc-standard with SWAP (``parsing.transition``). At every step the sentence encoder is **re-run**
+Arc-standard with SWAP (``parsing.structures.transition``). At every step the sentence encoder is **re-run**
 with the configuration as input: each position gets a role embedding (s0, s1, rest of the stack,
 b0, rest of the buffer, reduced, padding) added to its token features, and every layer attends
-with the relation ids of the **partial graph** built so far (labelled, ``parsing.relations``;
-graph-input attention of ``parsing.graph_attention``). Two classifiers read the encoder states of
+with the relation ids of the **partial graph** built so far (labelled, ``parsing.structures.relations``;
+graph-input attention of ``parsing.layers.graph_attention``). Two classifiers read the encoder states of
 the top stack items and the first buffer item (a learned vector stands in for a missing item):
 
 - Exist: MLP over [h(s0); h(s1); h(b0)] → SHIFT / LEFT / RIGHT / SWAP;
@@ -24,10 +24,16 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from forgetbench.parsing.graph_attention import ENCODER_LAYER_UNIT, GraphEncoder
-from forgetbench.parsing.modules import MLP, TOKEN_UNITS, TokenFeatureConfig, token_embeddings, token_features
-from forgetbench.parsing.relations import n_relation_ids, relation_ids
-from forgetbench.parsing.transition import LEFT, RIGHT, SWAP, Configuration, oracle
+from forgetbench.parsing.layers.graph_attention import ENCODER_LAYER_UNIT, GraphEncoder
+from forgetbench.parsing.layers.modules import (
+    MLP,
+    TOKEN_UNITS,
+    TokenFeatureConfig,
+    token_embeddings,
+    token_features,
+)
+from forgetbench.parsing.structures.relations import n_relation_ids, relation_ids
+from forgetbench.parsing.structures.transition import LEFT, RIGHT, SWAP, Configuration, oracle
 
 PAD_ROLE, S0, S1, STACK, B0, BUFFER, REDUCED = range(7)
 N_ROLES = 7

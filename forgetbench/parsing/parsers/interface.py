@@ -1,5 +1,5 @@
 """Every parser architecture behind one interface: build, save, load and parse (what differs between the
-architectures: ``parsing.architectures``).
+architectures: ``parsing.parsers.architectures``).
 
 An RNGTr folder is self-contained: the refiner at its root, its initial parser (a biaffine or
 SynTr folder) copied into ``initial/`` (absent: the empty graph), the refinement settings in
@@ -20,18 +20,18 @@ from tqdm.auto import tqdm
 
 from forgetbench.errors import ForgetbenchError
 from forgetbench.io import atomic_write_bytes, atomic_write_json
-from forgetbench.parsing.architectures import (
+from forgetbench.parsing.data.batching import Vocab, batches, batchify
+from forgetbench.parsing.data.conll import Sentence
+from forgetbench.parsing.parsers.architectures import (
     ARCHS,
     REFINEMENT,
     Architecture,
     architecture,
     architecture_of_config,
 )
-from forgetbench.parsing.batching import Vocab, batches, batchify
-from forgetbench.parsing.conll import Sentence
-from forgetbench.parsing.refine import DEFAULT_ITERATIONS
+from forgetbench.parsing.parsers.refine import DEFAULT_ITERATIONS
+from forgetbench.parsing.parsers.tagger import UposTagger, load_tagger
 from forgetbench.parsing.saving import load_module_dir, save_module_dir
-from forgetbench.parsing.tagger import UposTagger, load_tagger
 
 __all__ = ["ARCHS", "REFINEMENT", "Parser", "arch_of", "build", "load", "save"]
 

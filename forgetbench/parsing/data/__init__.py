@@ -1,0 +1,1 @@
+"""The parsers' data: CoNLL-U files (``conll``) and length-bucketed batches with their tensors (``batching``)."""
