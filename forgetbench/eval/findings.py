@@ -46,22 +46,22 @@ def _ci(ci, nd=2):
     return "[–]" if not ci or ci[0] is None else f"[{ci[0]:.{nd}f}, {ci[1]:.{nd}f}]"
 
 
-def findings(S: Summary, small: float = SMALL) -> list[Finding]:
+def findings(summary: Summary, small: float = SMALL) -> list[Finding]:
     """The claims tested on a summary; one finding per claim and variant."""
-    rows = {r.variant: r for r in S.variant_table}
+    rows = {r.variant: r for r in summary.variant_table}
     out: list[Finding] = []
 
     def add(claim, variant, outcome, numbers):
         out.append(Finding(claim, variant, outcome, numbers))
 
-    for v in S.comparisons:
+    for v in summary.comparisons:
         r = rows[v]
         if _small_claim_applies(v):
             ci = r.rel_spBLEU_ci
             add(f"the average drop is small (|rel. spBLEU| ≤ {small:g} %)", v,
                 _outcome(ci, lambda lo, hi: lo >= -small and hi <= small, lambda lo, hi: hi < -small or lo > small),
                 f"mean rel. spBLEU {_fmt(r.rel_spBLEU)} % {_ci(ci)} over {r.pairs} pairs")
-        c = S.tier_contrasts.get("thesis", {}).get(v, {}).get("spBLEU")
+        c = summary.tier_contrasts.get("thesis", {}).get(v, {}).get("spBLEU")
         if c:
             add("low-resource pairs lose most", v,
                 _outcome(c.ci, lambda lo, hi: hi < 0, lambda lo, hi: lo > 0),
@@ -73,35 +73,35 @@ def findings(S: Summary, small: float = SMALL) -> list[Finding]:
         add("some pairs improve", v, outcome, f"{better} of {r.pairs} pairs significantly better, {worse} worse "
                                               f"(spBLEU, paired bootstrap, Benjamini–Hochberg q = 0.05); "
                                               f"{r.improved_pairs} better in the point estimate")
-        ot = S.off_target[v]
-        ci = ot.losers_change_ci
-        lb, lc = ot.losers.base.off_target_pct, ot.losers.compressed.off_target_pct
+        off = summary.off_target[v]
+        ci = off.losers_change_ci
+        lb, lc = off.losers.base.off_target_pct, off.losers.compressed.off_target_pct
         add("off-target rises on losing sentences", v, _outcome(ci, lambda lo, hi: lo > 0, lambda lo, hi: hi < 0),
-            f"{_fmt(lb, 1)} → {_fmt(lc, 1)} % on {ot.losers.base.n} losers; change {_ci(ci, 1)} pp")
-        h = S.hallucination[v]
+            f"{_fmt(lb, 1)} → {_fmt(lc, 1)} % on {off.losers.base.n} losers; change {_ci(ci, 1)} pp")
+        lam = summary.hallucination[v]
         for subset, word in (("losers", ">"), ("winners", "<")):
-            ci = h[subset].lambda_ci
+            ci = lam[subset].lambda_ci
             sup = (lambda lo, hi: lo > 1) if word == ">" else (lambda lo, hi: hi < 1)
             con = (lambda lo, hi: hi < 1) if word == ">" else (lambda lo, hi: lo > 1)
             add(f"λ {word} 1 on {subset}", v, _outcome(ci, sup, con),
-                f"λ = {_fmt(h[subset].lambda_, 3)} {_ci(ci, 3)} over {h[subset].n} on-target sentences "
-                f"({h[subset].off_target} off-target left out)")
-        g = S.bias.gender.get(v) if S.bias else None
+                f"λ = {_fmt(lam[subset].lambda_, 3)} {_ci(ci, 3)} over {lam[subset].n} on-target sentences "
+                f"({lam[subset].off_target} off-target left out)")
+        g = summary.bias.gender.get(v) if summary.bias else None
         if g and g.change_ci:
             ci = g.change_ci.get("psi_star")
-            b = S.bias.gender[S.base].average["psi_star"]
+            b = summary.bias.gender[summary.base].average["psi_star"]
             add("gender bias ψ* rises", v, _outcome(ci, lambda lo, hi: lo > 0, lambda lo, hi: hi < 0),
                 f"ψ* {_fmt(b, 3)} → {_fmt(g.average['psi_star'], 3)}; change {_ci(ci, 3)}")
-    out += calibration_findings(S)
+    out += calibration_findings(summary)
     return out
 
 
-def calibration_findings(S: Summary) -> list[Finding]:
+def calibration_findings(summary: Summary) -> list[Finding]:
     """Per data-aware variant calibrated per language (uniform, proportional, one language), against the
     English-only calibration of the same method and sparsity: the low-resource pairs' spBLEU difference, from the
     configured contrast (either order) of the thesis tiers' "low" pair group."""
-    cal = S.calibrations
-    low = S.pair_groups.get("thesis", {}).get("low")
+    cal = summary.calibrations
+    low = summary.pair_groups.get("thesis", {}).get("low")
     contrasts = low.contrasts if low else {}
     out = []
     for v, c in cal.items():
