@@ -65,11 +65,14 @@ def test_shipped_config_loads(path: Path):
         assert cfg.jobs
 
 
-def test_the_no_kd_twin_differs_only_in_kd_source_and_name():
-    kd = yaml.safe_load((REPO / "configs" / "distill-kd.yaml").read_text())
-    nokd = yaml.safe_load((REPO / "configs" / "distill-nokd.yaml").read_text())
-    assert kd.pop("name") == "student-kd" and nokd.pop("name") == "student-nokd"
+@pytest.mark.parametrize("suffix", ["", "-long"])
+def test_the_no_kd_twin_differs_only_in_kd_source_and_name(suffix):
+    kd = yaml.safe_load((REPO / "configs" / f"distill-kd{suffix}.yaml").read_text())
+    nokd = yaml.safe_load((REPO / "configs" / f"distill-nokd{suffix}.yaml").read_text())
+    assert kd.pop("name") == f"student-kd{suffix}" and nokd.pop("name") == f"student-nokd{suffix}"
     assert kd["kd"].pop("source") == "cache" and nokd["kd"].pop("source") == "none"
+    if suffix:  # the twin runs --steps-of the early-stopped KD run: a fixed number of steps
+        assert kd["train"].pop("patience") == 3 and nokd["train"].pop("patience") == 0
     assert kd == nokd
 
 
