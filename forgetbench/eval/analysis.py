@@ -453,7 +453,7 @@ def off_target(run: RunData, groups: dict[str, DeltaGroups]) -> dict[str, OffTar
         losers = [(s.key, s.idx) for s in g.losers]
         everything = [(s.key, s.idx) for s in g.all]
         by_target = {}
-        for t in {k[2] for k, _ in everything}:
+        for t in sorted({k[2] for k, _ in everything}):  # a fixed order: summary.json byte for byte the same
             items = [(k, i) for k, i in everything if k[2] == t]
             cov = lid.coverage(t).identifier
             by_target[t] = (TargetRate(cov, off_target_rate(run, run.base_of(v), items), off_target_rate(run, v, items))
