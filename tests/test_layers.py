@@ -208,8 +208,9 @@ def test_parsing_rooms_keep_the_flat_module_names_importable():
         a = importlib.import_module(f"forgetbench.parsing.{old}")
         b = importlib.import_module(f"forgetbench.parsing.{new}")
         assert a is b and a.__spec__.name == b.__name__ == f"forgetbench.parsing.{new}"
-    from forgetbench.parsing import parsers
     from forgetbench.parsing.model import BiaffineParser
+
+    from forgetbench.parsing import parsers
     from forgetbench.parsing.parsers import interface, load
     from forgetbench.parsing.parsers.model import BiaffineParser as InRoom
 
