@@ -27,6 +27,7 @@ import threading
 from pathlib import Path
 
 from forgetbench.errors import ForgetbenchError
+from forgetbench.eval.summary import Summary
 
 
 def _worker(config: str, run_dir: str, rank: int, world: int, barrier, hardware: dict,
@@ -80,7 +81,7 @@ def _start_resource_tracker() -> None:
             os.environ["PYTHONWARNINGS"] = before
 
 
-def run_in_processes(cfg, run_dir: str | Path, processes: int, progress=True) -> tuple[dict, int, int]:
+def run_in_processes(cfg, run_dir: str | Path, processes: int, progress=True) -> tuple[Summary | None, int, int]:
     """Run the sweep in the process mode the environment and ``processes`` ask for: under a launcher
     (``accelerate launch --num_processes N`` sets ``WORLD_SIZE``) as one of its ranks; else ``processes`` spawned
     workers (``run_parallel``), or this process alone. Returns (summary — None off rank 0 —, rank, world)."""
@@ -98,7 +99,7 @@ def run_in_processes(cfg, run_dir: str | Path, processes: int, progress=True) ->
     return run_sweep(cfg, run_dir, progress), 0, 1
 
 
-def run_parallel(cfg, run_dir: str | Path, world: int, progress=True):
+def run_parallel(cfg, run_dir: str | Path, world: int, progress=True) -> Summary | None:
     """``run_sweep`` on ``world`` processes; returns rank 0's summary. ``progress``: a bool or rank 0's
     ``console.Console``."""
     from forgetbench.sweep.run import prepare_run, run_sweep
