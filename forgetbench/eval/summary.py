@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from functools import cached_property
+from typing import ClassVar
 
 from forgetbench.eval.analysis import Analysis, plain
 
@@ -84,12 +85,11 @@ class Finding:
     numbers: str  # the statistic and its interval, as text
 
 
-OPTIONAL = ("families", "movement", "attention_maps", "calibrations")  # in summary.json only where a run has them
-
-
 @dataclass
 class Summary(Analysis):
     """The analysis, the bias benchmarks, the findings and the run's settings and records."""
+
+    optional: ClassVar[tuple[str, ...]] = (*Analysis.optional, "attention_maps", "calibrations")
 
     bias: BiasSummary | None = None
     name: str = ""
@@ -131,5 +131,6 @@ class Summary(Analysis):
         return self.bases.get(variant, self.base)
 
     def to_dict(self) -> dict:
-        return {f.name: {} if f.name == "bias" and self.bias is None else plain(getattr(self, f.name))
-                for f in fields(self) if f.name not in OPTIONAL or getattr(self, f.name)}
+        d = super().to_dict()
+        d["bias"] = d["bias"] or {}  # a run without bias benchmarks: {} in its place
+        return d

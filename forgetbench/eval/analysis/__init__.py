@@ -35,6 +35,7 @@ analysis. Means, relative changes and percentages are ``forgetbench.stats``'.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from typing import ClassVar
 
 from forgetbench.eval.analysis.core import (  # noqa: F401 - re-exported: the analysis's public names
     Difference,
@@ -112,6 +113,8 @@ from forgetbench.eval.translate import Job
 
 @dataclass
 class Analysis:
+    optional: ClassVar[tuple[str, ...]] = ("families", "movement")  # in summary.json only where a run has them
+
     base: str
     variants: list[str]
     thresholds: Thresholds
@@ -133,9 +136,8 @@ class Analysis:
     movement: dict = field(default_factory=dict)  # "a|b" -> Movement (only where a sweep asks for it)
 
     def to_dict(self) -> dict:
-        optional = ("families", "movement")  # present only where a sweep has them
         return {f.name: plain(getattr(self, f.name)) for f in fields(self)
-                if f.name not in optional or getattr(self, f.name)}
+                if f.name not in self.optional or getattr(self, f.name)}
 
 
 def analyse(store: Store, jobs: list[Job], base: str, variants: list[str], spbleu: SpBLEU,
