@@ -46,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -55,8 +56,8 @@ REPO = Path(__file__).resolve().parents[1]
 # (the dry run's budgets are 3-4x its steps' time alone on a 2-core host: a test suite may run beside it)
 # budgets on a GPU sum past the default 540 s: a step that finishes early leaves its rest to the later ones, and the
 # last may be skipped (said so) where all take their full budget
-STEPS = {"tests": (90, 60, 10), "sweep": (120, 90, 15), "compress": (60, 90, 10), "shape-418m": (120, 60, 10),
-         "device-map": (60, 5, 10), "distill": (60, 60, 15), "parse": (90, 90, 20), "probes": (45, 60, 10)}
+STEPS = {"tests": (150, 60, 10), "sweep": (120, 90, 15), "compress": (60, 90, 10), "shape-418m": (120, 60, 10),
+         "device-map": (75, 5, 10), "distill": (60, 60, 15), "parse": (90, 90, 20), "probes": (45, 60, 10)}
 
 
 # the CPU reference of a real check runs with the host's cores (a GPU host has 16; results do not depend on the
@@ -79,17 +80,43 @@ def note(line: str) -> None:
             f.write(f"[{time.time() - float(os.environ.get('GPU_CHECK_T0', '0')):7.1f} s] {line}\n")
 
 
+def repo_env() -> dict:
+    """This process's environment with the repository first on PYTHONPATH and what was there kept (a GPU call puts
+    the carried wheels' site there: a child without it misses them)."""
+    return dict(os.environ) | {"PYTHONPATH": os.pathsep.join([str(REPO)] + ([os.environ["PYTHONPATH"]]
+                                                                            if os.environ.get("PYTHONPATH") else []))}
+
+
 def cli(*args: str, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:
-    """``python -m forgetbench.cli ARGS`` in a fresh process (the repository on the path), output captured and
-    appended to the step's log, with its start, end and wall seconds."""
-    e = dict(os.environ) | {"PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")} | (env or {})
+    """``python -m forgetbench.cli ARGS`` in a fresh process (the repository on the path), its start, each line it
+    prints (time-stamped as it comes: a step stopped over its budget shows how far its command got) and its end with
+    exit and wall seconds in the step's log; output and error merged into the result's ``stdout``."""
+    e = repo_env() | (env or {})
     note("start: forgetbench " + " ".join(a if len(a) < 60 else "…" + a[-40:] for a in args[:4]))
     t0 = time.perf_counter()
-    p = subprocess.run([sys.executable, "-m", "forgetbench.cli", *args], cwd=REPO, env=e, capture_output=True,
-                       text=True, timeout=timeout)
-    out = [ln for ln in (p.stdout + p.stderr).splitlines() if ln.strip()]
-    note(f"end ({time.perf_counter() - t0:.1f} s, exit {p.returncode}): {out[-1][:200] if out else ''}")
-    return p
+    lines: list[str] = []
+    with subprocess.Popen([sys.executable, "-m", "forgetbench.cli", *args], cwd=REPO, env=e, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, errors="replace") as proc:
+        def read():
+            for ln in proc.stdout:
+                for part in ln.replace("\r", "\n").splitlines():
+                    if part.strip():
+                        lines.append(part)
+                        note("  " + part[:300])
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            reader.join(5)
+            raise
+        reader.join()
+    out = "\n".join(lines) + ("\n" if lines else "")
+    note(f"end ({time.perf_counter() - t0:.1f} s, exit {proc.returncode}): {lines[-1][:200] if lines else ''}")
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, "")
 
 
 def must(p: subprocess.CompletedProcess, what: str) -> str:
@@ -150,7 +177,13 @@ def compare_runs(a: Path, b: Path) -> dict:
         raise StepFailed(f"{b.name}: {len(hb)} hypotheses against {len(ha)} on the CPU (different sentences stored)")
     ca, cb = chrf_by_variant(a), chrf_by_variant(b)
     diffs = [abs(ca[v] - cb[v]) for v in ca if ca[v] is not None and cb.get(v) is not None]
+    by_variant: dict[str, list[int]] = {}
+    for k in ha:
+        counts = by_variant.setdefault(k[0], [0, 0])
+        counts[0] += ha[k] == hb[k]
+        counts[1] += 1
     return {"hypotheses": len(ha), "equal": sum(ha[k] == hb[k] for k in ha),
+            "equal_by_variant": {v: f"{e} of {n}" for v, (e, n) in sorted(by_variant.items())},
             "largest_avg_chrf_difference": max(diffs) if diffs else None}
 
 
@@ -173,7 +206,7 @@ def step_tests(ctx: dict) -> dict:
     note("start: pytest " + " ".join(files))
     with open(log, "a", encoding="utf-8") as f:
         p = subprocess.run(args, cwd=REPO, stdout=f, stderr=subprocess.STDOUT, text=True, timeout=ctx["timeout"],
-                           env=dict(os.environ) | {"PYTHONPATH": str(REPO)})
+                           env=repo_env())
     p.stdout = log.read_text(encoding="utf-8", errors="replace")
     tail = [ln for ln in p.stdout.splitlines() if ln.strip()]
     summary = tail[-1] if tail else "(no output)"
@@ -193,12 +226,12 @@ def step_sweep(ctx: dict) -> dict:
     n = 2 if dry else 16
     out = {}
     cpu_cfg = sweep_config(work / "cpu.yaml", model, variants, n, 64, threads=1 if dry else CPU_THREADS)
-    must(cli("sweep", str(cpu_cfg), "--out", str(work / "cpu"), "--device", "cpu", "--quiet"), "sweep on the CPU")
+    must(cli("sweep", str(cpu_cfg), "--out", str(work / "cpu"), "--device", "cpu"), "sweep on the CPU")
     dev_cfg = sweep_config(work / "device.yaml", model, variants, n, 64 if dev == "cpu" else "auto")
     runs = [("float32", [])] + ([] if dry else [("bfloat16", ["--dtype", "bfloat16"])])
     for name, extra in runs:
         t0 = time.perf_counter()
-        must(cli("sweep", str(dev_cfg), "--out", str(work / f"{dev}-{name}"), "--device", dev, *extra, "--quiet"),
+        must(cli("sweep", str(dev_cfg), "--out", str(work / f"{dev}-{name}"), "--device", dev, *extra),
              f"sweep on {dev} ({name})")
         out[f"{dev} {name}"] = compare_runs(work / "cpu", work / f"{dev}-{name}") | {
             "seconds": round(time.perf_counter() - t0, 1)}
@@ -211,9 +244,16 @@ def step_sweep(ctx: dict) -> dict:
                            backend={"name": "ctranslate2", "compute_type": "int8", "device": dev})
         must(cli("sweep", str(ct2), "--out", str(work / "ct2"), "--quiet"), f"sweep with CTranslate2 on {dev}")
         out["ctranslate2"] = {"hypotheses": len(hypotheses(work / "ct2"))}
-    if not dry and out[f"{dev} float32"]["equal"] < 0.9 * out[f"{dev} float32"]["hypotheses"]:
-        raise StepFailed(f"float32 on {dev}: only {out[f'{dev} float32']['equal']} of "
-                         f"{out[f'{dev} float32']['hypotheses']} hypotheses equal the CPU's")
+    # float32 on the device gives the CPU's hypotheses for nearly every sentence where the weights are floats (base,
+    # pruned: only the kernels' rounding differs); the int8 variant's fake quantisation turns a rounding difference at
+    # a code boundary into a whole step, so its bound is the CUDA test's (12 of 16: three quarters)
+    if not dry:
+        for v, text in out[f"{dev} float32"]["equal_by_variant"].items():
+            e, n = (int(x) for x in text.split(" of "))
+            bound = 0.75 if v.startswith("ptq") else 0.9
+            if e < bound * n:
+                raise StepFailed(f"float32 on {dev}: {v}: only {e} of {n} hypotheses equal the CPU's "
+                                 f"(at least {bound:.0%}); by variant: {out[f'{dev} float32']['equal_by_variant']}")
     return out
 
 
@@ -285,11 +325,11 @@ def step_shape_418m(ctx: dict) -> dict:
     work, dev = Path(ctx["work"]) / "shape", ctx["device"]
     work.mkdir(parents=True, exist_ok=True)
     model = _shape_model(ctx)
-    n = 4 if ctx["dry_run"] else 64
+    n = 4 if ctx["dry_run"] else 32
     cfg = sweep_config(work / "shape.yaml", model, {"base": None, "prune-30": "prune-30", "ptq-int8": "ptq-int8"},
                        n, 64 if dev == "cpu" else "auto", languages=("de",), max_new_tokens=32)
     t0 = time.perf_counter()
-    must(cli("sweep", str(cfg), "--out", str(work / "run"), "--device", dev, "--quiet"), f"418M-shaped sweep on {dev}")
+    must(cli("sweep", str(cfg), "--out", str(work / "run"), "--device", dev), f"418M-shaped sweep on {dev}")
     secs = time.perf_counter() - t0
     hyps = hypotheses(work / "run")
     return {"model": model.name, "sentences": len(hyps), "seconds": round(secs, 1),
@@ -302,10 +342,11 @@ def step_device_map(ctx: dict) -> dict:
     work = Path(ctx["work"]) / "device-map"
     work.mkdir(parents=True, exist_ok=True)
     model = _shape_model(ctx)
-    cfg = sweep_config(work / "dm.yaml", model, {"base": None}, 16, 16, languages=("de",))
-    must(cli("sweep", str(cfg), "--out", str(work / "one"), "--device", "cuda", "--quiet"), "one GPU")
+    # the layers the map puts on the CPU run there: the host's threads (one thread took over a minute for 16 sentences)
+    cfg = sweep_config(work / "dm.yaml", model, {"base": None}, 8, 8, languages=("de",), threads=CPU_THREADS)
+    must(cli("sweep", str(cfg), "--out", str(work / "one"), "--device", "cuda"), "one GPU")
     must(cli("sweep", str(cfg), "--out", str(work / "map"), "--device", "cuda", "--device-map", "auto",
-             "--max-memory", "0=600MiB,cpu=60GiB", "--quiet"), "GPU + CPU device map")
+             "--max-memory", "0=600MiB,cpu=60GiB"), "GPU + CPU device map")
     return compare_runs(work / "one", work / "map")
 
 
@@ -357,7 +398,7 @@ def step_distill(ctx: dict) -> dict:
     """)
     note(f"distill killed at step {kill_at}")
     p = subprocess.run([sys.executable, "-c", code], cwd=work, capture_output=True, text=True,
-                       env=dict(os.environ) | {"PYTHONPATH": str(REPO)}, timeout=ctx["timeout"])
+                       env=repo_env(), timeout=ctx["timeout"])
     if p.returncode != -9:
         raise StepFailed(f"the kill hook did not stop the run at step {kill_at} (exit {p.returncode})")
     must(cli("distill", str(cfg), "--out", str(work / "killed"), "--quiet"), f"resumed distill on {dev}")

@@ -9,7 +9,8 @@ checkpoint and stops (``resources`` rule 6); a run still going ``--grace-s`` lat
 checkpoint stands). Then every run folder and its log are packed into ``DIR/NAME.tar.gz``, cut into ``.partNN`` files of
 ``--part-mib``. A GPU call returns 8 files of 16 MiB, 64 MiB in all, so what OUT holds is bounded
 (``--return-mib``, ``--return-files``): the runs in queue order bring back their whole folder where it fits, else
-their exported model and logs, else their logs alone, and the report says which (an encoder's folder at d 128 is
+their exported model and logs, else their logs alone (one archive, ``queue-logs.tar.gz``, holds every such run's
+logs), and the report says which (an encoder's folder at d 128 is
 ≈ 80 MB with its optimizer state: one per call comes back whole). ``DIR/gpu_queue.json`` says, per run, its exit,
 what stopped it, the step reached, what came back and the command that resumes it — the same command with the same
 ``--out``, on the CPU or on the next GPU:
@@ -79,8 +80,10 @@ def _logs(t: tarfile.TarInfo) -> tarfile.TarInfo | None:
     return t if (t.isdir() and top == 1) or (t.name.endswith((".json", ".jsonl", ".log")) and top == 2) else None
 
 
-# what a run brings back, the most first: the first that fits OUT's return budget is kept (the logs always are)
+# what a run brings back, the most first: the first that fits OUT's return budget is kept (the logs always are,
+# in LOGS_ARCHIVE with every other run's that brings back its logs alone)
 RETURNS = [("whole", None), ("model", _model_and_logs), ("logs", _logs)]
+LOGS_ARCHIVE = "queue-logs.tar.gz"
 RETURN_SAYS = {"whole": "the whole run folder: resumable with the command below",
                "model": "the exported model and the logs; the checkpoint did not fit the return budget: not resumable "
                         "from the step reached (warm-start from the model, or give this run the call alone with --only)",
@@ -95,6 +98,47 @@ def last_record(run: Path) -> dict:
             d = json.loads(f.read_text())
             return {"steps": d.get("steps", d.get("step")), "stopped_by": d.get("stopped_by")}
     return {"steps": None, "stopped_by": None}
+
+
+def pack_runs(runs: Path, out: Path, names: list[str], part_bytes: int, return_bytes: int,
+              return_files: int) -> dict[str, tuple[str, list[str]]]:
+    """Pack each run folder ``runs/NAME`` and its log ``runs/NAME.log`` into ``out``, in ``names``' order, the most
+    that fits: the whole folder, else its model and logs (``RETURNS``), within ``return_bytes`` and ``return_files``
+    (an archive over ``part_bytes`` is cut into parts, each a file); a run where neither fits brings back its logs in
+    ``LOGS_ARCHIVE``, one file shared by every such run and kept free while a later run may need it. Returns, per
+    run, what came back (a ``RETURNS`` kind) and its files in ``out``."""
+    returned = {"bytes": 0, "files": 0}
+    logs_only: list[str] = []
+    packed: dict[str, tuple[str, list[str]]] = {}
+    for i, name in enumerate(names):
+        folder, logfile = runs / name, runs / f"{name}.log"
+        reserve = 0 if logs_only or i == len(names) - 1 else 1
+        for kind, keep in RETURNS[:-1]:
+            archive = out / f"{name}.tar.gz"
+            with tarfile.open(archive, "w:gz", compresslevel=1) as tar:
+                if folder.exists():
+                    tar.add(folder, arcname=name, filter=keep)
+                if logfile.exists():
+                    tar.add(logfile, arcname=f"{name}.log")
+            size, files = archive.stat().st_size, -(-archive.stat().st_size // part_bytes)
+            if returned["bytes"] + size <= return_bytes and returned["files"] + files + reserve <= return_files:
+                returned["bytes"] += size
+                returned["files"] += files
+                packed[name] = (kind, split(archive, part_bytes))
+                break
+            archive.unlink()
+        else:
+            returned["files"] += not logs_only  # the shared archive: the file kept free for it
+            logs_only.append(name)
+            packed[name] = ("logs", [LOGS_ARCHIVE])
+    if logs_only:
+        with tarfile.open(out / LOGS_ARCHIVE, "w:gz") as tar:
+            for name in logs_only:
+                if (runs / name).exists():
+                    tar.add(runs / name, arcname=name, filter=_logs)
+                if (runs / f"{name}.log").exists():
+                    tar.add(runs / f"{name}.log", arcname=f"{name}.log")
+    return packed
 
 
 def split(archive: Path, part_bytes: int) -> list[str]:
@@ -166,28 +210,16 @@ def main(argv=None) -> int:
             p.kill()
             p.wait()
     report = {"budget_s": a.budget_s, "deadline_after_s": round(train_s, 1), "device": a.device, "runs": {}}
-    returned = {"bytes": 0, "files": 0}
-    for name, (p, log, _cmd) in procs.items():
+    for _p, log, _cmd in procs.values():
         log.close()
+    packed = pack_runs(out / "runs", out, list(procs), int(a.part_mib * 2**20), int(a.return_mib * 2**20),
+                       a.return_files)
+    for name, (p, _log, _cmd) in procs.items():
         folder = out / "runs" / name
         rec = {"exit": p.returncode, "killed": p.returncode == -9} | last_record(folder)
         logfile = out / "runs" / f"{name}.log"
-        part = int(a.part_mib * 2**20)
-        for kind, keep in RETURNS:
-            archive = out / f"{name}.tar.gz"
-            with tarfile.open(archive, "w:gz", compresslevel=1) as tar:
-                if folder.exists():
-                    tar.add(folder, arcname=name, filter=keep)
-                tar.add(logfile, arcname=f"{name}.log")
-            size, files = archive.stat().st_size, -(-archive.stat().st_size // part)
-            if kind == "logs" or (returned["bytes"] + size <= a.return_mib * 2**20
-                                  and returned["files"] + files <= a.return_files):
-                break
-            archive.unlink()
+        kind, rec["archive"] = packed[name]
         rec["returned"] = RETURN_SAYS[kind]
-        returned["bytes"] += size
-        returned["files"] += files
-        rec["archive"] = split(archive, part)
         tail = [ln for ln in logfile.read_text(errors="replace").splitlines() if ln.strip()]
         rec["last_line"] = tail[-1] if tail else ""
         r = next(x for x in runs if x["name"] == name)
@@ -195,7 +227,7 @@ def main(argv=None) -> int:
                                   if Path(r["config"]).is_relative_to(REPO) else r["config"], "--out", f"RUNS/{name}",
                                   *r["args"]])
         report["runs"][name] = rec
-    shutil.rmtree(out / "runs", ignore_errors=True)  # each run is in its archive: OUT holds one file per run
+    shutil.rmtree(out / "runs", ignore_errors=True)  # each run is in an archive: OUT holds their files alone
     report["used_s"] = round(time.time() - start, 1)
     (out / "gpu_queue.json").write_text(json.dumps(report, indent=1))
     files = sorted(f for f in out.iterdir() if f.is_file())

@@ -106,3 +106,38 @@ def test_the_prepared_gpu_call_leaves_its_reports_in_out(tmp_path):
     report = json.loads((out / "gpu_check.json").read_text())
     assert report["dry_run"] and report["steps"]["tests"]["status"] == "pass"
     assert "=== tests.log" in (out / "step_logs.txt").read_text() and "Python" in (out / "env.txt").read_text()
+
+
+def test_the_check_s_children_keep_the_carried_wheels_site_and_log_each_line_as_it_comes(tmp_path, monkeypatch):
+    """A GPU call puts the carried wheels' site on PYTHONPATH: every child the check starts (the tests step's pytest
+    too: on the H200 of 2026-11-28 it lost the site and a sweep failed on a missing package) gets the repository
+    first and the site after it; a command's lines reach the step's log time-stamped as they come."""
+    import importlib.util
+    import os
+    import subprocess
+
+    spec = importlib.util.spec_from_file_location("gpu_check", SCRIPT)
+    gc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gc)
+    site = tmp_path / "site"
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    assert gc.repo_env()["PYTHONPATH"].split(os.pathsep) == [str(REPO), str(site)]
+    seen = {}
+
+    def fake_run(args, **kw):
+        seen["env"] = kw["env"]
+        return subprocess.CompletedProcess(args, 0)
+
+    monkeypatch.setattr(gc.subprocess, "run", fake_run)
+    monkeypatch.delenv("GPU_CHECK_LOG", raising=False)
+    gc.step_tests({"dry_run": True, "work": str(tmp_path), "timeout": 10})
+    assert seen["env"]["PYTHONPATH"].split(os.pathsep) == [str(REPO), str(site)]
+    monkeypatch.undo()
+    log = tmp_path / "step.log"
+    monkeypatch.setenv("GPU_CHECK_LOG", str(log))
+    p = gc.cli("sweep", str(tmp_path / "missing.yaml"), "--out", str(tmp_path / "run"))
+    lines = log.read_text().splitlines()
+    assert p.returncode == 2 and "missing.yaml" in p.stdout
+    assert "start: forgetbench sweep" in lines[0]
+    assert any("missing.yaml" in ln and ln.split("] ")[1].startswith("  ") for ln in lines[1:-1])
+    assert "exit 2" in lines[-1] and not (tmp_path / "run").exists()

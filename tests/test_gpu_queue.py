@@ -84,3 +84,36 @@ def test_what_comes_back_is_bounded_whole_runs_first_then_models_then_logs(tmp_p
                                        "enc/spm.model", "enc/train_log.jsonl"]
     assert kept(q._logs) == ["enc/pretrain-run.json", "enc/train_log.jsonl"]
     assert [k for k, _ in q.RETURNS] == ["whole", "model", "logs"]
+
+
+def test_the_returned_files_stay_within_the_bound_however_many_runs_bring_back_logs_alone(tmp_path):
+    """Four runs, three files: the runs whose folder does not fit bring back their model (one file each) while a
+    file stays free for the logs of those where nothing more fits, which share one archive (the H200 call of
+    2026-11-28 returned five archives where three were allowed)."""
+    import importlib.util
+    import os
+
+    spec = importlib.util.spec_from_file_location("gpu_queue", SCRIPT)
+    q = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(q)
+    runs, out = tmp_path / "runs", tmp_path / "out"
+    out.mkdir()
+    for name in "abcd":
+        for rel, size in (("checkpoint/model.safetensors", 1_500_000), ("model/model.safetensors", 600_000),
+                          ("train_log.jsonl", 100)):
+            (runs / name / rel).parent.mkdir(parents=True, exist_ok=True)
+            (runs / name / rel).write_bytes(os.urandom(size))  # incompressible: the archive keeps its size
+        (runs / f"{name}.log").write_text(f"{name} stopped\n")
+    packed = q.pack_runs(runs, out, list("abcd"), part_bytes=2**20, return_bytes=2**30, return_files=3)
+    assert {n: k for n, (k, _) in packed.items()} == {"a": "model", "b": "model", "c": "logs", "d": "logs"}
+    assert sorted(p.name for p in out.iterdir()) == ["a.tar.gz", "b.tar.gz", q.LOGS_ARCHIVE]
+    with tarfile.open(out / q.LOGS_ARCHIVE) as tar:
+        assert sorted(tar.getnames()) == ["c", "c.log", "c/train_log.jsonl", "d", "d.log", "d/train_log.jsonl"]
+    # queue order first: a fourth file lets the first run come back whole (three parts), the rest their logs;
+    # one run alone needs no file kept free
+    out2, out3 = tmp_path / "out2", tmp_path / "out3"
+    out2.mkdir(), out3.mkdir()
+    packed = q.pack_runs(runs, out2, list("abcd"), part_bytes=2**20, return_bytes=2**30, return_files=4)
+    assert [k for k, _ in packed.values()] == ["whole", "logs", "logs", "logs"] and len(list(out2.iterdir())) == 4
+    packed = q.pack_runs(runs, out3, ["a"], part_bytes=2**20, return_bytes=2**30, return_files=3)
+    assert packed["a"][0] == "whole" and len(packed["a"][1]) == 3 == len(list(out3.iterdir()))
