@@ -7,8 +7,8 @@ GPU, and on any device-to-host conversion that skips ``.cpu()``.
 - its ``device`` is ``cuda:N`` (N: ``cuda(t, N)``, default 0); ``.to("cuda:M")``/``.cuda()`` move it (a copy when M
   differs), ``.to("cpu")``/``.cpu()`` give a plain tensor (the copy to the host);
 - an operation whose tensor arguments mix ``Pretend`` and plain CPU tensors, or ``Pretend`` tensors of two GPUs,
-  raises ``DeviceMismatch`` (0-dim CPU tensors are allowed, as CUDA allows CPU scalars), and so does an in-place
-  write into a plain tensor;
+  raises ``DeviceMismatch`` (0-dim CPU tensors are allowed, as CUDA allows CPU scalars, and so are the lengths
+  ``pack_padded_sequence`` takes on the host), and so does an in-place write into a plain tensor;
 - ``.numpy()`` of a ``Pretend`` raises ``DeviceMismatch`` (CUDA needs ``.cpu()`` first); ``.tolist()``,
   ``float()/int()/.item()`` are allowed (CUDA synchronises and copies to the host);
 - results of operations on ``Pretend`` tensors are ``Pretend`` on the same GPU; factory functions given
@@ -79,6 +79,9 @@ _HOST = {torch.Tensor.numpy, torch.Tensor.__array__}  # tolist() and item() copy
 _TO_HOST = {torch.Tensor.cpu}
 _MOVES = {torch.Tensor.to, torch.Tensor.cuda}
 _INPLACE_OK = {torch.Tensor.__setitem__}
+# operations that take host tensors on CUDA by design (packed sequences keep their batch sizes and lengths on the
+# CPU): the positions of their outputs that stay on the host
+_HOST_ARGUMENTS = {"_pack_padded_sequence": (1,), "_pad_packed_sequence": (1,), "lstm": ()}
 
 
 class Pretend(torch.Tensor):
@@ -124,7 +127,7 @@ class Pretend(torch.Tensor):
         ts = list(_tensors(args)) + list(_tensors(kwargs))
         plain = [t for t in ts if not isinstance(t, Pretend) and t.dim() > 0 and not t.is_meta]
         gpus = {t.device.index for t in ts if isinstance(t, Pretend)}
-        if gpus and plain:
+        if gpus and plain and getattr(func, "__name__", "") not in _HOST_ARGUMENTS:
             raise DeviceMismatch(f"{getattr(func, '__name__', func)}: CUDA and CPU tensors mixed "
                                  f"({[tuple(t.shape) for t in plain][:3]} on the CPU)")
         if len(gpus) > 1:
@@ -134,6 +137,10 @@ class Pretend(torch.Tensor):
             out = func(*args, **kwargs)
         if func is torch.Tensor.__setitem__:
             return out
+        host = _HOST_ARGUMENTS.get(getattr(func, "__name__", ""), ())
+        if gpus and host and isinstance(out, tuple):
+            g = gpus.pop()
+            return type(out)(o if i in host else _wrap(o, g) for i, o in enumerate(out))
         return _wrap(out, gpus.pop()) if gpus else out
 
 

@@ -133,7 +133,7 @@ def test_a_budget_shorter_than_an_epoch_ends_the_epoch_early(monkeypatch):
 
     monkeypatch.setattr(epochs, "time", types.SimpleNamespace(perf_counter=tick))
     monkeypatch.setattr(epochs, "batches", lambda sents, *a, **k: [[s] for s in sents])
-    monkeypatch.setattr(epochs, "batchify", lambda bs, vocab: {"words": torch.full((1, 3), 5)})
+    monkeypatch.setattr(epochs, "batchify", lambda bs, vocab, device=None: {"words": torch.full((1, 3), 5)})
     model = torch.nn.Linear(2, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     seen, saved = [], []

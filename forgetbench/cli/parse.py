@@ -16,6 +16,9 @@ from forgetbench.cli.common import (
     thread_count,
 )
 
+DEVICE_HELP = ("where the networks run: cpu (default), cuda, cuda:N or auto (a GPU where torch sees one); MST and "
+               "transitions decode on the host")
+
 
 def cmd_parse(args) -> int:
     from forgetbench.outputs import new_output
@@ -51,13 +54,14 @@ def cmd_parse(args) -> int:
         if is_encoder_folder(args.model):  # a pre-trained encoder: its USL head parses, untrained further
             from forgetbench.parsing.parsers.usl_parser import evaluate_usl
 
-            print(json.dumps(evaluate_usl(args.model, args.data)))
+            print(json.dumps(evaluate_usl(args.model, args.data, device=args.device)))
         else:
-            print(json.dumps(evaluate_parser(args.model, args.data, initial=args.initial, iterations=args.iterations)))
+            print(json.dumps(evaluate_parser(args.model, args.data, initial=args.initial, iterations=args.iterations,
+                                             device=args.device)))
     else:
         new_output(args.out)
         set_threads(args.threads)
-        ptrain.predict_file(args.model, args.data, args.out, progress=not args.quiet)
+        ptrain.predict_file(args.model, args.data, args.out, progress=not args.quiet, device=args.device)
         print(f"wrote {args.out}")
     return 0
 
@@ -161,6 +165,7 @@ def add_commands(sub) -> None:
     pt.add_argument("--no-value-relations", dest="value_relations", action="store_false", default=None,
                     help="no relation embeddings on the value side")
     pt.add_argument("--threads", type=positive, help=THREADS_HELP)
+    pt.add_argument("--device", default="cpu", help=DEVICE_HELP)
     pt.add_argument("--quiet", action="store_true", help="no progress bars")
     pt.set_defaults(func=cmd_parse)
     pe = psub.add_parser("eval", help="CoNLL 2018 UAS/LAS/CLAS (+ UPOS with predicted tags) on a CoNLL-U file")
@@ -170,6 +175,7 @@ def add_commands(sub) -> None:
                                      "whose USL head parses)")
         q.add_argument("data", help="CoNLL-U file (gold tokenisation)")
         q.add_argument("--threads", type=positive, help=THREADS_HELP)
+        q.add_argument("--device", default="cpu", help=DEVICE_HELP)
         q.set_defaults(func=cmd_parse)
     pe.add_argument("--initial", help="rngtr: initial parser folder, or 'empty' (default: the one saved with it)")
     pe.add_argument("--iterations", type=positive, help="rngtr: at most T refinement iterations (default: as saved)")

@@ -251,6 +251,12 @@ def place(hw: Hardware, where: str, rank: int = 0, local_world: int = 1, count: 
     return Placement(hw, first, gpus, dmap, max_memory)
 
 
+def resolve_device(device: str) -> str:
+    """A command's ``--device`` for one network on one device (cpu, cuda, cuda:N or auto) checked against this
+    machine: ``cpu`` or ``cuda:N``, one line where it cannot be used (no GPU torch sees, a GPU past the machine's)."""
+    return place(with_overrides(Hardware(), None, device=device), None).device
+
+
 def activate(placement: Placement) -> None:
     """Make the process's first GPU its current CUDA device (``torch.cuda.set_device``), so that anything allocated
     on plain ``cuda`` lands on this process's share, not on GPU 0; nothing on the CPU."""

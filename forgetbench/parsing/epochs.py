@@ -47,6 +47,7 @@ def train_epochs(model, opt, sents: list[Sentence], vocab, rng: random.Random, m
     stops (its record says ``"partial": true``), so a budget shorter than an epoch is kept.
     Returns (epochs run, history)."""
     best, history = -1.0, []
+    device = next(model.parameters()).device  # the batches go where the network is
     con = Console("parse train", quiet=not progress)  # a bar per epoch on a terminal, else one line per epoch
     epoch, deadline, eval_s, updates = 0, t0 + minutes * 60, 0.0, 0
     for epoch in range(1, max_epochs + 1):
@@ -58,8 +59,8 @@ def train_epochs(model, opt, sents: list[Sentence], vocab, rng: random.Random, m
                 partial = True
                 break
             updates += 1
-            b = batchify(bs, vocab)
-            drop = (torch.rand(b["words"].shape) < WORD_DROPOUT) & (b["words"] > 2)
+            b = batchify(bs, vocab, device=device)
+            drop = (torch.rand(b["words"].shape, device=device) < WORD_DROPOUT) & (b["words"] > 2)
             loss = batch_loss(b, b["words"].masked_fill(drop, 1))
             opt.zero_grad()
             loss.backward()

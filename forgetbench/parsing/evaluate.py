@@ -18,6 +18,7 @@ import numpy as np
 
 from forgetbench.eval import bootstrap as bs
 from forgetbench.io import sha256_file
+from forgetbench.models.hardware import resolve_device
 from forgetbench.parsing.data.conll import read_conllu
 from forgetbench.parsing.metrics import score, sentence_las_counts
 from forgetbench.parsing.parsers import interface as parsers
@@ -40,8 +41,8 @@ def parse_file(parser: parsers.Parser, data: str | Path, record: bool = False) -
 
 
 def evaluate_parser(model_dir: str | Path, data: str | Path, initial: str | None = None,
-                    iterations: int | None = None) -> dict:
-    parser = parsers.load(model_dir, initial=initial, iterations=iterations)
+                    iterations: int | None = None, device: str = "cpu") -> dict:
+    parser = parsers.load(model_dir, initial=initial, iterations=iterations).to(resolve_device(device))
     r = parse_file(parser, data, record=True)
     s = score(r["gold"], r["preds"]).to_dict()
     s |= {"arch": parser.arch, "tags": "gold" if parser.tagger is None else "predicted", "data": str(data),

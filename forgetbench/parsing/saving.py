@@ -15,7 +15,7 @@ from forgetbench.io import atomic_write_json
 def save_module_dir(module: nn.Module, model_type: str, cfg: dict, out_dir: Path) -> None:
     """HF-style folder: ``config.json`` (with ``model_type``) + ``model.safetensors``."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.contiguous() for k, v in module.state_dict().items()}, str(out_dir / "model.safetensors"))
+    save_file({k: v.detach().cpu().contiguous() for k, v in module.state_dict().items()}, str(out_dir / "model.safetensors"))
     atomic_write_json(out_dir / "config.json", {"model_type": model_type, **cfg})
 
 

@@ -24,6 +24,7 @@ import torch
 from forgetbench.env import environment
 from forgetbench.errors import ForgetbenchError
 from forgetbench.io import atomic_directory, atomic_write_json, sha256_file
+from forgetbench.models.hardware import resolve_device
 from forgetbench.parsing.data.batching import Vocab, with_initial_graphs
 from forgetbench.parsing.data.conll import Sentence, read_conllu, with_predictions, write_conllu
 from forgetbench.parsing.epochs import train_epochs
@@ -58,7 +59,7 @@ def evaluate(model, vocab, sents: list[Sentence], tagger=None) -> ParseScores:
 
 
 def kfold_graphs(tr: list[Sentence], dv: list[Sentence], initial: parsers.Parser, work: Path, folds: int, minutes: float,
-                 seed: int, threads: int, progress: bool) -> tuple[list, dict]:
+                 seed: int, threads: int, progress: bool, device: str = "cpu") -> tuple[list, dict]:
     """k-fold predictions of the initial parser's architecture on the training sentences (folds by position mod k):
     parser k is trained (same sizes, the sentences' own UPOS, dev ``dv``) on the other folds and parses fold k."""
     work.mkdir()
@@ -72,9 +73,9 @@ def kfold_graphs(tr: list[Sentence], dv: list[Sentence], initial: parsers.Parser
         f = work / f"train{k}.conllu"
         write_conllu(f, [with_predictions(s, s.heads, s.deprels, s.upos) for i, s in enumerate(tr) if i % folds != k])
         info = train(f, dev_file, work / f"fold{k}", minutes=minutes, seed=seed + k, threads=threads, progress=progress,
-                     tags="gold", arch=initial.arch, label=f"fold {k + 1}/{folds}: ", **sizes)
+                     tags="gold", arch=initial.arch, label=f"fold {k + 1}/{folds}: ", device=device, **sizes)
         fold_dev.append(round(info["dev"]["las"], 2))
-        for i, p in zip(held, parsers.load(work / f"fold{k}").parse([tr[i] for i in held]), strict=True):
+        for i, p in zip(held, parsers.load(work / f"fold{k}").to(device).parse([tr[i] for i in held]), strict=True):
             preds[i] = p
     g0 = score([(s.heads, s.deprels) for s in tr], preds)
     return preds, {"kfold": {"folds": folds, "fold_minutes": minutes, "fold_dev_las": fold_dev,
@@ -82,15 +83,15 @@ def kfold_graphs(tr: list[Sentence], dv: list[Sentence], initial: parsers.Parser
 
 
 def jackknife_tags(tr: list[Sentence], dv: list[Sentence], vocab: Vocab, work: Path, folds: int, minutes: float,
-                   seed: int, progress: bool, max_epochs: int = 999) -> list[list[str]]:
+                   seed: int, progress: bool, max_epochs: int = 999, device: str = "cpu") -> list[list[str]]:
     """UPOS for every training sentence from a tagger trained on the other folds (folds by position mod k)."""
     tags: list[list[str] | None] = [None] * len(tr)
     for k in range(folds):
         held = [i for i in range(len(tr)) if i % folds == k]
         rest = [s for i, s in enumerate(tr) if i % folds != k]
         train_tagger(rest, dv, vocab, work / f"fold{k}", minutes, seed=seed + k, progress=progress, max_epochs=max_epochs,
-                     desc=f"jackknife tagger {k + 1}/{folds}")
-        tg = load_tagger_dir(work / f"fold{k}")
+                     desc=f"jackknife tagger {k + 1}/{folds}", device=device)
+        tg = load_tagger_dir(work / f"fold{k}").to(device)
         for i, t in zip(held, tag(tg, vocab, [tr[i] for i in held]), strict=True):
             tags[i] = t
     return tags  # type: ignore[return-value]
@@ -178,6 +179,7 @@ class ParseTrainConfig:
     encoder_mode: str = "beside"  # beside: its features join the parser's own inputs; replace: instead of them
     encoder_lr_scale: float = 1.0  # the encoder's learning rate relative to the parser's (0: frozen)
     encoder_lr_decay: float = 1.0  # layer-wise: each encoder layer down gets this factor more
+    device: str = "cpu"  # cpu, cuda, cuda:N or auto (a GPU where torch sees one)
     model: dict = field(default_factory=dict)  # network settings given (MODEL_OPTIONS); the rest are defaults
 
     @classmethod
@@ -207,7 +209,7 @@ def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Pa
           iterations: int = DEFAULT_ITERATIONS, train_iterations: int | None = None, warm_start: str | Path | None = None,
           refiner_graphs: str = "empty", folds: int = 2, fold_minutes: float = 6.0, label: str = "",
           encoder: str | Path | None = None, encoder_lr_scale: float = 1.0, encoder_lr_decay: float = 1.0,
-          encoder_mode: str = "beside", **model_kw) -> dict:
+          encoder_mode: str = "beside", device: str = "cpu", **model_kw) -> dict:
     """Train a parser of ``arch`` on ``train_file``, select on ``dev_file`` (None: ``held_out_split`` of the
     training file); ``minutes`` bounds the whole run (taggers included), ``max_epochs`` the parser's epochs and
     ``tagger_epochs`` each tagger's (predicted tags): with time budgets too large to bind, a run is deterministic.
@@ -225,10 +227,13 @@ def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Pa
     ``encoder``: a ``pretrain-encoder`` model folder; the parser reads its first-piece states (⊕ UPOS) instead of
     its own word, character and BiLSTM layers (biaffine) or embeddings (SynTr, RNGTr), fine-tuned at
     ``encoder_lr_scale`` × the parser's learning rate (0: frozen), ``encoder_lr_decay`` per layer downwards
-    (``encoder_groups``); its SentencePiece model is saved with the parser."""
+    (``encoder_groups``); its SentencePiece model is saved with the parser. ``device``: where the networks (taggers,
+    k-fold parsers, parser) train and parse — cpu, cuda, cuda:N or auto; MST and the transition system decode on
+    the host; the record says where it ran."""
     architecture = parsers.architecture(arch)
     _check_settings(architecture, tags, tagger_from, jackknife, tagger_minutes, minutes, refiner_graphs, initial,
                     warm_start, folds, iterations, train_iterations)
+    device = resolve_device(device)
     warm, init_parser = _given_parsers(warm_start, initial)
     if refiner_graphs == "kfold" and folds * fold_minutes >= minutes:
         raise ForgetbenchError(f"--minutes {minutes} must exceed --folds {folds} x --fold-minutes {fold_minutes} (the "
@@ -244,18 +249,18 @@ def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Pa
     model = _build(architecture, vocab, model_kw, warm, warm_start)
     if pretrained is not None:
         model.words.encoder.load_state_dict(pretrained.state_dict())
-    parser = parsers.Parser(arch, model, vocab, initial=init_parser, iterations=iterations)
+    parser = parsers.Parser(arch, model, vocab, initial=init_parser, iterations=iterations).to(device)
     t_iter = train_iterations or iterations
     t0 = time.perf_counter()
     with atomic_directory(Path(out_dir)) as tmp:
         tr, dv, tag_info = _tag_phase(tmp, tr, dv, vocab, tags, reused, tagger_from, train_file, dev_file, jackknife,
-                                      tagger_minutes, tagger_epochs, seed, progress, t0)
+                                      tagger_minutes, tagger_epochs, seed, progress, t0, device)
         if init_parser is not None:
             shutil.copytree(initial, tmp / "initial", ignore=shutil.ignore_patterns("tagger"))
         kfold_info: dict = {}
         if refiner_graphs == "kfold":
-            tr, kfold_info = _kfold_phase(tmp, tr, dv, init_parser, folds, fold_minutes, seed, threads, progress)
-        record = {"arch": arch, "threads": threads, "seed": seed, "train": str(train_file), "minutes": minutes,
+            tr, kfold_info = _kfold_phase(tmp, tr, dv, init_parser, folds, fold_minutes, seed, threads, progress, device)
+        record = {"arch": arch, "device": device, "threads": threads, "seed": seed, "train": str(train_file), "minutes": minutes,
                   "optimiser": settings,
                   "dev_data": str(dev_file) if dev_file else f"held out: every {HELD_OUT_EVERY}th training sentence",
                   "environment": environment()} | tag_info | ({"encoder": {
@@ -347,34 +352,35 @@ def _build(architecture, vocab: Vocab, model_kw: dict, warm, warm_start):
 
 
 def _tag_phase(tmp: Path, tr, dv, vocab, tags, reused, tagger_from, train_file, dev_file, jackknife, tagger_minutes,
-               tagger_epochs, seed, progress, t0) -> tuple[list[Sentence], list[Sentence], dict]:
+               tagger_epochs, seed, progress, t0, device: str = "cpu") -> tuple[list[Sentence], list[Sentence], dict]:
     """The UPOS the parser trains and selects on: gold; another parser's tagger and training tags; or its own
     tagger (in ``tmp/tagger``) with jackknifed training tags. Returns the tagged sentences and their record."""
     tag_info: dict = {"tags": tags}
     if reused is not None:
         shutil.copytree(Path(tagger_from) / "tagger", tmp / "tagger")
-        tagger = load_tagger(tmp)
+        tagger = load_tagger(tmp).to(device)
         tag_info |= {"tagger_from": str(tagger_from), "jackknife_folds": reused["jackknife_folds"]}
         return with_tags(tr, reused["tags"]), with_tags(dv, tag(tagger, vocab, dv)), tag_info
     if tags != "predicted":
         return tr, dv, tag_info
     work = tmp / "_jackknife"
-    tr_tags = jackknife_tags(tr, dv, vocab, work, jackknife, tagger_minutes, seed, progress, tagger_epochs)
+    tr_tags = jackknife_tags(tr, dv, vocab, work, jackknife, tagger_minutes, seed, progress, tagger_epochs, device)
     shutil.rmtree(work)
     jk_acc = upos_accuracy(tr, tr_tags)
     tinfo = train_tagger(tr, dv, vocab, tmp / "tagger", tagger_minutes, seed=seed, progress=progress,
-                         max_epochs=tagger_epochs)
-    tagger = load_tagger(tmp)
+                         max_epochs=tagger_epochs, device=device)
+    tagger = load_tagger(tmp).to(device)
     save_training_tags(tmp / "tagger", train_file, dev_file, tr_tags, jackknife)
     tag_info |= {"jackknife_folds": jackknife, "train_upos_jackknifed": round(jk_acc, 2),
                  "tagger_dev_upos": round(tinfo["dev_upos"], 2), "tagger_seconds": round(time.perf_counter() - t0, 1)}
     return with_tags(tr, tr_tags), with_tags(dv, tag(tagger, vocab, dv)), tag_info  # dev tagged once
 
 
-def _kfold_phase(tmp: Path, tr, dv, init_parser, folds, fold_minutes, seed, threads, progress):
+def _kfold_phase(tmp: Path, tr, dv, init_parser, folds, fold_minutes, seed, threads, progress, device: str = "cpu"):
     """The refiner's first training graphs: k-fold predictions of its initial parser's architecture."""
     t_k = time.perf_counter()
-    preds, kfold_info = kfold_graphs(tr, dv, init_parser, tmp / "_kfold", folds, fold_minutes, seed, threads, progress)
+    preds, kfold_info = kfold_graphs(tr, dv, init_parser, tmp / "_kfold", folds, fold_minutes, seed, threads, progress,
+                                     device)
     shutil.rmtree(tmp / "_kfold")
     kfold_info["kfold"]["seconds"] = round(time.perf_counter() - t_k, 1)
     return with_initial_graphs(tr, preds), kfold_info
@@ -443,11 +449,11 @@ def _fit(tmp: Path, parser, tr, dv, settings: dict, t_iter: int, record: dict, m
     return info
 
 
-def predict_file(model_dir, in_file, out_file, progress: bool = True) -> None:
+def predict_file(model_dir, in_file, out_file, progress: bool = True, device: str = "cpu") -> None:
     """Write ``in_file`` with what the model predicted: heads and deprels, UPOS from a predicted-tag parser's
     tagger; LEMMA, XPOS and FEATS are not predicted and written as ``_`` (a gold-tag parser reads UPOS from the
     input and predicts none, so UPOS is ``_`` too): a scorer never credits the model with the input's gold."""
-    parser = parsers.load(model_dir)
+    parser = parsers.load(model_dir).to(resolve_device(device))
     sents = read_conllu(in_file)
     tags = tag(parser.tagger, parser.vocab, sents) if parser.tagger is not None else None
     preds = parser.parse(with_tags(sents, tags) if tags else sents, progress=progress)

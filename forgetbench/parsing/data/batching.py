@@ -51,7 +51,9 @@ class Vocab:
             {"pieces": self.pieces} if self.pieces else {})
 
 
-def batchify(sents: list[Sentence], vocab: Vocab, max_chars: int = 20) -> dict[str, torch.Tensor]:
+def batchify(sents: list[Sentence], vocab: Vocab, max_chars: int = 20,
+             device: torch.device | str | None = None) -> dict[str, torch.Tensor]:
+    """A batch's index tensors (built on the host, then moved to ``device`` where given: the parser's)."""
     L = max(len(s.words) for s in sents) + 1
     C = min(max_chars, max(len(f) for s in sents for f in s.forms))
     B = len(sents)
@@ -80,7 +82,7 @@ def batchify(sents: list[Sentence], vocab: Vocab, max_chars: int = 20) -> dict[s
             for i, w in enumerate(s.words, 1):
                 g0_heads[b, i], g0_rels[b, i] = w[INITIAL_HEAD], vocab.r2i.get(w[INITIAL_DEPREL], 0)
         out |= {"g0_heads": g0_heads, "g0_rels": g0_rels}
-    return out
+    return out if device is None else {k: v.to(device) for k, v in out.items()}
 
 
 INITIAL_HEAD, INITIAL_DEPREL = "forgetbench_g0_head", "forgetbench_g0_deprel"

@@ -110,7 +110,7 @@ class GraphEncoder(nn.Module):
         return pe
 
     def forward(self, x, mask, relations=None):
-        x = x + self.positions(x.shape[1]).to(x.dtype)
+        x = x + self.positions(x.shape[1]).to(x.device, x.dtype)
         for layer in self.layers:
             x = layer(x, mask, relations)
         return self.norm(x)

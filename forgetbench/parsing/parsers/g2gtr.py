@@ -94,11 +94,13 @@ class G2GTransitionParser(nn.Module):
         """The start configuration of each sentence (for calibration and shape checks): its step scores."""
         x0 = self.sentence_features(words, chars, tags)
         cs = [Configuration.start(int(n) - 1) for n in (words != 0).sum(-1)]
-        return self.step(x0, *config_tensors(cs, words.shape[1]))
+        return self.step(x0, *config_tensors(cs, words.shape[1], words.device))
 
 
-def config_tensors(cs: list[Configuration], L: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Roles [N, L], partial-graph relation ids [N, L, L] and (s0, s1, b0) [N, 3] of configurations."""
+def config_tensors(cs: list[Configuration], L: int,
+                   device: torch.device | str | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Roles [N, L], partial-graph relation ids [N, L, L] and (s0, s1, b0) [N, 3] of configurations (built on the
+    host from the transition system's lists, then moved to ``device``)."""
     N = len(cs)
     roles = torch.zeros(N, L, dtype=torch.long)
     heads = torch.full((N, L), -1, dtype=torch.long)
@@ -117,6 +119,8 @@ def config_tensors(cs: list[Configuration], L: int) -> tuple[torch.Tensor, torch
         if b:
             roles[k, b] = BUFFER
             roles[k, b[0]], items[k, 2] = B0, b[0]
+    if device is not None:
+        roles, heads, rels, items = (t.to(device) for t in (roles, heads, rels, items))
     return roles, relation_ids(heads, rels), items
 
 
@@ -145,8 +149,9 @@ def transition_loss(model: G2GTransitionParser, b: dict, words: torch.Tensor) ->
         keep = torch.cat([idx[torch.randperm(len(idx))[:k]] for idx in
                           (torch.nonzero(sent == j).flatten() for j in range(int(sent.max()) + 1)) if len(idx)])
         sent, cs, ts, ls = sent[keep], [cs[i] for i in keep.tolist()], ts[keep], ls[keep]
+    sent, ts, ls = sent.to(words.device), ts.to(words.device), ls.to(words.device)  # sampled on the host
     x0 = model.sentence_features(words, b["chars"], b["tags"])[sent]
-    t_scores, l_scores = model.step(x0, *config_tensors(cs, words.shape[1]))
+    t_scores, l_scores = model.step(x0, *config_tensors(cs, words.shape[1], words.device))
     loss = nn.functional.cross_entropy(t_scores, ts)
     if (ls != -100).any():
         loss = loss + nn.functional.cross_entropy(l_scores, ls, ignore_index=-100)
@@ -165,7 +170,8 @@ def parse_batch(model: G2GTransitionParser, b: dict) -> tuple[list[Configuration
     steps = 0
     active = [k for k, c in enumerate(cs) if not c.terminal]
     while active:
-        t_scores, l_scores = model.step(x0_all[active], *config_tensors([cs[k] for k in active], L))
+        t_scores, l_scores = model.step(x0_all[active], *config_tensors([cs[k] for k in active], L, words.device))
+        t_scores, l_scores = t_scores.cpu(), l_scores.cpu()  # the transition system runs on the host
         steps += 1
         for j, k in enumerate(active):
             c = cs[k]

@@ -62,6 +62,20 @@ class Parser:
     def architecture(self) -> Architecture:
         return architecture(self.arch)
 
+    @property
+    def device(self) -> torch.device:
+        """Where the network's weights are (its batches are moved there)."""
+        return next(self.model.parameters()).device
+
+    def to(self, device: torch.device | str) -> Parser:
+        """The network, its initial parser and its tagger on ``device`` (in place); returns the parser."""
+        self.model.to(device)
+        if self.initial is not None:
+            self.initial.to(device)
+        if self.tagger is not None:
+            self.tagger.to(device)
+        return self
+
     def networks(self) -> dict[str, nn.Module]:
         """The networks a compression recipe applies to (an RNGTr's initial parser too: the deployed system)."""
         nets = {self.architecture.network: self.model}
@@ -91,8 +105,8 @@ class Parser:
             init = self.initial.parse(sents, max_tokens)
         found: dict[str, dict] = {"preds": {}, "ran": {}, "per_iteration": {}}
         for bs in tqdm(batches(sents, max_tokens, shuffle=False), disable=None if progress else True, desc="parse"):
-            got = arch.decode(self, batchify(bs, self.vocab), [index[id(s)] for s in bs], [len(s.words) for s in bs],
-                              init, record)
+            got = arch.decode(self, batchify(bs, self.vocab, device=self.device), [index[id(s)] for s in bs],
+                              [len(s.words) for s in bs], init, record)
             for key, values in got.items():
                 found[key] |= values
         preds = [found["preds"][k] for k in range(len(sents))]
@@ -113,7 +127,7 @@ class Parser:
                 heads, labels = init[k]
                 h0[j, 1 : n + 1] = torch.tensor(heads)
                 r0[j, 1 : n + 1] = torch.tensor([self.vocab.r2i.get(lab, 0) for lab in labels])
-        return h0, r0
+        return h0.to(self.device), r0.to(self.device)
 
 
 def save(parser: Parser, out_dir: Path, info: dict) -> None:

@@ -47,10 +47,11 @@ def argmax_graph(model, arc, rel_dep, rel_head, mask) -> tuple[torch.Tensor, tor
 
 def mst_graph(model, arc, rel_dep, rel_head, lengths: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
     """MST heads per sentence (``lengths`` words) and the argmax labels at them, [B, L] (-1 at root/padding)."""
-    arc_np = arc.detach().double().numpy()
+    arc_np = arc.detach().double().cpu().numpy()  # MST decodes on the host
     heads = torch.zeros(arc.shape[:2], dtype=torch.long)
     for k, n in enumerate(lengths):
         heads[k, 1 : n + 1] = torch.tensor(mst(arc_np[k, : n + 1, : n + 1].T))  # S[h, d]
+    heads = heads.to(arc.device)
     rels = model.label_scores(rel_dep, rel_head, heads).argmax(1)
     word = torch.zeros_like(heads, dtype=torch.bool)
     for k, n in enumerate(lengths):
@@ -69,10 +70,10 @@ def refine(model, words, chars, tags, heads0: torch.Tensor, rels0: torch.Tensor,
     mask = words != 0
     lengths = (mask.sum(-1) - 1).tolist()
     heads, rels = heads0.clone(), rels0.clone()
-    final_h = torch.full((B, L), -1, dtype=torch.long)
-    final_r = torch.full((B, L), -1, dtype=torch.long)
+    final_h = torch.full((B, L), -1, dtype=torch.long, device=words.device)
+    final_r = torch.full((B, L), -1, dtype=torch.long, device=words.device)
     ran = [0] * B
-    active = torch.arange(B)
+    active = torch.arange(B, device=words.device)
     per_iteration = []
     for t in range(1, iterations + 1):
         idx = active
@@ -80,7 +81,7 @@ def refine(model, words, chars, tags, heads0: torch.Tensor, rels0: torch.Tensor,
         new_h, new_r = argmax_graph(model, arc, rd, rh, mask[idx])
         same = ((new_h == heads[idx]) & (new_r == rels[idx])).all(-1)
         stop = same if t < iterations else torch.ones_like(same)
-        need_tree = stop | torch.tensor(record).expand_as(stop)
+        need_tree = stop | torch.tensor(record, device=stop.device).expand_as(stop)
         sel = need_tree.nonzero().flatten()
         if len(sel):
             th, tr = mst_graph(model, arc[sel], rd[sel], rh[sel], [lengths[int(i)] for i in idx[sel]])

@@ -25,20 +25,21 @@ from forgetbench.parsing.structures.subword_trees import SUBWORD, first_pieces
 
 
 @torch.no_grad()
-def parse_sentence(model, sp, labels: list[str], forms: list[str]) -> tuple[list[int], list[str]] | None:
-    """Rules 1–3 for one sentence, or None when it does not fit (rule 4)."""
+def parse_sentence(model, sp, labels: list[str], forms: list[str],
+                   device: torch.device | str = "cpu") -> tuple[list[int], list[str]] | None:
+    """Rules 1–3 for one sentence (the encoder's weights on ``device``), or None when it does not fit (rule 4)."""
     pieces = [sp.encode(w) or [UNK] for w in forms]
     ids = [BOS, *(i for p in pieces for i in p), EOS]
     if len(ids) > model.config.max_positions:
         return None
     first = [0, *first_pieces([len(p) for p in pieces])]
-    h, mask = model.encode(torch.tensor([ids]))
+    h, mask = model.encode(torch.tensor([ids], device=device))
     arc, rel_dep, rel_head = model.usl(h, mask)
-    at = torch.tensor(first)
+    at = torch.tensor(first, device=device)
     S = arc[0][at][:, at].T  # [head, dependent] over words 0..n
-    heads = mst(S.double().numpy())
+    heads = mst(S.double().cpu().numpy())  # MST decodes on the host
     rel = model.scorer["rel"](rel_dep, rel_head)[0]  # [R, N(dep), N(head)]
-    allowed = torch.tensor([x != SUBWORD for x in labels])
+    allowed = torch.tensor([x != SUBWORD for x in labels], device=device)
     rels = []
     for d, hd in enumerate(heads, 1):
         scores = rel[:, first[d], first[hd]].masked_fill(~allowed, float("-inf"))
@@ -46,11 +47,12 @@ def parse_sentence(model, sp, labels: list[str], forms: list[str]) -> tuple[list
     return heads, rels
 
 
-def parse_sentences(model, sp, labels: list[str], sentences) -> tuple[list[tuple[list[int], list[str]]], int]:
+def parse_sentences(model, sp, labels: list[str], sentences,
+                    device: torch.device | str = "cpu") -> tuple[list[tuple[list[int], list[str]]], int]:
     """(heads, deprels) per sentence and the number of sentences parsed by rule 4."""
     out, too_long = [], 0
     for s in sentences:
-        r = parse_sentence(model, sp, labels, s.forms)
+        r = parse_sentence(model, sp, labels, s.forms, device)
         if r is None:
             too_long += 1
             r = (list(range(len(s.forms))), ["dep"] * len(s.forms))
@@ -58,19 +60,22 @@ def parse_sentences(model, sp, labels: list[str], sentences) -> tuple[list[tuple
     return out, too_long
 
 
-def evaluate_usl(folder: str | Path, data: str | Path) -> dict:
+def evaluate_usl(folder: str | Path, data: str | Path, device: str = "cpu") -> dict:
     """CoNLL 2018 UAS/LAS/CLAS (``parsing.metrics``) of the USL head of the encoder in ``folder`` on ``data``."""
+    from forgetbench.models.hardware import resolve_device
     from forgetbench.parsing.data.conll import read_conllu
     from forgetbench.parsing.metrics import score
 
     model, sp, labels = load_encoder(folder)
+    device = resolve_device(device)
+    model.to(device)
     if not model.config.n_rels:
         raise ForgetbenchError(f"{folder}: an MLM-only encoder has no USL head to parse with; fine-tune a parser on it")
     if not model.config.supervised:
         raise ForgetbenchError(f"{folder}: a usi-mlm encoder's USL head never learnt from trees (w/o UD pre-training); "
                                "fine-tune a parser on it")
     sents = read_conllu(data)
-    preds, too_long = parse_sentences(model, sp, labels, sents)
+    preds, too_long = parse_sentences(model, sp, labels, sents, device)
     return score([(x.heads, x.deprels) for x in sents], preds).to_dict() | {
         "arch": f"usl-head ({model.config.variant})", "tags": "none", "data": str(data), "data_sha256": sha256_file(data),
         "too_long": too_long}

@@ -37,7 +37,7 @@ def relation_ids(heads: torch.Tensor, rels: torch.Tensor | None = None) -> torch
     else:
         r = rels.clamp(min=0)
         up, down = 1 + 2 * r, 2 + 2 * r
-    P = torch.zeros(B, L, L, dtype=torch.long)
+    P = torch.zeros(B, L, L, dtype=torch.long, device=heads.device)
     b, d = valid.nonzero(as_tuple=True)
     P[b, d, h[b, d]] = up[b, d]  # from the dependent's side: its head
     P[b, h[b, d], d] = down[b, d]  # from the head's side: its dependent
@@ -49,6 +49,7 @@ def graph_of(P: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     B, L, _ = P.shape
     up = (P > 0) & (P % 2 == 1)
     has = up.any(-1)
-    heads = torch.where(has, up.long().argmax(-1), torch.full((B, L), -1))
-    rels = torch.where(has, (P.gather(-1, heads.clamp(min=0).unsqueeze(-1)).squeeze(-1) - 1) // 2, torch.full((B, L), -1))
+    none = torch.full((B, L), -1, device=P.device)
+    heads = torch.where(has, up.long().argmax(-1), none)
+    rels = torch.where(has, (P.gather(-1, heads.clamp(min=0).unsqueeze(-1)).squeeze(-1) - 1) // 2, none)
     return heads, rels
