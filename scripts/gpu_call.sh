@@ -6,6 +6,12 @@
 #                carry:   ["build/gpu-wheels"]     timeout_s: CHECK_S + QUEUE_S + 90
 #   bash scripts/gpu_call.sh restore        # here: the weights back, the checkout as it was
 #
+# The eight steps take about 600 s on an H200 (2026-11-28: tests 86, sweep 106, compress 53, distill 57, parse 82 s;
+# shape-418m and device-map past 104 and 60 s), more than one call may run: two calls back to back (the machine
+# stays warm 30 s; a session has 900 s of device time, start-up included):
+#   1. device 400 0 --only tests,sweep,compress,shape-418m                 timeout_s 460
+#   2. device 280 QUEUE_S --only device-map,distill,parse,probes            timeout_s 280 + QUEUE_S + 60
+#
 # prepare: the checkout a call copies must stay under 64 MiB with what it carries; the students' and encoders'
 # weights (39 MB) are moved to ~/.cache/forgetbench/gpu-stash and the wheels of what the GPU image lacks
 # (scripts/gpu_check.py PACK_WHEELS, Python 3.12) go to build/gpu-wheels (ignored by git). It prints the size.
@@ -40,7 +46,8 @@ prepare)
             | xargs -d '\n' du -cb 2>/dev/null | tail -1 | cut -f1)
     wheels=$(du -sb build/gpu-wheels | cut -f1)
     echo "gpu_call: the call copies $((tree / 1048576)) MiB + carries $((wheels / 1048576)) MiB of wheels (64 MiB at most)"
-    echo "gpu_call: run: command 'bash scripts/gpu_call.sh device 360 90', carry [\"build/gpu-wheels\"], timeout_s 540"
+    echo "gpu_call: run: command 'bash scripts/gpu_call.sh device 400 0 --only tests,sweep,compress,shape-418m', carry [\"build/gpu-wheels\"], timeout_s 460;"
+    echo "gpu_call: then at once: 'bash scripts/gpu_call.sh device 280 0 --only device-map,distill,parse,probes', timeout_s 340 (the queue's seconds instead of 0 where device time is left)"
     ;;
 restore)
     cd "$here" || exit 2
@@ -87,7 +94,7 @@ device)
     ls -la "$out"
     ;;
 *)
-    sed -n '2,16p' "$0"
+    sed -n '2,21p' "$0"
     exit 2
     ;;
 esac
