@@ -667,3 +667,29 @@ def test_the_twin_trains_the_steps_the_early_stopped_kd_student_exported(tiny_di
     assert main(["distill", str(twin), "--out", str(tmp_path / "t2"), "--steps-of", str(tmp_path / "none"), "--quiet"]) == 2
     err = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("forgetbench")]
     assert len(err) == 2 and "set patience 0" in err[0] and "no model/training.json" in err[1]
+
+
+def test_a_reused_cache_may_be_named_from_the_home_folder(tiny_dir, tmp_path, monkeypatch):
+    from forgetbench.distill.config import load_distill_config
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    cfg = load_distill_config(toy_setup(tmp_path / "c", tiny_dir, kd_extra=", cache: ~/runs/kd/teacher-cache"))
+    assert cfg.kd.cache == str(tmp_path / "home" / "runs" / "kd" / "teacher-cache")
+
+
+def test_the_shipped_en_sw_remedy_is_the_long_kd_run_but_for_that_direction_s_alpha():
+    """configs/distill-kd-long-ensw.yaml against configs/distill-kd-long.yaml: the same teacher, student, data and
+    training but its name, α 0 for en-sw, the KD run's cache read and a fixed number of steps (--steps-of)."""
+    import dataclasses
+    from pathlib import Path
+
+    from forgetbench.distill.config import load_distill_config
+
+    configs = Path(__file__).resolve().parents[1] / "configs"
+    kd, remedy = (dataclasses.asdict(load_distill_config(configs / f)) for f in
+                  ("distill-kd-long.yaml", "distill-kd-long-ensw.yaml"))
+    assert remedy["kd"]["alpha_directions"] == {"en-sw": 0.0} and remedy["train"]["patience"] == 0
+    assert remedy["kd"]["cache"] == str(Path.home() / ".cache/forgetbench/student-kd-long/teacher-cache")
+    for d in (kd, remedy):
+        d.pop("name"), d.pop("source"), d["kd"].pop("alpha_directions"), d["kd"].pop("cache"), d["train"].pop("patience")
+    assert kd == remedy

@@ -129,7 +129,7 @@ class DistillConfig:
 
 
 def _resolve(base: Path, p: str) -> str:
-    q = Path(p)
+    q = Path(p).expanduser()
     return str(q if q.is_absolute() else (base / q).resolve())
 
 
