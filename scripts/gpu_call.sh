@@ -8,7 +8,7 @@
 #
 # The eight steps take about 600 s on an H200 (2026-11-28: tests 86, sweep 106, compress 53, distill 57, parse 82 s;
 # shape-418m and device-map past 104 and 60 s), more than one call may run: two calls back to back (the machine
-# stays warm 30 s; a session has 900 s of device time, start-up included):
+# stays warm 30 s; a lent machine gives 900 s of device time, start-up included):
 #   1. device 400 0 --only tests,sweep,compress,shape-418m                 timeout_s 460
 #   2. device 280 QUEUE_S --only device-map,distill,parse,probes            timeout_s 280 + QUEUE_S + 60
 #
