@@ -454,8 +454,8 @@ def step_probes(ctx: dict) -> dict:
 
 
 def step_parse(ctx: dict) -> dict:
-    """A SynTr parser trained for a bounded time on UD Wolof on the device (``parse train --device``), evaluated there,
-    and compressed (prune-30, ptq-int8; the parser compression runs on the host)."""
+    """A SynTr parser trained for a bounded time on UD Wolof on the device (``parse train --device``), evaluated and
+    compressed there (prune-30, ptq-int8: ``parse compress --device``)."""
     import torch
 
     work, dev = Path(ctx["work"]) / "parse", ctx["device"]
@@ -468,14 +468,17 @@ def step_parse(ctx: dict) -> dict:
              "--device", dev, "--out", str(work / "syntr"), timeout=ctx["timeout"]), "parse train")
     train_s = time.perf_counter() - t0
     must(cli("parse", "compress", "--models", str(work / "syntr"), "--test", f"{tb}-test.conllu", "--dev",
-             f"{tb}-dev.conllu", "--recipes", "prune-30", "ptq-int8", "--out", str(work / "compressed"),
-             timeout=ctx["timeout"]), "parse compress")
+             f"{tb}-dev.conllu", "--recipes", "prune-30", "ptq-int8", "--device", dev, "--out",
+             str(work / "compressed"), timeout=ctx["timeout"]), "parse compress")
     rec = json.loads((work / "syntr" / "training.json").read_text())
     where = rec.get("device", "cpu (no device recorded)")
     evaluated = json.loads(must(cli("parse", "eval", str(work / "syntr"), f"{tb}-dev.conllu", "--device", dev),
                                 "parse eval").strip().splitlines()[-1])
+    comp = json.loads((work / "compressed" / "summary.json").read_text())
+    tb0 = comp["treebanks"][0]
     out = {"train_seconds": round(train_s, 1), "epochs": rec.get("epochs"), "dev_las": rec.get("dev", {}).get("las"),
-           "dev_las_evaluated": evaluated["las"], "ran_on": where}
+           "dev_las_evaluated": evaluated["las"], "ran_on": where, "compressed_on": comp.get("device"),
+           "test_las": {"base": round(tb0["base"]["las"], 2)} | {v: round(d["las"], 2) for v, d in tb0["variants"].items()}}
     if dev != "cpu" and torch.cuda.is_available() and not str(where).startswith("cuda"):
         raise StepFailed(f"parse train ran on {where}, not on {dev}")
     if abs(evaluated["las"] - out["dev_las"]) > 1e-9:

@@ -93,6 +93,18 @@ class Pretend(torch.Tensor):
     def is_cuda(self):
         return True
 
+    def __deepcopy__(self, memo):
+        """A copy on the same pretended GPU (a module deep-copied with its weights there: a parser's variant)."""
+        if id(self) in memo:
+            return memo[id(self)]
+        with torch._C.DisableTorchFunctionSubclass():
+            plain = self.as_subclass(torch.Tensor).detach().clone()
+        out = _wrap(plain, getattr(self, "_fb_gpu", 0)).requires_grad_(self.requires_grad)
+        if getattr(self, "_is_param", False):
+            out._is_param = True
+        memo[id(self)] = out
+        return out
+
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}

@@ -105,3 +105,35 @@ def test_a_gpu_this_machine_does_not_have_is_refused_in_one_line(tmp_path):
     with pytest.raises(ForgetbenchError, match="unknown device 'gpu'"):
         train(tr, None, tmp_path / "m", device="gpu", progress=False)
     assert not (tmp_path / "m").exists()
+
+
+def test_parsers_compressed_on_the_gpu_are_the_ones_compressed_on_the_cpu(tmp_path, request):
+    """``parse compress --device cuda``: calibration batches moved to the network's device, the recipes' hooks on
+    it, sizes from its weights; on the harness every LAS, interval, size and relation class is the CPU run's.
+    Pruning recipes (magnitude, and Wanda's activation statistics collected on the device): int8's fake
+    quantisation runs with torch functions disabled, which the harness cannot pretend through (the GPU check's
+    parse step runs it on a real GPU)."""
+    from forgetbench.parsing.compress_eval import run
+
+    tr = _toy_treebank(tmp_path / "train.conllu", 40, 0)
+    dv = _toy_treebank(tmp_path / "dev.conllu", 10, 1)
+    common = dict(minutes=60, max_epochs=1, max_tokens=60, progress=False)
+    train(tr, dv, tmp_path / "biaffine", **common, **TINY, lstm_hidden=16)
+    train(tr, dv, tmp_path / "rngtr", arch="rngtr", initial=tmp_path / "biaffine", **common, **TINY_TR)
+    models, tests = [str(tmp_path / "biaffine"), str(tmp_path / "rngtr")], [str(dv)] * 2
+    recipes = ["prune-30", "wanda-45-uniform"]
+    cpu = run(models, tests, [str(dv)] * 2, recipes, resamples=50)
+    request.getfixturevalue("pretend_gpu")
+    gpu = run(models, tests, [str(dv)] * 2, recipes, resamples=50, device="cuda")
+    assert (cpu["device"], gpu["device"]) == ("cpu", "cuda:0")
+
+    def results(s):
+        out = []
+        for tb in s["treebanks"]:
+            out.append({k: v for k, v in tb["base"].items() if k != "sent_per_s"})
+            for name, v in tb["variants"].items():
+                out.append((name, {k: x for k, x in v.items() if k != "sent_per_s"}))
+        return out, s["contrasts"]
+
+    assert results(gpu) == results(cpu)
+    assert cpu["treebanks"][1]["variants"]["wanda-45-uniform"]["sizes"]["sparse_bytes"] > 0

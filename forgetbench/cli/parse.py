@@ -30,7 +30,7 @@ def cmd_parse(args) -> int:
         from forgetbench.report.parsing import write_parse_report
 
         new_output(args.out)
-        S = run(args.models, args.test, args.dev, args.recipes, threads=thread_count(args.threads))
+        S = run(args.models, args.test, args.dev, args.recipes, threads=thread_count(args.threads), device=args.device)
         with atomic_directory(args.out) as tmp:
             write_parse_report(S, tmp)
         for tb in S["treebanks"]:
@@ -189,4 +189,5 @@ def add_commands(sub) -> None:
     pc.add_argument("--recipes", nargs="+", default=["prune-30", "prune-45", "ptq-int8"], help="recipes")
     pc.add_argument("--out", required=True, help="report folder (must not exist)")
     pc.add_argument("--threads", type=positive, help=THREADS_HELP)
+    pc.add_argument("--device", default="cpu", help=DEVICE_HELP)
     pc.set_defaults(func=cmd_parse)

@@ -30,6 +30,7 @@ from forgetbench.env import environment
 from forgetbench.errors import ForgetbenchError
 from forgetbench.eval import bootstrap as bs
 from forgetbench.io import sha256_file
+from forgetbench.models.hardware import resolve_device
 from forgetbench.parsing.data.batching import batches, batchify
 from forgetbench.parsing.data.conll import read_conllu
 from forgetbench.parsing.evaluate import corpus_las
@@ -69,12 +70,13 @@ class ConlluCalibration:
         sents = read_conllu(spec.data)[: spec.max_sentences]
         if self.tagger is not None:
             sents = with_tags(sents, tag(self.tagger, self.vocab, sents))
-        data = [(bs, batchify(bs, self.vocab)) for bs in batches(sents, 3000, shuffle=False)]
+        data = [(bs, batchify(bs, self.vocab)) for bs in batches(sents, 3000, shuffle=False)]  # on the host
 
         def run(model):
+            device = next(model.parameters()).device  # each batch moved to the network's device as it is fed
             with torch.no_grad():
                 for bs, b in data:
-                    self.feed(model, bs, b)
+                    self.feed(model, bs, {k: v.to(device) for k, v in b.items()})
 
         return run, {"data": str(spec.data), "sha256": sha256_file(spec.data), "sentences": len(sents)}
 
@@ -145,13 +147,14 @@ def forgetting_contrast(ref: dict, other: dict, weights: np.ndarray) -> dict:
 
 
 def run(models: list[str], tests: list[str], devs: list[str] | None, recipes: list[str], threads: int = 1,
-        n_examples: int = 5, resamples: int = bs.RESAMPLES, seed: int = bs.SEED) -> dict:
+        n_examples: int = 5, resamples: int = bs.RESAMPLES, seed: int = bs.SEED, device: str = "cpu") -> dict:
     """The parser compression summary (``report.parsing.write_parse_report`` renders it); every LAS change with its
     paired bootstrap 95 % interval (sentences resampled, ``resamples`` times, ``seed``; the same resamples for
     every model of one test file). Any architecture (``parsers.load``); a recipe applies to every network of the
     parser (an RNGTr's refiner and its initial parser), each calibrated on the inputs it sees when parsing. When
     several models share a test file, ``contrasts`` says which forgets more: each model's LAS change minus the
-    first model's, per recipe, with its paired interval."""
+    first model's, per recipe, with its paired interval. ``device`` (cpu, cuda, cuda:N, auto): where every parser
+    is calibrated, compressed and parses (decoding on the host); its speeds are that device's."""
     if len(models) != len(tests) or (devs and len(devs) != len(models)):
         raise ForgetbenchError("give one --test (and, if any, one --dev) file per --models folder, in the same order")
     recs = [load_recipe(r) for r in recipes]
@@ -159,13 +162,15 @@ def run(models: list[str], tests: list[str], devs: list[str] | None, recipes: li
     for tb_recipes in per_tb:  # refuse what a parser cannot do before loading anything
         for r in tb_recipes:
             check_recipe(r, ConlluCalibration(vocab=None))
+    device = resolve_device(device)
     torch.set_num_threads(threads)
-    summary = {"recipes": recipes, "treebanks": [], "contrasts": [], "threads": threads, "environment": environment(),
+    summary = {"recipes": recipes, "treebanks": [], "contrasts": [], "threads": threads, "device": device,
+               "environment": environment(),
                "bootstrap": {"resamples": resamples, "seed": seed}}
     test_index = {t: k for k, t in enumerate(dict.fromkeys(str(Path(t).resolve()) for t in tests))}
     kept: dict[int, list[tuple[str, dict]]] = {}
     for mdir, tfile, tb_recipes in zip(models, tests, per_tb, strict=True):
-        base = parsers.load(mdir)
+        base = parsers.load(mdir).to(device)
         tagger, vocab = base.tagger, base.vocab  # predicted-tag parsers: the tagger stays uncompressed, tags once
         sents = read_conllu(tfile)
         gold = [(s.heads, s.deprels) for s in sents]
