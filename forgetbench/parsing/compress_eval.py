@@ -31,7 +31,7 @@ from forgetbench.errors import ForgetbenchError
 from forgetbench.eval import bootstrap as bs
 from forgetbench.io import sha256_file
 from forgetbench.models.hardware import resolve_device
-from forgetbench.parsing.data.batching import batches, batchify
+from forgetbench.parsing.data.batching import batches, batchify, moved
 from forgetbench.parsing.data.conll import read_conllu
 from forgetbench.parsing.evaluate import corpus_las
 from forgetbench.parsing.layers.modules import subunits
@@ -76,7 +76,7 @@ class ConlluCalibration:
             device = next(model.parameters()).device  # each batch moved to the network's device as it is fed
             with torch.no_grad():
                 for bs, b in data:
-                    self.feed(model, bs, {k: v.to(device) for k, v in b.items()})
+                    self.feed(model, bs, moved(b, device))
 
         return run, {"data": str(spec.data), "sha256": sha256_file(spec.data), "sentences": len(sents)}
 

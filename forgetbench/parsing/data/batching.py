@@ -82,7 +82,12 @@ def batchify(sents: list[Sentence], vocab: Vocab, max_chars: int = 20,
             for i, w in enumerate(s.words, 1):
                 g0_heads[b, i], g0_rels[b, i] = w[INITIAL_HEAD], vocab.r2i.get(w[INITIAL_DEPREL], 0)
         out |= {"g0_heads": g0_heads, "g0_rels": g0_rels}
-    return out if device is None else {k: v.to(device) for k, v in out.items()}
+    return out if device is None else moved(out, device)
+
+
+def moved(batch: dict[str, torch.Tensor], device: torch.device | str) -> dict[str, torch.Tensor]:
+    """A batch's tensors on ``device`` (a network's: batches are built on the host)."""
+    return {k: v.to(device) for k, v in batch.items()}
 
 
 INITIAL_HEAD, INITIAL_DEPREL = "forgetbench_g0_head", "forgetbench_g0_deprel"
