@@ -1,9 +1,11 @@
 """Training curves of one or more runs side by side: the training loss and every held-out field a run logs
 (``dev_*``: the encoders' held-out MLM and USL losses, the teacher's dev chrF per direction) against the step.
 
-    python scripts/training_curves.py RUN [RUN ...] --out curves.png [--names A B ...]
+    python scripts/training_curves.py RUN [RUN ...] --out curves.png [--names A B ...] [--groups]
 
-Reads each ``RUN/train_log.jsonl`` (``train.loop``); writes the figure (one panel per field, one line per run, the
+Reads each ``RUN/train_log.jsonl`` (``train.loop``); with ``--groups`` a distill run's dev chrF per direction
+(``dev_chrf``) also as one field per pair group, ``dev_chrF_<group>``: the mean over the group's directions, each
+direction's group from ``RUN/quotas.json`` (the run's own tiers, METHOD §3). Writes the figure (one panel per field, one line per run, the
 early-stopping best step marked where the run has one) and beside it ``curves.md``: per run, the last training loss,
 each held-out field at its best measurement and the step of it, and what ended the run.
 """
@@ -16,13 +18,27 @@ import sys
 from pathlib import Path
 
 
-def read(run: Path) -> tuple[list[dict], dict]:
+def read(run: Path, groups: bool = False) -> tuple[list[dict], dict]:
     f = run / "train_log.jsonl"
     if not f.is_file():
-        sys.exit(f"{run}: no train_log.jsonl; give a training run folder (train-mt, pretrain-encoder)")
+        sys.exit(f"{run}: no train_log.jsonl; give a training run folder (train-mt, pretrain-encoder, distill)")
     rows = [json.loads(x) for x in f.read_text().splitlines() if x.strip()]
+    if groups:
+        rows = [r | group_means(r["dev_chrf"], run) if isinstance(r.get("dev_chrf"), dict) else r for r in rows]
     state = run / "checkpoint" / "state.json"
     return rows, (json.loads(state.read_text()) if state.is_file() else {})
+
+
+def group_means(per_direction: dict[str, float], run: Path) -> dict[str, float]:
+    """``dev_chrF_<group>``: the mean dev chrF of each pair group's directions (groups from RUN/quotas.json)."""
+    q = run / "quotas.json"
+    if not q.is_file():
+        sys.exit(f"{run}: --groups needs the run's quotas.json (a distill run folder)")
+    group = {d: v["group"] for d, v in json.loads(q.read_text())["directions"].items()}
+    by: dict[str, list[float]] = {}
+    for d, v in per_direction.items():
+        by.setdefault(group[d], []).append(v)
+    return {f"dev_chrF_{g}": round(sum(v) / len(v), 4) for g, v in by.items()}
 
 
 def fields(rows: list[dict]) -> list[str]:
@@ -43,11 +59,12 @@ def main(argv=None) -> None:
     ap.add_argument("runs", nargs="+", type=Path)
     ap.add_argument("--out", type=Path, required=True, help="the figure (.png); curves.md is written beside it")
     ap.add_argument("--names", nargs="+", help="a label per run (default: the folder names)")
+    ap.add_argument("--groups", action="store_true", help="distill runs: dev chrF per pair group as well")
     a = ap.parse_args(argv)
     names = a.names or [r.name for r in a.runs]
     if len(names) != len(a.runs):
         sys.exit(f"--names: {len(names)} names for {len(a.runs)} runs")
-    logs = {n: read(r) for n, r in zip(names, a.runs, strict=True)}
+    logs = {n: read(r, a.groups) for n, r in zip(names, a.runs, strict=True)}
     keys = sorted({k for rows, _ in logs.values() for k in fields(rows)}, key=lambda k: (k != "loss", k))
 
     import matplotlib
@@ -55,8 +72,12 @@ def main(argv=None) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(keys), figsize=(4.5 * len(keys), 3.4), squeeze=False)
-    for ax, key in zip(axes[0], keys, strict=True):
+    cols = min(4, len(keys))
+    rows_n = -(-len(keys) // cols)
+    fig, axes = plt.subplots(rows_n, cols, figsize=(4.5 * cols, 3.4 * rows_n), squeeze=False)
+    for ax in axes.flat[len(keys):]:
+        ax.set_visible(False)
+    for ax, key in zip(axes.flat, keys, strict=False):  # the grid may have more panels
         for name, (rows, state) in logs.items():
             pts = [(r["step"], r[key]) for r in rows if isinstance(r.get(key), int | float)]
             if pts:
@@ -67,7 +88,7 @@ def main(argv=None) -> None:
         ax.set_title(key)
         ax.set_xlabel("step")
         ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=8)
+    axes.flat[0].legend(fontsize=8)
     fig.tight_layout()
     a.out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(a.out, dpi=110)

@@ -40,6 +40,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from forgetbench.io import atomic_write_text
+
 REPO = Path(__file__).resolve().parents[1]
 VARIANTS = ("mlm", "usl-mlm", "usi-mlm", "ud-prlm")
 MODES = {"tuned": ["--encoder-mode", "beside"], "frozen": ["--encoder-mode", "beside", "--encoder-lr-scale", "0"],
@@ -234,9 +236,9 @@ def main(argv=None) -> None:
         stage_compress(a, out)
     if a.stage in ("eval", "table", "all"):
         ev = stage_eval(a, out)
-        (out / "study.json").write_text(json.dumps(ev, indent=1))
+        atomic_write_text(out / "study.json", json.dumps(ev, indent=1))
         md = table(a, out, ev)
-        (out / "study.md").write_text(md)
+        atomic_write_text(out / "study.md", md)
         print(md)
 
 

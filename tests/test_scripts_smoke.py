@@ -295,6 +295,25 @@ def test_training_curves_reads_runs_and_marks_the_best_step(tmp_path):
     assert rows["a"].endswith("early stop: no dev improvement |") and rows["b"].endswith("steps or budget |")
 
 
+def test_training_curves_groups_a_distill_runs_dev_chrf_by_pair_group(tmp_path):
+    """--groups: a distill run's dev chrF per direction becomes one field per pair group, the mean of its
+    directions (groups from the run's quotas.json); the best measurement per group is reported."""
+    r = tmp_path / "student"
+    r.mkdir()
+    (r / "quotas.json").write_text(json.dumps({"directions": {"en-de": {"group": "H2H"}, "de-en": {"group": "H2H"},
+                                                              "en-sw": {"group": "H2VL"}}}))
+    rows = [{"step": 100, "loss": 4.0},
+            {"step": 600, "dev_score": 20.0, "dev_chrf": {"en-de": 30.0, "de-en": 20.0, "en-sw": 10.0}},
+            {"step": 1200, "dev_score": 21.0, "dev_chrf": {"en-de": 31.0, "de-en": 22.0, "en-sw": 9.0}}]
+    (r / "train_log.jsonl").write_text("\n".join(json.dumps(x) for x in rows) + "\n")
+    text = _run(REPO / "scripts" / "training_curves.py", r, "--groups", "--out", tmp_path / "curves.png")
+    head, _, row = text.strip().splitlines()
+    cells = dict(zip(head.split(" | "), row.split(" | "), strict=True))
+    assert cells["dev_chrF_H2H (best, step)"] == "26.5 (1,200)"  # (31 + 22) / 2 against (30 + 20) / 2
+    assert cells["dev_chrF_H2VL (best, step)"] == "10 (600)"
+    assert "dev_chrF_H2H" not in _run(REPO / "scripts" / "training_curves.py", r, "--out", tmp_path / "c2.png")
+
+
 def test_gender_human_agreement_counts_the_annotators_genders(tmp_path):
     """scripts/gender_human_agreement.py on a four-row MT-Gender set: the annotation file's system is found by its
     sentences, and the agreement is the share of annotated rows whose reading names the annotator's gender."""
