@@ -55,6 +55,32 @@ def _batched_line(batched: dict, me: str, base: str) -> str:
     return head + f"{_f(batched[me])} vs {_f(batched[base])} sentences/s"
 
 
+def config_path(cfg: dict, is_kd: bool) -> str:
+    """The config that trained the student, as a path inside the repository where it is one."""
+    src = cfg.get("source")
+    if src and Path(src).parent.name == "configs":
+        return f"configs/{Path(src).name}"
+    return f"configs/distill-{'kd' if is_kd else 'nokd'}.yaml"
+
+
+def stopping_lines(t: dict, m: Path) -> list[str]:
+    """Early stopping (METHOD §3.5): the dev measurements, the best step, what ended the run and which weights were
+    exported; the training curves where ``curves.png`` lies beside the card (``scripts/training_curves.py --groups``)."""
+    es = t.get("early_stop")
+    if not es or not es.get("scores"):
+        return []
+    tr = t["config"]["train"]
+    rule = (f"stopped after {tr['patience']} measurements without an improvement of {tr.get('min_delta', 0)}"
+            if tr.get("patience") else "no early stopping (a fixed number of steps: its KD twin's)")
+    out = [f"- dev chrF (the mean over directions of greedy chrF on {tr.get('dev_sentences', '?')} held-out sentences "
+           f"each) every {tr['dev_every']} steps after phase 1, {rule}: {len(es['scores'])} measurements, best "
+           f"**{es['best']:.2f} at step {es['best_step']:,}**; the run ended by {es.get('stopped') or t['stopped_by']} "
+           f"at step {t['steps']:,}; exported: the {es.get('exported', 'last')} step's weights"]
+    if (m / "curves.png").is_file():
+        out += ["", "![training loss and dev chrF per pair group over steps](curves.png)"]
+    return out
+
+
 def main(model_dir: str, me: str, twin: str, wall_s: str, speed_json: str, *evals: str) -> None:
     m = Path(model_dir)
     t = json.loads((m / "training.json").read_text())
@@ -85,7 +111,8 @@ def main(model_dir: str, me: str, twin: str, wall_s: str, speed_json: str, *eval
            f"{kd['tail_samples']}-sample-tail teacher cache." if is_kd else "with L_ce only (same data, batches and steps as "
                                                                                 "its KD twin)."), "",
         "## Reproduce", "", "```bash",
-        f"forgetbench distill configs/distill-{'kd' if is_kd else 'nokd'}.yaml --out runs/{me}   # resumable",
+        f"forgetbench distill {config_path(cfg, is_kd)} --out runs/{me}"
+        + ("" if is_kd or cfg["train"].get("patience") else f" --steps-of runs/{twin}") + "   # resumable",
         f"python scripts/ship_student.py runs/{me} artifacts/{me}",
         "forgetbench sweep configs/distill-eval.yaml --out runs/distill-eval",
         "forgetbench sweep configs/distill-eval-tico19.yaml --out runs/distill-eval-tico19",
@@ -126,11 +153,14 @@ def main(model_dir: str, me: str, twin: str, wall_s: str, speed_json: str, *eval
               for d, v in q.items()]
     tr = cfg["train"]
     lines += ["", "## Training", "",
-              f"- phase 1: steps 1–{tr['phase1_steps']} L_ce; phase 2: steps {tr['phase1_steps'] + 1}–{tr['steps']} "
+              f"- phase 1: steps 1–{tr['phase1_steps']} L_ce; phase 2: steps {tr['phase1_steps'] + 1}–{t['steps']} "
               + ("L_ce + α·T²·L_kd" if is_kd else "L_ce (no KD)"),
               f"- Adam (0.9, 0.98), eps 1e-6, lr {tr['lr']} inverse-sqrt after {tr['warmup']} warm-up steps, clip "
               f"{tr['clip']}, label smoothing {tr['label_smoothing']}, dropout {tr['dropout']}, ≤ {tr['max_tokens']} padded "
-              f"tokens per batch, {t['tokens']:,} tokens seen ({t['epochs']} full pass(es) over the sample), fp32",
+              f"tokens per batch, {t['tokens']:,} tokens seen ({t['epochs']} full pass(es) over the sample), "
+              f"{(t.get('arithmetic') or {}).get('autocast', 'float32')}; {t['train_seconds'] / 3600:.2f} h of training on "
+              f"{t['threads']} CPU thread(s)",
+              *stopping_lines(t, m),
               "", "Teacher–student signal on the probe (first 8 held-out pairs per direction), per pair group: exact "
               "KL(teacher ‖ student) and the student's CE, at step 0 (layers just copied) and at the end:", "",
               "| group | KL step 0 | KL end | CE step 0 | CE end |", "|---|---:|---:|---:|---:|"]

@@ -180,8 +180,20 @@ tiers: {{training: {{counts: {teacher / "training.json"}, thresholds: [1000, 100
     speed = tmp_path / "speed.json"
     speed.write_text(_run("-m", "benchmarks.batch1_speed", teacher, student, art / "student-nokd", "--sentences", "4",
                           "--max-new-tokens", "8"))
+    tj = json.loads((student / "training.json").read_text())  # as an early-stopped run of the long config records it
+    tj["config"]["source"] = "configs/distill-kd-long.yaml"
+    tj["config"]["train"] |= {"dev_every": 600, "dev_sentences": 50, "patience": 3, "min_delta": 0.05}
+    tj["early_stop"] = {"best": 25.33, "best_step": 8400, "stopped": "early stop: 3 measurements without improvement",
+                        "scores": [[1200, 19.75], [8400, 25.33], [9000, 25.2]], "exported": "best"}
+    (student / "training.json").write_text(json.dumps(tj))
+    (student / "curves.png").write_bytes(b"png")
     _run(REPO / "scripts" / "student_card.py", student, "student-kd", "student-nokd", "600", speed, run)
     scard = (student / "README.md").read_text()
+    assert "forgetbench distill configs/distill-kd-long.yaml --out runs/student-kd   # resumable" in scard
+    assert ("every 600 steps after phase 1, stopped after 3 measurements without an improvement of 0.05: 3 "
+            "measurements, best **25.33 at step 8,400**; the run ended by early stop: 3 measurements without "
+            f"improvement at step {tj['steps']:,}; exported: the best step's weights") in scard
+    assert "](curves.png)" in scard and f"{tj['train_seconds'] / 3600:.2f} h of training on 1 CPU thread(s)" in scard
     tim = S["run"]["timings_rank0"]
     rate = {v: f"{tim[v]['translated'] / tim[v]['translate_s']:.2f}" for v in ("student-kd", "base")}
     assert f"- speed, batched (batch 64, the sweep's translation pass): {rate['student-kd']} vs {rate['base']}" in scard
