@@ -488,6 +488,80 @@ def test_first_piece_pooling_equals_encoding_each_sentence_alone(usi):
     torch.testing.assert_close(got[0], torch.stack([a[0, 0], a[0, 1], a[0, 3], b[0, 1], b[0, 3]]), atol=1e-5, rtol=1e-5)
 
 
+def test_a_frozen_encoder_reads_each_sentence_alone_and_its_memo_is_exact(monkeypatch):
+    """Frozen: a sentence's features are the same bits alone or beside a longer sentence (no batch layout in them);
+    inside memo_frozen each sentence is read once and reused, outside it nothing is kept; a fine-tuned encoder is
+    never memoised (its weights move)."""
+    from forgetbench.parsing.layers.pretrained import PretrainedWords, memo_frozen
+
+    torch.manual_seed(0)
+    c = EncoderConfig(vocab_size=40, n_rels=3, d_model=8, layers=1, heads=2, ffn=16, dropout=0.1, max_positions=7,
+                      arc_mlp=4, rel_mlp=4, usi=True)
+    m = PretrainedWords(c)
+    for q in m.parameters():
+        q.requires_grad_(False)
+    m.train()  # a parser in training: a frozen encoder still reads without dropout
+    short = torch.zeros(1, 5, 2, dtype=torch.long)
+    short[0, 1, 0], short[0, 2, 0] = 12, 13
+    both = torch.zeros(2, 5, 2, dtype=torch.long)
+    both[0] = short[0]
+    both[1, 1], both[1, 2], both[1, 3], both[1, 4] = (torch.tensor(x) for x in ([10, 11], [12, 13], [14, 15], [16, 17]))
+    m_short, m_both = torch.tensor([[True] * 3 + [False] * 2]), torch.tensor([[True] * 3 + [False] * 2, [True] * 5])
+    alone = m(short, m_short)
+    assert torch.equal(m(both, m_both)[0], alone[0]) and not alone.requires_grad
+    reads = []
+    real = PretrainedWords._read
+    monkeypatch.setattr(PretrainedWords, "_read", lambda self, *a: reads.append(len(a[0])) or real(self, *a))
+    with memo_frozen(m):
+        first, again = m(both, m_both), m(both, m_both)
+        assert len(m.memo) == 2 and len(reads) == 2  # each sentence once
+        assert torch.equal(first, again) and torch.equal(first[0], alone[0])
+    assert m.memo is None
+    m(short, m_short)
+    assert len(reads) == 3  # outside: read again
+    for q in m.parameters():
+        q.requires_grad_(True)
+    with memo_frozen(m):
+        assert m.memo is None
+        m(both, m_both)
+    assert reads[-1] == 2  # fine-tuned: one batch of both sentences, nothing kept
+
+
+def test_a_frozen_encoders_parser_trains_the_same_with_and_without_its_memo(tmp_path, capsys, monkeypatch):
+    """The memo changes no bit of a frozen-encoder parser's training: the saved weights and dev scores equal those
+    of the same run reading every sentence anew each epoch."""
+    import contextlib
+    import json
+
+    from forgetbench.cli import main
+    from forgetbench.parsing import train as train_mod
+
+    assert main(["pretrain-encoder", str(_tiny_run(tmp_path, steps=4)), "--out", str(tmp_path / "enc"), "--quiet"]) == 0
+    tb = tmp_path / "tb"
+
+    def run(out):
+        argv = ["parse", "train", "--train", str(tb / "wo_tiny-ud-train.conllu"), "--dev",
+                str(tb / "wo_tiny-ud-dev.conllu"), "--out", str(out), "--tags", "gold", "--max-epochs", "3",
+                "--encoder", str(tmp_path / "enc" / "model"), "--encoder-lr-scale", "0", "--quiet", "--threads", "1"]
+        assert main(argv) == 0, capsys.readouterr().err
+        return _weights(out), json.loads((out / "training.json").read_text())["history"]
+
+    from forgetbench.parsing.layers.pretrained import PretrainedWords
+
+    reads = []
+    real = PretrainedWords._read
+    monkeypatch.setattr(PretrainedWords, "_read", lambda self, *a: reads.append(1) or real(self, *a))
+    w_memo, h_memo = run(tmp_path / "memo")
+    n_memo = len(reads)
+    monkeypatch.setattr(train_mod, "memo_frozen", lambda model: contextlib.nullcontext())
+    w_plain, h_plain = run(tmp_path / "plain")
+    assert n_memo == 45 and len(reads) - n_memo == 3 * 45  # 40 training + 5 dev sentences, once against every epoch
+    assert w_memo.keys() == w_plain.keys() and all(torch.equal(w_memo[k], w_plain[k]) for k in w_memo)
+    strip = [{k: v for k, v in r.items() if k in ("epoch", "dev_las", "dev_uas")} for r in h_memo]
+    assert strip == [{k: v for k, v in r.items() if k in ("epoch", "dev_las", "dev_uas")} for r in h_plain]
+    assert len(strip) == 3
+
+
 def test_pieces_tensor_holds_each_words_pieces():
     from forgetbench.parsing.layers.pretrained import MAX_PIECES_PER_WORD, pieces_tensor
 

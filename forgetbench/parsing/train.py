@@ -28,6 +28,7 @@ from forgetbench.models.hardware import resolve_device
 from forgetbench.parsing.data.batching import Vocab, with_initial_graphs
 from forgetbench.parsing.data.conll import Sentence, read_conllu, with_predictions, write_conllu
 from forgetbench.parsing.epochs import train_epochs
+from forgetbench.parsing.layers.pretrained import memo_frozen
 from forgetbench.parsing.metrics import ParseScores, score
 from forgetbench.parsing.parsers import interface as parsers
 from forgetbench.parsing.parsers.architectures import architecture, check_initial_parser
@@ -440,9 +441,10 @@ def _fit(tmp: Path, parser, tr, dv, settings: dict, t_iter: int, record: dict, m
         parsers.save(parser, tmp, {"arch": record["arch"], "best_epoch": epoch, "dev": dev.to_dict(), "history": history}
                      | {k: v for k, v in record.items() if k != "arch"})
 
-    epoch, history = train_epochs(model, opt, tr, parser.vocab, random.Random(seed), settings["max_tokens"], batch_loss,
-                                  dev_las, save, minutes, max_epochs, t0, t_first=t_parser,
-                                  desc=f"{label}{parser.arch} parser", progress=progress, scheduler=sched)
+    with memo_frozen(model):  # a frozen encoder reads each training and dev sentence once
+        epoch, history = train_epochs(model, opt, tr, parser.vocab, random.Random(seed), settings["max_tokens"],
+                                      batch_loss, dev_las, save, minutes, max_epochs, t0, t_first=t_parser,
+                                      desc=f"{label}{parser.arch} parser", progress=progress, scheduler=sched)
     info = json.loads((tmp / "training.json").read_text()) | {"history": history, "epochs": epoch,
                                                                 "train_seconds": round(time.perf_counter() - t0, 1)}
     atomic_write_json(tmp / "training.json", info)

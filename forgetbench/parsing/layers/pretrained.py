@@ -24,7 +24,7 @@ the field existed read as it.
 from __future__ import annotations
 
 import json
-from contextlib import nullcontext
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
@@ -216,13 +216,18 @@ class PretrainedWords(nn.Module):
     """Word representations from a pre-trained encoder, the first-piece pooling of the seed: each sentence is read
     as ``<s> pieces </s>`` (``representations``: H^(L+1) through USI where there is one); word w is the state at
     its first piece, the root the state at ``<s>``. A sentence longer than the encoder's positions is read in
-    consecutive windows of whole words, each its own ``<s> … </s>`` (the root: the first window's ``<s>``). A frozen
-    encoder (no parameter that requires a gradient) runs in eval mode without a graph."""
+    consecutive windows of whole words, each its own ``<s> … </s>`` (the root: the first window's ``<s>``).
+
+    A frozen encoder (no parameter that requires a gradient) runs in eval mode without a graph and reads each
+    sentence alone, so its features do not depend on the batch a sentence comes in; inside ``memo_frozen`` they
+    are computed once per sentence and reused (a parser's training: every epoch and every dev evaluation reads the
+    same sentences through the same weights)."""
 
     def __init__(self, cfg: EncoderConfig):
         super().__init__()
         self.encoder = PretrainedEncoder(cfg)
         self.encoder.keep_representations_only()
+        self.memo: dict | None = None  # sentence pieces → features, only while ``memo_frozen`` holds it
 
     @property
     def dim(self) -> int:
@@ -231,29 +236,63 @@ class PretrainedWords(nn.Module):
     def forward(self, pieces: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """pieces [B, L, K] (``pieces_tensor``), mask [B, L] of real positions (the root included) → [B, L, d]."""
         B, L, _ = pieces.shape
+        words = [[[int(x) for x in pieces[b, i] if x != PAD] for i in range(1, int(mask[b].sum()))] for b in range(B)]
+        frozen = not any(p.requires_grad for p in self.encoder.parameters())
+        self.encoder.train(self.training and not frozen)  # a frozen encoder's features: no dropout, no graph
+        if not frozen:
+            return self._read(words, L, pieces.device)
+        feats = []
+        with torch.no_grad():
+            for w in words:
+                key = tuple(map(tuple, w))
+                f = self.memo.get(key) if self.memo is not None else None
+                if f is None:
+                    f = self._read([w], len(w) + 1, pieces.device)[0]
+                    if self.memo is not None:
+                        self.memo[key] = f
+                feats.append(f)
+        out = feats[0].new_zeros(B, L, self.dim)
+        for b, f in enumerate(feats):
+            out[b, : f.shape[0]] = f
+        return out
+
+    def _read(self, words: list[list[list[int]]], L: int, device) -> torch.Tensor:
+        """[B, L, d]: the sentences' words (piece ids each), read in one batch of windows."""
         seqs, where = [], []  # where: (sentence, word position, window, position in the window)
-        for b in range(B):
-            words = [[int(x) for x in pieces[b, i] if x != PAD] for i in range(1, int(mask[b].sum()))]
-            for w_i, win in enumerate(windows(words, self.encoder.config.max_positions)):
+        for b, ws in enumerate(words):
+            for w_i, win in enumerate(windows(ws, self.encoder.config.max_positions)):
                 ids, k = [BOS], len(seqs)
                 if w_i == 0:
                     where.append((b, 0, k, 0))
                 for i in win:
                     where.append((b, i + 1, k, len(ids)))
-                    ids += words[i][: self.encoder.config.max_positions - 2]
+                    ids += ws[i][: self.encoder.config.max_positions - 2]
                 seqs.append(ids + [EOS])
         n = max(len(x) for x in seqs)
-        ids = torch.full((len(seqs), n), PAD, dtype=torch.long, device=pieces.device)
+        ids = torch.full((len(seqs), n), PAD, dtype=torch.long, device=device)
         for k, x in enumerate(seqs):
-            ids[k, : len(x)] = torch.tensor(x, device=pieces.device)
-        frozen = not any(p.requires_grad for p in self.encoder.parameters())
-        self.encoder.train(self.training and not frozen)  # a frozen encoder's features: no dropout, no graph
-        with torch.no_grad() if frozen else nullcontext():
-            h, _ = self.encoder.representations(ids)
-        out = h.new_zeros(B, L, h.shape[-1])
-        b_i, w_i, k_i, p_i = (torch.tensor(c, device=pieces.device) for c in zip(*where, strict=True))
+            ids[k, : len(x)] = torch.tensor(x, device=device)
+        h, _ = self.encoder.representations(ids)
+        out = h.new_zeros(len(words), L, h.shape[-1])
+        b_i, w_i, k_i, p_i = (torch.tensor(c, device=device) for c in zip(*where, strict=True))
         out[b_i, w_i] = h[k_i, p_i]
         return out
+
+
+@contextmanager
+def memo_frozen(model: nn.Module):
+    """While it holds, every frozen ``PretrainedWords`` in ``model`` keeps each sentence's features once read
+    (exact: a frozen encoder reads each sentence alone, in eval mode); cleared on exit, so weights changed later
+    (compression) are read anew."""
+    mods = [m for m in model.modules() if isinstance(m, PretrainedWords)
+            and not any(p.requires_grad for p in m.encoder.parameters())]
+    for m in mods:
+        m.memo = {}
+    try:
+        yield
+    finally:
+        for m in mods:
+            m.memo = None
 
 
 def is_encoder_folder(folder: str | Path) -> bool:
