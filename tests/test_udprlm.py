@@ -611,6 +611,8 @@ def test_a_parser_reads_a_pretrained_encoder_frozen_or_fine_tuned(arch, tmp_path
         code = main(["parse", "eval", str(out), str(tb / "wo_tiny-ud-train.conllu")])
         r = __import__("json").loads(capsys.readouterr().out.strip().splitlines()[-1])
         assert code == 0 and r["las"] == pytest.approx(rec["dev"]["las"])
+        frozen = not any(q.requires_grad for q in p.model.words.encoder.parameters())
+        assert frozen == (scale == "0")  # loaded as trained: a frozen encoder reads each sentence alone again
     # the fine-tuned parser goes through the recipe runner, its encoder's layers pruned and quantised too (Wanda
     # reads every projection's inputs: the attention's own modules, not a packed matrix no hook sees)
     rep = tmp_path / f"compress-{arch}"

@@ -141,12 +141,27 @@ def save(parser: Parser, out_dir: Path, info: dict) -> None:
     parser.architecture.save_extra(parser, out_dir)
 
 
+def _keep_frozen(model, d: Path) -> None:
+    """A parser trained on a frozen encoder (``encoder.lr_scale`` 0 in its training record) loads with that encoder
+    frozen, so it reads its sentences as it did in training (``PretrainedWords``: each sentence alone)."""
+    from forgetbench.parsing.layers.pretrained import PretrainedWords
+
+    rec = d / "training.json"
+    words = getattr(model, "words", None)
+    if not isinstance(words, PretrainedWords) or not rec.is_file():
+        return
+    if (json.loads(rec.read_text()).get("encoder") or {}).get("lr_scale") == 0:
+        for q in words.encoder.parameters():
+            q.requires_grad_(False)
+
+
 def load(model_dir: str | Path, initial: str | None = None, iterations: int | None = None) -> Parser:
     """A saved parser of any architecture. RNGTr: ``initial`` ("empty" or a parser folder) and ``iterations``
     override the saved refinement settings."""
     d = Path(model_dir)
     arch = architecture(arch_of(d))
     model = load_module_dir(d, arch.model_type, arch.build, f"{arch.name} parser")
+    _keep_frozen(model, d)
     vocab = Vocab(**json.loads((d / "vocab.json").read_text())).attach(d)
     parser = Parser(arch.name, model, vocab, load_tagger(d))
     arch.configure(parser, d, initial, iterations, load)
