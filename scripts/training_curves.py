@@ -23,18 +23,23 @@ def read(run: Path, groups: bool = False) -> tuple[list[dict], dict]:
     if not f.is_file():
         sys.exit(f"{run}: no train_log.jsonl; give a training run folder (train-mt, pretrain-encoder, distill)")
     rows = [json.loads(x) for x in f.read_text().splitlines() if x.strip()]
-    if groups:
-        rows = [r | group_means(r["dev_chrf"], run) if isinstance(r.get("dev_chrf"), dict) else r for r in rows]
+    if groups and any(isinstance(r.get("dev_chrf"), dict) for r in rows):
+        group = direction_groups(run)
+        rows = [r | group_means(r["dev_chrf"], group) if isinstance(r.get("dev_chrf"), dict) else r for r in rows]
     state = run / "checkpoint" / "state.json"
     return rows, (json.loads(state.read_text()) if state.is_file() else {})
 
 
-def group_means(per_direction: dict[str, float], run: Path) -> dict[str, float]:
-    """``dev_chrF_<group>``: the mean dev chrF of each pair group's directions (groups from RUN/quotas.json)."""
+def direction_groups(run: Path) -> dict[str, str]:
+    """Each direction's pair group, from RUN/quotas.json (a distill run's own tiers)."""
     q = run / "quotas.json"
     if not q.is_file():
         sys.exit(f"{run}: --groups needs the run's quotas.json (a distill run folder)")
-    group = {d: v["group"] for d, v in json.loads(q.read_text())["directions"].items()}
+    return {d: v["group"] for d, v in json.loads(q.read_text())["directions"].items()}
+
+
+def group_means(per_direction: dict[str, float], group: dict[str, str]) -> dict[str, float]:
+    """``dev_chrF_<group>``: the mean dev chrF of each pair group's directions."""
     by: dict[str, list[float]] = {}
     for d, v in per_direction.items():
         by.setdefault(group[d], []).append(v)

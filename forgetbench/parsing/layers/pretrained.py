@@ -233,11 +233,16 @@ class PretrainedWords(nn.Module):
     def dim(self) -> int:
         return self.encoder.config.d_model
 
+    @property
+    def frozen(self) -> bool:
+        """No encoder parameter requires a gradient (``--encoder-lr-scale 0``)."""
+        return not any(p.requires_grad for p in self.encoder.parameters())
+
     def forward(self, pieces: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """pieces [B, L, K] (``pieces_tensor``), mask [B, L] of real positions (the root included) → [B, L, d]."""
         B, L, _ = pieces.shape
         words = [[[int(x) for x in pieces[b, i] if x != PAD] for i in range(1, int(mask[b].sum()))] for b in range(B)]
-        frozen = not any(p.requires_grad for p in self.encoder.parameters())
+        frozen = self.frozen
         self.encoder.train(self.training and not frozen)  # a frozen encoder's features: no dropout, no graph
         if not frozen:
             return self._read(words, L, pieces.device)
@@ -284,8 +289,7 @@ def memo_frozen(model: nn.Module):
     """While it holds, every frozen ``PretrainedWords`` in ``model`` keeps each sentence's features once read
     (exact: a frozen encoder reads each sentence alone, in eval mode); cleared on exit, so weights changed later
     (compression) are read anew."""
-    mods = [m for m in model.modules() if isinstance(m, PretrainedWords)
-            and not any(p.requires_grad for p in m.encoder.parameters())]
+    mods = [m for m in model.modules() if isinstance(m, PretrainedWords) and m.frozen]
     for m in mods:
         m.memo = {}
     try:
