@@ -63,6 +63,22 @@ def config_path(cfg: dict, is_kd: bool) -> str:
     return f"configs/distill-{'kd' if is_kd else 'nokd'}.yaml"
 
 
+def _sampling(d: dict, quotas: dict) -> str:
+    """How the sample was drawn, in words."""
+    if d["sampling"] == "temperature":
+        return (f"temperature sampling (T = {d['temperature']}: each direction's share ∝ corpus^(1/T), "
+                f"{sum(v['quota'] for v in quotas.values()):,} examples in all)")
+    return f"uniform sampling: every direction {d['budget']:,} examples"
+
+
+def _cpu_hours(t: dict) -> str:
+    """The CPU time the training took (all processes; a paused process accrues none), where the run counted it."""
+    if "train_cpu_seconds" not in t:
+        return ""
+    since = f", counted from step {t['cpu_from_step']:,}" if t.get("cpu_from_step") else ""
+    return f" ({t['train_cpu_seconds'] / 3600:.2f} CPU hours{since}; the wall time includes pauses and contention)"
+
+
 def stopping_lines(t: dict, m: Path) -> list[str]:
     """Early stopping (METHOD §3.5): the dev measurements, the best step, what ended the run and which weights were
     exported; the training curves where ``curves.png`` lies beside the card (``scripts/training_curves.py --groups``)."""
@@ -146,8 +162,8 @@ def main(model_dir: str, me: str, twin: str, wall_s: str, speed_json: str, *eval
         _batched_line(batched, me, S["base"]),
         "", "## Data", "",
         f"The teacher's corpus (WMT news + Tatoeba test, every pair overlapping FLORES-101 / NTREX-128 / TICO-19 removed, "
-        f"the teacher's dev split held out), {cfg['data']['sampling']} sampling: every direction "
-        f"{cfg['data']['budget']:,} examples (small corpora repeated, large ones subsampled).", "",
+        f"the teacher's dev split held out), {_sampling(cfg['data'], q)} (small corpora repeated, large ones "
+        "subsampled).", "",
         "| direction | group | corpus | quota | unique | repeats |", "|---|---|---:|---:|---:|---:|"]
     lines += [f"| {d} | {v['group']} | {v['corpus']:,} | {v['quota']:,} | {v['unique']:,} | {v['repeats']} |"
               for d, v in q.items()]
@@ -159,7 +175,7 @@ def main(model_dir: str, me: str, twin: str, wall_s: str, speed_json: str, *eval
               f"{tr['clip']}, label smoothing {tr['label_smoothing']}, dropout {tr['dropout']}, ≤ {tr['max_tokens']} padded "
               f"tokens per batch, {t['tokens']:,} tokens seen ({t['epochs']} full pass(es) over the sample), "
               f"{(t.get('arithmetic') or {}).get('autocast', 'float32')}; {t['train_seconds'] / 3600:.2f} h of training on "
-              f"{t['threads']} CPU thread(s)",
+              f"{t['threads']} CPU thread(s) × {t.get('processes', 1)} process(es){_cpu_hours(t)}",
               *stopping_lines(t, m),
               "", "Teacher–student signal on the probe (first 8 held-out pairs per direction), per pair group: exact "
               "KL(teacher ‖ student) and the student's CE, at step 0 (layers just copied) and at the end:", "",

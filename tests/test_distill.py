@@ -209,6 +209,8 @@ def test_a_toy_run_writes_quotas_signals_cache_and_a_loadable_student(tiny_dir, 
     assert isinstance(tok, Small100Tokenizer) and model.config.decoder_layers == 1
     rec = json.loads((out / "training.json").read_text())
     assert rec["steps"] == 8 and rec["quotas"]["en-sw"]["quota"] == 20 and rec["cache"]["top_k"] == 4
+    cpu = [r["cpu_s"] for r in log]  # the work's CPU time, beside the wall clock's
+    assert cpu == sorted(cpu) and rec["train_cpu_seconds"] >= cpu[-1] > 0 and rec["cpu_from_step"] == 0
 
 
 def test_kill_9_and_resume_give_the_weights_of_an_uninterrupted_run(tiny_dir, tmp_path):
@@ -675,6 +677,62 @@ def test_a_reused_cache_may_be_named_from_the_home_folder(tiny_dir, tmp_path, mo
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     cfg = load_distill_config(toy_setup(tmp_path / "c", tiny_dir, kd_extra=", cache: ~/runs/kd/teacher-cache"))
     assert cfg.kd.cache == str(tmp_path / "home" / "runs" / "kd" / "teacher-cache")
+
+
+class _FakeAcc:
+    """Process ``rank`` of two whose broadcast hands every process the main process's tensor."""
+
+    num_processes, device = 2, "cpu"
+
+    def __init__(self, rank: int, main_sent: list):
+        self.is_main_process, self.sent = rank == 0, main_sent
+
+
+def test_a_checkpoint_or_deadline_is_the_main_process_s_call_on_every_process(monkeypatch):
+    """Two processes whose clocks straddle the checkpoint threshold must both checkpoint or both go on (one at the
+    checkpoint's barrier and one in the next all-reduce would hang): each takes the main process's decision."""
+    import accelerate.utils
+
+    from forgetbench.distill import loop
+
+    sent = []
+    def broadcast(t, from_process=0):
+        if not sent:
+            sent.append(t.clone())  # the main process broadcasts first
+        return sent[0].clone()
+    monkeypatch.setattr(accelerate.utils, "broadcast", broadcast)
+    assert loop._main_flags(_FakeAcc(0, sent), False, True) == (False, True)
+    assert loop._main_flags(_FakeAcc(1, sent), True, False) == (False, True)  # its own clock said due: not taken
+    sent.clear()
+    assert loop._main_flags(_FakeAcc(0, sent), True, False) == (True, False)
+    assert loop._main_flags(_FakeAcc(1, sent), False, False) == (True, False)
+
+
+def test_the_corpus_configs_are_the_long_recipe_on_the_whole_corpus_and_differ_from_each_other_as_named():
+    """configs/distill-*-corpus*.yaml: the long KD recipe with temperature sampling (T 5, a pass as large as the
+    corpus read both ways) and a two-pass cap; the twin differs in kd.source and patience, the remedy in en-sw's α,
+    the cache it reads and patience."""
+    import dataclasses
+    from pathlib import Path
+
+    from forgetbench.distill.config import load_distill_config
+
+    configs = Path(__file__).resolve().parents[1] / "configs"
+    long, kd, twin, remedy = (dataclasses.asdict(load_distill_config(configs / f)) for f in
+                              ("distill-kd-long.yaml", "distill-kd-corpus.yaml", "distill-nokd-corpus.yaml",
+                               "distill-kd-corpus-ensw.yaml"))
+    assert (kd["data"]["sampling"], kd["data"]["temperature"], kd["data"]["budget"], kd["train"]["steps"]) == \
+        ("temperature", 5.0, 20966, 25200)
+    assert twin["kd"]["source"] == "none" and twin["train"]["patience"] == remedy["train"]["patience"] == 0
+    assert remedy["kd"]["alpha_directions"] == {"en-sw": 0.0}
+    assert remedy["kd"]["cache"] == str(Path.home() / ".cache/forgetbench/student-kd-corpus/teacher-cache")
+    for d in (long, kd, twin, remedy):
+        d.pop("name"), d.pop("source"), d["kd"].pop("alpha_directions"), d["kd"].pop("cache")
+        d["kd"].pop("source"), d["train"].pop("patience"), d["train"].pop("steps")
+    assert kd == twin == remedy
+    for k in ("sampling", "temperature", "budget"):
+        long["data"].pop(k), kd["data"].pop(k)
+    assert long == kd
 
 
 def test_the_shipped_en_sw_remedy_is_the_long_kd_run_but_for_that_direction_s_alpha():

@@ -183,6 +183,8 @@ tiers: {{training: {{counts: {teacher / "training.json"}, thresholds: [1000, 100
     tj = json.loads((student / "training.json").read_text())  # as an early-stopped run of the long config records it
     tj["config"]["source"] = "configs/distill-kd-long.yaml"
     tj["config"]["train"] |= {"dev_every": 600, "dev_sentences": 50, "patience": 3, "min_delta": 0.05}
+    tj["config"]["data"] |= {"sampling": "temperature", "temperature": 5.0}
+    tj |= {"train_cpu_seconds": 9000.0, "cpu_from_step": 600}  # a run resumed from a checkpoint written before the count
     tj["early_stop"] = {"best": 25.33, "best_step": 8400, "stopped": "early stop: 3 measurements without improvement",
                         "scores": [[1200, 19.75], [8400, 25.33], [9000, 25.2]], "exported": "best"}
     (student / "training.json").write_text(json.dumps(tj))
@@ -193,7 +195,10 @@ tiers: {{training: {{counts: {teacher / "training.json"}, thresholds: [1000, 100
     assert ("every 600 steps after phase 1, stopped after 3 measurements without an improvement of 0.05: 3 "
             "measurements, best **25.33 at step 8,400**; the run ended by early stop: 3 measurements without "
             f"improvement at step {tj['steps']:,}; exported: the best step's weights") in scard
-    assert "](curves.png)" in scard and f"{tj['train_seconds'] / 3600:.2f} h of training on 1 CPU thread(s)" in scard
+    assert "](curves.png)" in scard and (f"{tj['train_seconds'] / 3600:.2f} h of training on 1 CPU thread(s) × 1 "
+                                         "process(es) (2.50 CPU hours, counted from step 600;") in scard
+    assert (f"temperature sampling (T = 5.0: each direction's share ∝ corpus^(1/T), "
+            f"{sum(v['quota'] for v in tj['quotas'].values()):,} examples in all)") in scard
     tim = S["run"]["timings_rank0"]
     rate = {v: f"{tim[v]['translated'] / tim[v]['translate_s']:.2f}" for v in ("student-kd", "base")}
     assert f"- speed, batched (batch 64, the sweep's translation pass): {rate['student-kd']} vs {rate['base']}" in scard

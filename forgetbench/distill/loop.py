@@ -14,6 +14,10 @@
   in the loop — the estimated teacher–student KL every ``log_every`` steps; and on a fixed probe (the first
   ``signal_sentences`` held-out pairs of every direction) the exact KL(teacher ‖ student) and the student's
   CE every ``signal_every`` steps, for KD and no-KD students alike.
+- Time: ``elapsed_s`` (wall) and ``cpu_s`` (the CPU seconds of every process: process time, which a paused or
+  contended process does not accrue, so it measures the work where the wall clock measures the host) in the log
+  and the checkpoint. Whether a checkpoint is due or the wall deadline has passed is the main process's call,
+  shared, so that every process enters the same collectives.
 """
 
 from __future__ import annotations
@@ -131,23 +135,29 @@ def probe(student, teacher, dev_rows: list, lang_id: dict, student_small100: boo
     return {key: {"ce": round(a / n, 4), "kl": round(b_ / n, 4), "tokens": n} for key, (a, b_, n) in sums.items()}
 
 
-def _past_stop_at(acc) -> bool:
-    """``resources`` rule 6, decided by the main process and shared, so that every process stops after the same step."""
-    if acc.num_processes == 1:
-        return past_stop_at()
-    from accelerate.utils import broadcast
-
-    flag = torch.tensor([1 if (acc.is_main_process and past_stop_at()) else 0], device=acc.device)
-    return bool(broadcast(flag, from_process=0).item())
-
-
 def _shared_flag(acc, flag: bool) -> bool:
     """The main process's ``flag``, the same on every process."""
+    return _main_flags(acc, flag)[0]
+
+
+def _main_flags(acc, *flags: bool) -> tuple[bool, ...]:
+    """The main process's ``flags``, the same on every process: a decision read off a process's own clock (a
+    checkpoint due, a wall deadline) is the main process's, or processes whose clocks straddle the threshold would
+    enter different collectives (one the checkpoint's barrier, the other the next step's gradient all-reduce) and
+    hang."""
     if acc.num_processes == 1:
-        return flag
+        return tuple(bool(f) for f in flags)
     from accelerate.utils import broadcast
 
-    return bool(broadcast(torch.tensor([1 if flag else 0], device=acc.device), from_process=0).item())
+    t = broadcast(torch.tensor([1 if f else 0 for f in flags], device=acc.device), from_process=0)
+    return tuple(bool(v) for v in t.tolist())
+
+
+def _cpu_seconds(acc, own: float) -> float:
+    """CPU seconds of every process together (``own``: this process's)."""
+    if acc.num_processes == 1:
+        return own
+    return float(acc.reduce(torch.tensor([own], dtype=torch.float64, device=acc.device), reduction="sum").item())
 
 
 def train_loop(acc, cfg: DistillConfig, model, opt, data, step_loss: StepLoss, state: dict, ckpt: Path, out: Path,
@@ -167,6 +177,9 @@ def train_loop(acc, cfg: DistillConfig, model, opt, data, step_loss: StepLoss, s
     unwrapped = acc.unwrap_model(model)
     batches = data.batches(tc.max_tokens, tc.seed, state["epoch"])
     t_start, last_ckpt = time.perf_counter() - state["elapsed"], time.perf_counter()
+    if "cpu" not in state:  # CPU seconds of all processes (a checkpoint written before the count: from its step)
+        state["cpu"], state["cpu_from_step"] = 0.0, state["step"]
+    cpu0, cpu_before = time.process_time(), state["cpu"]  # process time stops while the process is stopped
     stage = Console("distill", quiet=not (progress and acc.is_main_process)).stage(cfg.name, tc.steps, "steps", "tokens")
     stage.update(state["step"])
     tokens0 = state["tokens"]  # the rate is this run's: a resumed run's earlier tokens are not counted
@@ -205,7 +218,8 @@ def train_loop(acc, cfg: DistillConfig, model, opt, data, step_loss: StepLoss, s
             stage.update(step, state["tokens"] - tokens0)
             elapsed = time.perf_counter() - t_start
             if step % tc.log_every == 0 or step == tc.steps:
-                _log(acc, window, step, phase, tc, elapsed, state, log_f, sig_f, alpha_module)
+                cpu = cpu_before + _cpu_seconds(acc, time.process_time() - cpu0)
+                _log(acc, window, step, phase, tc, elapsed, cpu, state, log_f, sig_f, alpha_module)
                 window = {}
             if main and (step % tc.signal_every == 0 or step == tc.steps):
                 _write(sig_f, {"step": step, "phase": phase, "split": "probe", "groups": probe_fn(unwrapped)})
@@ -216,10 +230,11 @@ def train_loop(acc, cfg: DistillConfig, model, opt, data, step_loss: StepLoss, s
                                                     tc.min_delta, out)
                     _write(log_f, rec)
                 early = _shared_flag(acc, early)
-            deadline = step < tc.steps and _past_stop_at(acc)
-            if (time.perf_counter() - last_ckpt > tc.checkpoint_minutes * 60 or step == tc.steps or deadline
-                    or early):
+            due, deadline = _main_flags(acc, time.perf_counter() - last_ckpt > tc.checkpoint_minutes * 60,
+                                        step < tc.steps and past_stop_at())
+            if due or step == tc.steps or deadline or early:
                 state["elapsed"] = elapsed
+                state["cpu"] = cpu_before + _cpu_seconds(acc, time.process_time() - cpu0)
                 state["alpha_s"] = float(alpha_module.s.detach()) if alpha_module is not None else None
                 if main:
                     save_checkpoint(unwrapped, opt, state, ckpt)
@@ -244,7 +259,7 @@ def _write(f, rec: dict) -> None:
     f.flush()
 
 
-def _log(acc, window, step, phase, tc, elapsed, state, log_f, sig_f, alpha_module) -> None:
+def _log(acc, window, step, phase, tc, elapsed, cpu, state, log_f, sig_f, alpha_module) -> None:
     n = window.pop("n")
     n_kd = window.pop("n_kd", 0)
     scalars = torch.tensor([window.get(k, float("nan")) / max(n_kd if k in ("kd", "kl") else n, 1)
@@ -258,7 +273,8 @@ def _log(acc, window, step, phase, tc, elapsed, state, log_f, sig_f, alpha_modul
     if not acc.is_main_process:
         return
     rec = {"step": step, "phase": phase, "lr": inverse_sqrt(step, tc.lr, tc.warmup), "epoch": state["epoch"],
-           "elapsed_s": round(elapsed, 1), "tokens": int(tokens[0]), "loadavg": os.getloadavg()[0],
+           "elapsed_s": round(elapsed, 1), "cpu_s": round(cpu, 1), "tokens": int(tokens[0]),
+           "loadavg": os.getloadavg()[0],
            "processes": acc.num_processes}
     rec |= {k: (None if np.isnan(v) else round(float(v), 5)) for k, v in zip(("loss", "ce", "kd", "kl"), scalars.tolist(),
                                                                             strict=True)}

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass
+from datetime import timedelta
 from pathlib import Path
 
 import torch
@@ -37,6 +38,7 @@ from forgetbench.train.arithmetic import Arithmetic, choose
 from forgetbench.train.export import export_model
 
 RUN_MARKER = "distill-run.json"
+BARRIER_HOURS = 12  # how long a process waits for the others at a barrier (data, teacher cache, checkpoint)
 
 
 @dataclass
@@ -165,10 +167,14 @@ def dev_chrf_fn(cfg: DistillConfig, tok, dev: dict):
 
 def distill(cfg: DistillConfig, out_dir: str | Path, progress: bool = True, log=print) -> Path:
     from accelerate import Accelerator
+    from accelerate.utils import InitProcessGroupKwargs
 
     placement = place(cfg.hardware, f"{cfg.source}: hardware")
     half = {"bfloat16": "bf16", "float16": "fp16"}.get(cfg.hardware.dtype, "no")
-    acc = Accelerator(cpu=not placement.cuda, mixed_precision=half if placement.cuda else "no")
+    # the other processes wait at a barrier while the main process prepares the data and builds the teacher cache
+    # (≈ 45 min on one CPU thread for the whole corpus): the process group's default 30-minute timeout would end them
+    acc = Accelerator(cpu=not placement.cuda, mixed_precision=half if placement.cuda else "no",
+                      kwargs_handlers=[InitProcessGroupKwargs(timeout=timedelta(hours=BARRIER_HOURS))])
     torch.set_num_threads(cfg.train.threads)
     ch = check(cfg, placement=placement)
     arithmetic = cpu_arithmetic(cfg, placement.cuda)
@@ -256,6 +262,7 @@ def distill(cfg: DistillConfig, out_dir: str | Path, progress: bool = True, log=
         stopping = early_stop.finish(unwrapped, state, out, cfg.train.patience)
         record = {"config": asdict(cfg), "fingerprint": fingerprint(cfg), "stopped_by": stopped, "steps": state["step"],
                   "epochs": state["epoch"], "tokens": state["tokens"], "train_seconds": round(state["elapsed"], 1),
+                  "train_cpu_seconds": round(state["cpu"], 1), "cpu_from_step": state.get("cpu_from_step", 0),
                   "processes": acc.num_processes, "threads": cfg.train.threads, "teacher_sha256": ch.teacher_sha256,
                   "parameters": parameter_count(unwrapped), "quotas": data.quotas, "tiers": data.tiers,
                   "alpha": alpha.alpha if alpha is not None else cfg.kd.alpha,
