@@ -24,6 +24,9 @@ Rules:
    set ``$FORGETBENCH_STOP_AT`` (Unix time; a launcher may set it for every process of a run); their loops check
    ``past_stop_at()`` after each step, write a checkpoint and stop, "stopped by the wall deadline", and the same
    command resumes where they stopped.
+7. A stop signal: while a training loop runs (``stop_on_signals``), SIGTERM or SIGINT (Ctrl-C) asks it to stop as
+   the wall deadline does — the step finishes, a checkpoint is written, "stopped by SIGTERM" — instead of losing
+   the steps since the last periodic checkpoint; a second signal ends the process at once.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from __future__ import annotations
 import errno
 import resource
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
 
 from forgetbench.errors import ForgetbenchError
@@ -163,11 +167,53 @@ def set_stop_after(minutes: float | None) -> None:
         os.environ[STOP_AT_ENV] = repr(time.time() + 60 * minutes)
 
 
+_SIGNALLED: list[str] = []  # the stop signal received while a training loop listens (rule 7)
+
+
+@contextmanager
+def stop_on_signals():
+    """Rule 7 for the loop inside: SIGTERM and SIGINT set the stop that ``past_stop_at`` reads; a second one ends
+    the process. The previous handlers come back after. Only the main thread can take signals: elsewhere nothing
+    changes."""
+    import os
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        if _SIGNALLED:  # the second: at once, as without the handler
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        _SIGNALLED.append(signal.Signals(signum).name)
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+        _SIGNALLED.clear()
+
+
+def stop_reason() -> str:
+    """What made ``past_stop_at`` true, for a run's ``stopped_by``."""
+    if _SIGNALLED:
+        return f"{_SIGNALLED[0]} (a checkpoint written; the same command resumes)"
+    return "the wall deadline (--stop-after)"
+
+
 def past_stop_at() -> bool:
-    """Rule 6: whether the wall deadline in ``$FORGETBENCH_STOP_AT`` has passed (False without one)."""
+    """Rules 6 and 7: whether the wall deadline in ``$FORGETBENCH_STOP_AT`` has passed (False without one) or a
+    stop signal came."""
     import os
     import time
 
+    if _SIGNALLED:
+        return True
     v = os.environ.get(STOP_AT_ENV)
     if not v:
         return False

@@ -36,7 +36,7 @@ from forgetbench.distill.data import encode_batch
 from forgetbench.distill.loss import LearnedAlpha, kd_cached, kd_online, label_smoothed_ce
 from forgetbench.eval.languages import PAIR_GROUPS
 from forgetbench.models.hardware import input_device
-from forgetbench.resources import past_stop_at
+from forgetbench.resources import past_stop_at, stop_on_signals, stop_reason
 from forgetbench.train.loop import inverse_sqrt, save_checkpoint
 
 
@@ -165,6 +165,13 @@ def train_loop(acc, cfg: DistillConfig, model, opt, data, step_loss: StepLoss, s
     """Run until ``train.steps`` or early stopping (``dev_fn(model)``: the dev score and fields to log, measured on
     the main process every ``train.dev_every`` steps after phase 1, ``train.early_stop``'s rules); returns what
     stopped it. ``state`` is updated in place."""
+    with stop_on_signals():  # resources rule 7: a stop signal ends the run after its step, with a checkpoint
+        return _train_loop(acc, cfg, model, opt, data, step_loss, state, ckpt, out, probe_fn, alpha_module, progress,
+                           dev_fn)
+
+
+def _train_loop(acc, cfg: DistillConfig, model, opt, data, step_loss: StepLoss, state: dict, ckpt: Path, out: Path,
+                probe_fn, alpha_module: LearnedAlpha | None, progress: bool, dev_fn) -> str:
     from forgetbench.train import early_stop
 
     tc = cfg.train
@@ -245,7 +252,7 @@ def train_loop(acc, cfg: DistillConfig, model, opt, data, step_loss: StepLoss, s
                 return es["stopped"] if main else "early stop"
             if deadline:
                 stage.close()
-                return "the wall deadline (--stop-after)"
+                return stop_reason()
     finally:
         for f in (log_f, sig_f):
             if f:

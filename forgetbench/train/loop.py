@@ -27,7 +27,7 @@ import torch
 
 from forgetbench.console import Console
 from forgetbench.errors import ForgetbenchError
-from forgetbench.resources import past_stop_at
+from forgetbench.resources import past_stop_at, stop_on_signals, stop_reason
 from forgetbench.train.config import TrainCfg
 from forgetbench.train.weights import unique_tensors
 
@@ -130,7 +130,7 @@ def run(model, opt, data: BatchSource, step_loss: Callable[[dict], tuple[torch.T
     tokens0 = state["tokens"]  # the rate is this run's: a resumed run's earlier tokens are not counted
     run_loss, run_n = 0.0, 0
     stopped = "steps"
-    with open(log_file, "a", encoding="utf-8") as log_f:
+    with open(log_file, "a", encoding="utf-8") as log_f, stop_on_signals():
         while state["step"] < tc.steps:
             if state["batch"] >= len(batches):
                 state["epoch"], state["batch"] = state["epoch"] + 1, 0
@@ -175,7 +175,7 @@ def run(model, opt, data: BatchSource, step_loss: Callable[[dict], tuple[torch.T
                 stopped = es["stopped"]
                 break
             if over_budget:
-                stopped = "the wall deadline (--stop-after)" if deadline else f"time budget ({tc.time_budget_minutes} min)"
+                stopped = stop_reason() if deadline else f"time budget ({tc.time_budget_minutes} min)"
                 break
     stage.close()
     return stopped
