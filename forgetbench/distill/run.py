@@ -172,7 +172,7 @@ def distill(cfg: DistillConfig, out_dir: str | Path, progress: bool = True, log=
     placement = place(cfg.hardware, f"{cfg.source}: hardware")
     half = {"bfloat16": "bf16", "float16": "fp16"}.get(cfg.hardware.dtype, "no")
     # the other processes wait at a barrier while the main process prepares the data and builds the teacher cache
-    # (≈ 45 min on one CPU thread for the whole corpus): the process group's default 30-minute timeout would end them
+    # (≈ 70 min on one CPU thread for configs/distill-kd-corpus.yaml): the process group's default 30-minute timeout would end them
     acc = Accelerator(cpu=not placement.cuda, mixed_precision=half if placement.cuda else "no",
                       kwargs_handlers=[InitProcessGroupKwargs(timeout=timedelta(hours=BARRIER_HOURS))])
     torch.set_num_threads(cfg.train.threads)
