@@ -135,11 +135,6 @@ def probe(student, teacher, dev_rows: list, lang_id: dict, student_small100: boo
     return {key: {"ce": round(a / n, 4), "kl": round(b_ / n, 4), "tokens": n} for key, (a, b_, n) in sums.items()}
 
 
-def _shared_flag(acc, flag: bool) -> bool:
-    """The main process's ``flag``, the same on every process."""
-    return _main_flags(acc, flag)[0]
-
-
 def _main_flags(acc, *flags: bool) -> tuple[bool, ...]:
     """The main process's ``flags``, the same on every process: a decision read off a process's own clock (a
     checkpoint due, a wall deadline) is the main process's, or processes whose clocks straddle the threshold would
@@ -236,9 +231,8 @@ def _train_loop(acc, cfg: DistillConfig, model, opt, data, step_loss: StepLoss, 
                     early, rec = early_stop.measure(es, step, unwrapped, lambda: dev_fn(unwrapped), tc.patience,
                                                     tc.min_delta, out)
                     _write(log_f, rec)
-                early = _shared_flag(acc, early)
-            due, deadline = _main_flags(acc, time.perf_counter() - last_ckpt > tc.checkpoint_minutes * 60,
-                                        step < tc.steps and past_stop_at())
+            due, deadline, early = _main_flags(acc, time.perf_counter() - last_ckpt > tc.checkpoint_minutes * 60,
+                                               step < tc.steps and past_stop_at(), early)
             if due or step == tc.steps or deadline or early:
                 state["elapsed"] = elapsed
                 state["cpu"] = cpu_before + _cpu_seconds(acc, time.process_time() - cpu0)
