@@ -671,6 +671,30 @@ def test_the_twin_trains_the_steps_the_early_stopped_kd_student_exported(tiny_di
     assert len(err) == 2 and "set patience 0" in err[0] and "no model/training.json" in err[1]
 
 
+def test_the_twin_refuses_a_kd_run_that_has_not_finished(tiny_dir, tmp_path, capsys, monkeypatch):
+    """A KD run stopped by the wall deadline (or a stop signal) exports weights and its best step so far, but that
+    step may still change when it resumes: ``--steps-of`` it is refused in one line, and accepted once it finishes."""
+    import time
+
+    extra = ", dev_every: 2, dev_sentences: 2, patience: 2, min_delta: 1000"
+    kd = toy_setup(tmp_path / "kd", tiny_dir, steps=30, extra_train=extra)
+    monkeypatch.setenv("FORGETBENCH_STOP_AT", str(int(time.time()) - 1))
+    main(["distill", str(kd), "--out", str(tmp_path / "kd" / "run"), "--quiet"])
+    rec = json.loads((tmp_path / "kd" / "run" / "model" / "training.json").read_text())
+    assert rec["stopped_by"].startswith("the wall deadline") and rec["steps"] < 30
+    twin = toy_setup(tmp_path / "twin", tiny_dir, source="none", steps=30)
+    capsys.readouterr()
+    assert main(["distill", str(twin), "--out", str(tmp_path / "twin" / "run"), "--steps-of",
+                 str(tmp_path / "kd" / "run"), "--quiet"]) == 2
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert len(err) == 1 and "before finishing" in err[0] and "resume it" in err[0]
+    assert not (tmp_path / "twin" / "run" / "model").exists()
+    monkeypatch.delenv("FORGETBENCH_STOP_AT")
+    assert main(["distill", str(kd), "--out", str(tmp_path / "kd" / "run"), "--quiet"]) == 0  # resumed to its end
+    assert main(["distill", str(twin), "--out", str(tmp_path / "twin" / "run"), "--steps-of",
+                 str(tmp_path / "kd" / "run"), "--quiet"]) == 0
+
+
 def test_a_reused_cache_may_be_named_from_the_home_folder(tiny_dir, tmp_path, monkeypatch):
     from forgetbench.distill.config import load_distill_config
 

@@ -145,6 +145,10 @@ def steps_of(run: Path, cfg) -> int:
         raise ForgetbenchError(f"distill --steps-of {run}: {cfg.source} stops early itself (train.patience "
                                f"{cfg.train.patience}); the twin runs a fixed number of steps: set patience 0")
     rec = json.loads(rec_path.read_text())
+    stopped = str(rec.get("stopped_by", "steps"))
+    if stopped != "steps" and not stopped.startswith("early stop"):  # a wall deadline or a stop signal: resumable
+        raise ForgetbenchError(f"distill --steps-of {run}: that run stopped at step {rec['steps']} by {stopped}, "
+                               "before finishing (its best step may still change); resume it to its end first")
     es = rec.get("early_stop") or {}
     return int(es["best_step"]) if es.get("exported") == "best" and es.get("best_step") else int(rec["steps"])
 
