@@ -284,9 +284,14 @@ def step_compress(ctx: dict) -> dict:
         a = _compress(model, recipe, work / f"{recipe}-cpu", "cpu")
         b = _compress(model, recipe, work / f"{recipe}-on-{dev}", dev)
         same_masks = sum(torch.equal(a["zeros"][k], b["zeros"][k]) for k in a["zeros"])
+        differ = {k: int((a["zeros"][k] != b["zeros"][k]).sum()) for k in a["zeros"]}  # entries pruned on one side only
+        entries = sum(a["zeros"][k].numel() for k in a["zeros"])
         rel = [abs(float(torch.as_tensor(b["amax"][k]).max()) - float(torch.as_tensor(v).max())) / max(
             float(torch.as_tensor(v).max()), 1e-12) for k, v in a["amax"].items()]
         out[recipe] = {"matrices_with_equal_masks": f"{same_masks} of {len(a['zeros'])}",
+                       "mask_entries_differing": f"{sum(differ.values())} of {entries}",
+                       "worst_matrix_differing_fraction": max(
+                           (n / a["zeros"][k].numel() for k, n in differ.items()), default=0.0),
                        "largest_range_rel_difference": max(rel) if rel else None,
                        "seconds": round(time.perf_counter() - t0, 1)}
         if recipe == "prune-30" and same_masks != len(a["zeros"]):
