@@ -28,6 +28,17 @@ def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
+def content_sha256(path: str | os.PathLike) -> str:
+    """A file's SHA-256, or a folder's: every file in it, by relative name and content (not where it lies)."""
+    p = Path(path)
+    if p.is_file():
+        return sha256_file(p)
+    h = hashlib.sha256()
+    for f in sorted(x for x in p.rglob("*") if x.is_file()):
+        h.update(str(f.relative_to(p)).encode() + bytes.fromhex(sha256_file(f)))
+    return h.hexdigest()
+
+
 def training_counts(path: str | os.PathLike) -> dict:
     """The training-pair counts per language of a model's ``training.json`` (``corpus.train``; a file of bare
     ``train`` counts too); {} where it has none or is not JSON."""

@@ -73,6 +73,38 @@ def test_train_mt_filters_leaks_loads_as_m2m_and_resumes_bit_exactly(tmp_path):
         train(_config(tmp_path, 10, lr=0.01), tmp_path / "resumed", progress=False, log=lambda *_: None)
 
 
+def test_a_run_resumes_where_its_data_has_moved_and_from_a_checkpoint_of_the_path_fingerprint(tmp_path):
+    """The fingerprint holds what the data is, not where it lies (docs/METHOD.md §5): a run folder trained beside
+    one copy of the shared folder resumes beside another (a GPU machine's, another checkout's) to the weights of
+    the uninterrupted run, bit for bit; a checkpoint whose state holds the earlier, path-holding fingerprint of
+    the same settings resumes too and carries the new one after."""
+    import json
+    import shutil
+
+    from forgetbench.train.config import fingerprint
+
+    here, there = tmp_path / "here", tmp_path / "there"
+    here.mkdir()
+    _shared(here / "shared")
+    full = train(_config(here, 8), here / "full", progress=False, log=lambda *_: None)
+    train(_config(here, 4), here / "run", progress=False, log=lambda *_: None)
+    cfg6 = _config(here, 6)
+    assert fingerprint(cfg6) != fingerprint(cfg6, legacy=True)
+    state = here / "run" / "checkpoint" / "state.json"
+    state.write_text(json.dumps(json.loads(state.read_text()) | {"fingerprint": fingerprint(cfg6, legacy=True)}))
+    train(cfg6, here / "run", progress=False, log=lambda *_: None)
+    assert json.loads(state.read_text())["fingerprint"] == fingerprint(cfg6)
+
+    shutil.copytree(here / "shared", there / "shared")
+    shutil.copytree(here / "run", there / "run")
+    shutil.rmtree(here / "shared")  # nothing of the old place is read
+    cfg8 = _config(there, 8)
+    assert fingerprint(cfg8) == fingerprint(cfg6) and cfg8.data.shared == str((there / "shared").resolve())
+    train(cfg8, there / "run", progress=False, log=lambda *_: None)
+    a, b = load_file(str(full / "model.safetensors")), load_file(str(there / "run" / "model" / "model.safetensors"))
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
 def test_autocast_follows_the_cpus_amx_and_is_recorded(monkeypatch, tmp_path):
     import forgetbench.env as env
     from forgetbench.train.arithmetic import choose
@@ -109,7 +141,7 @@ def test_a_model_continues_on_own_data_in_its_own_vocabulary(tmp_path):
     import numpy as np
     from transformers import M2M100Tokenizer
 
-    from forgetbench.train.config import fingerprint, settings_hash
+    from forgetbench.train.config import fingerprint, settings_hash, where_free
 
     de = _shared(tmp_path / "shared")
     base = train(_config(tmp_path, 4), tmp_path / "base", progress=False, log=lambda *_: None)
@@ -150,6 +182,8 @@ def test_a_model_continues_on_own_data_in_its_own_vocabulary(tmp_path):
     d = asdict(plain)
     d["spm"].pop("from_model")
     d["model"].pop("embeddings")
+    assert fingerprint(plain, legacy=True) == settings_hash(d)
+    d["data"] = where_free(d["data"])
     assert fingerprint(plain) == settings_hash(d)
 
     for spm, said in (({"from": str(base), "vocab_size": 300}, r"\['vocab_size'\] do not apply"),

@@ -51,6 +51,20 @@ def cache_keys(teacher_sha256: str, data_key: str, temperature: float, k: int, m
             "top_k": k, "tail_samples": m, "vocab_size": vocab}
 
 
+def earlier_keys(folder: Path, keys: dict, legacy_data_key: str) -> dict:
+    """``keys`` with the data key written before (it held where the sample folder lay) where the cache in
+    ``folder`` (finished or being built) was made with it: the same settings, so the cache stands."""
+    for name in ("cache.json", "building.json"):
+        f = folder / name
+        if f.is_file():
+            try:
+                man = json.loads(f.read_text())
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                return keys  # check_manifest says what is wrong
+            return keys | {"data_key": legacy_data_key} if man.get("data_key") == legacy_data_key else keys
+    return keys
+
+
 def check_manifest(folder: Path, keys: dict, data_sha256: str | None = None) -> dict:
     """The manifest of the cache in ``folder`` if it was made for ``keys`` (and ``data_sha256``), else one line."""
     f = folder / "cache.json"

@@ -246,9 +246,20 @@ _RUN_ONLY = {"steps", "checkpoint_minutes", "log_every", "signal_every", "signal
              "dev_sentences", "patience", "min_delta"}
 
 
-def fingerprint(cfg: DistillConfig) -> str:
-    """Hash of every setting that shapes the weights, so a run resumes only from its own checkpoint."""
+def fingerprint(cfg: DistillConfig, legacy: bool = False) -> str:
+    """Hash of every setting that shapes the weights, so a run resumes only from its own checkpoint: the teacher
+    and the student's initialisation by their weights' SHA-256, the data as what it reads (``train.config.
+    where_free``), a given teacher cache by whether it is given (its manifest is checked against the run's keys).
+    ``legacy``: the fingerprint of checkpoints written before, which held where these lay (``loop.resume``)."""
     d = asdict(cfg)
+    if not legacy:
+        from forgetbench.models.load import weights_sha256
+        from forgetbench.train.config import where_free
+
+        d["data"] = where_free(d["data"])
+        d["teacher"]["path"] = _weights_identity(cfg.teacher.path, weights_sha256)
+        d["student"]["init"] = _weights_identity(cfg.student.init, weights_sha256)
+        d["kd"]["cache"] = bool(cfg.kd.cache)
     d.pop("source", None)
     d.pop("name", None)
     d["teacher"].pop("device_map", None)
@@ -259,3 +270,10 @@ def fingerprint(cfg: DistillConfig) -> str:
     if not d["kd"].get("alpha_directions"):
         d["kd"].pop("alpha_directions", None)  # one α for all: the fingerprint of configs written before the key
     return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _weights_identity(folder: str, weights_sha256) -> str:
+    """A model folder by its weights' SHA-256 (``models.load.weights_sha256``), else as given (a folder without
+    weights files: refused later where it is loaded)."""
+    sha = weights_sha256(Path(folder)) if folder and Path(folder).is_dir() else None
+    return sha or folder

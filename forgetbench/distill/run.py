@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from forgetbench.distill.cache import TeacherCache, build_cache, cache_keys, check_manifest
+from forgetbench.distill.cache import TeacherCache, build_cache, cache_keys, check_manifest, earlier_keys
 from forgetbench.distill.config import DistillConfig, fingerprint
 from forgetbench.distill.data import DistillData, prepare_data
 from forgetbench.distill.loop import StepLoss, probe, train_loop
@@ -29,12 +29,13 @@ from forgetbench.distill.loss import LearnedAlpha
 from forgetbench.distill.student import build_student, parameter_count
 from forgetbench.env import environment
 from forgetbench.errors import ForgetbenchError
-from forgetbench.io import atomic_write_json, sha256_file
+from forgetbench.io import atomic_write_json, content_sha256, sha256_file
 from forgetbench.models.hardware import Placement, place
 from forgetbench.models.load import load, weights_sha256
 from forgetbench.models.tokenizers import SMALL100_MARKER, language_tokens, load_tokenizer
 from forgetbench.train import loop as train_loop_mod
 from forgetbench.train.arithmetic import Arithmetic, choose
+from forgetbench.train.config import where_free
 from forgetbench.train.export import export_model
 
 RUN_MARKER = "distill-run.json"
@@ -51,23 +52,19 @@ class Checked:
     keys: dict | None  # the teacher cache's keys (kd.source cache)
 
 
-def data_key(cfg: DistillConfig) -> str:
-    """What decides the sample, from the config alone (checked before any work): the data settings, TSV corpora by
-    content (not path), seed and length limit. The shared folder enters through ``data_sha256`` (the ids) later."""
-    d = asdict(cfg.data) | {"seed": cfg.train.seed, "max_len": cfg.train.max_len}
-    d["corpora"] = {lang: _content_sha(Path(p)) for lang, p in sorted(cfg.data.corpora.items())}
-    d["shared"] = bool(cfg.data.shared)
+def data_key(cfg: DistillConfig, legacy: bool = False) -> str:
+    """What decides the sample, from the config alone (checked before any work): the data settings as what they
+    read, not where it lies (``train.config.where_free``: TSV corpora by content), seed and length limit. The
+    shared folder enters through ``data_sha256`` (the ids) later. ``legacy``: the key of caches written before,
+    which held the sample folder's path."""
+    d = asdict(cfg.data)
+    if legacy:
+        d["corpora"] = {lang: content_sha256(p) for lang, p in sorted(cfg.data.corpora.items())}
+        d["shared"] = bool(cfg.data.shared)
+    else:
+        d = where_free(d)
+    d |= {"seed": cfg.train.seed, "max_len": cfg.train.max_len}
     return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
-
-
-def _content_sha(p: Path) -> str:
-    """A TSV corpus's SHA-256, or a datasets folder's: every file in it, by relative name and content."""
-    if p.is_file():
-        return sha256_file(p)
-    h = hashlib.sha256()
-    for f in sorted(x for x in p.rglob("*") if x.is_file()):
-        h.update(str(f.relative_to(p)).encode() + bytes.fromhex(sha256_file(f)))
-    return h.hexdigest()
 
 
 def _vocab_sha(folder: Path) -> tuple[str | None, str | None]:
@@ -119,6 +116,7 @@ def check(cfg: DistillConfig, device_map=None, placement: Placement | None = Non
     if k.source == "cache":
         keys = cache_keys(teacher_sha, data_key(cfg), k.temperature, k.top_k, k.tail_samples, V)
         if k.cache:
+            keys = earlier_keys(Path(k.cache), keys, data_key(cfg, legacy=True))
             check_manifest(Path(k.cache), keys)
     t_small = bool(getattr(teacher.config, SMALL100_MARKER, False))
     return Checked(teacher, init, tok, teacher_sha, t_small, keys)
@@ -210,6 +208,7 @@ def distill(cfg: DistillConfig, out_dir: str | Path, progress: bool = True, log=
                                        "shorter run); leave kd.cache empty to build this run's own")
         else:  # the run's own: the examples its KD steps use, added to what it holds (distill.cache rule 1)
             folder = out / "teacher-cache"
+            ch.keys = earlier_keys(folder, ch.keys, data_key(cfg, legacy=True))
             if acc.is_main_process:
                 build_cache(folder, ch.keys, data, ch.teacher, cfg.train.seed, cfg.train.max_tokens * 2,
                             cfg.train.bf16, progress, log, uids=need)
@@ -231,7 +230,7 @@ def distill(cfg: DistillConfig, out_dir: str | Path, progress: bool = True, log=
         params.append({"params": [alpha.s], "weight_decay": 0.0})
     opt = torch.optim.AdamW(params, lr=cfg.train.lr, betas=(0.9, 0.98), eps=1e-6)
     ckpt = out / "checkpoint"
-    state = train_loop_mod.resume(student, opt, ckpt, fingerprint(cfg), log)
+    state = train_loop_mod.resume(student, opt, ckpt, fingerprint(cfg), log, legacy=fingerprint(cfg, legacy=True))
     state.setdefault("phase1_steps", cfg.train.phase1_steps)
     if alpha is not None and state.get("alpha_s") is not None:
         with torch.no_grad():

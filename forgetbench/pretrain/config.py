@@ -21,7 +21,7 @@ from pathlib import Path
 
 from forgetbench.configs import dataclass_from, known_keys, load_yaml_mapping
 from forgetbench.errors import ForgetbenchError
-from forgetbench.train.config import TrainCfg, settings_hash, train_section
+from forgetbench.train.config import TrainCfg, settings_hash, train_section, where_free
 
 VARIANTS = ("mlm", "usl-mlm", "usi-mlm", "ud-prlm")
 USI_VARIANTS = ("usi-mlm", "ud-prlm")
@@ -114,6 +114,9 @@ def load_pretrain_config(path: str | Path) -> PretrainConfig:
     return PretrainConfig(**parts, source=str(path))
 
 
-def fingerprint(cfg: PretrainConfig) -> str:
-    """Hash of every setting that shapes the weights (a run resumes only a checkpoint made with the same)."""
-    return settings_hash(asdict(cfg))
+def fingerprint(cfg: PretrainConfig, legacy: bool = False) -> str:
+    """Hash of every setting that shapes the weights (a run resumes only a checkpoint made with the same); the
+    data as what it reads (``train.config.where_free``: treebanks by content). ``legacy``: the fingerprint of
+    checkpoints and encoders written before, which held where the data lay (accepted where they are read)."""
+    d = asdict(cfg)
+    return settings_hash(d if legacy else d | {"data": where_free(d["data"])})

@@ -173,7 +173,8 @@ def setup(cfg: PretrainConfig, out: Path, log=print, resume: bool = True) -> Set
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=tc.lr, betas=(0.9, 0.98), eps=1e-6, weight_decay=tc.weight_decay)
     fp = fingerprint(cfg)
-    state = loop.resume(model, opt, out / "checkpoint", fp, log) if resume else loop.new_state(fp)
+    state = (loop.resume(model, opt, out / "checkpoint", fp, log, legacy=fingerprint(cfg, legacy=True)) if resume
+             else loop.new_state(fp))
     schedule = Schedule(cfg.objective.joint_steps, cfg.objective.p, tc.seed)
     taken: Counter = Counter(state.get("objectives", {}))
     state["objectives"] = taken  # saved with every checkpoint (a Counter is a dict)
@@ -189,7 +190,7 @@ def continuable(cfg: PretrainConfig, folder: Path) -> dict:
         raise ForgetbenchError(f"--continue-from {folder}: no training.json and model.safetensors there; give the "
                                "model folder of a pretrain-encoder run (RUN/model)")
     rec = json.loads(rec_f.read_text())
-    if rec.get("fingerprint") != fingerprint(cfg):
+    if rec.get("fingerprint") not in (fingerprint(cfg), fingerprint(cfg, legacy=True)):
         raise ForgetbenchError(f"--continue-from {folder}: pre-trained with other settings (fingerprint "
                                f"{rec.get('fingerprint')} vs {fingerprint(cfg)}); continue only an encoder of this config")
     if rec["steps"] >= cfg.train.steps:

@@ -255,6 +255,24 @@ _RUN_ONLY = {"steps", "time_budget_minutes", "checkpoint_minutes", "dev_every", 
              "device"}
 
 
+def where_free(data: dict) -> dict:
+    """A config's ``data`` section (its ``asdict``) as what it reads, not where that lies, so a run folder resumes
+    in another checkout or on another machine (docs/METHOD.md §5): the shared and sample folders by whether they
+    are given (what was read from them is pinned by the run's prepared data, its ids' SHA-256), TSV corpora and
+    treebank folders by content (``io.content_sha256``)."""
+    from forgetbench.io import content_sha256
+
+    d = dict(data)
+    for k in ("shared", "sample"):
+        if k in d:
+            d[k] = bool(d[k])
+    if "corpora" in d:
+        d["corpora"] = {lang: content_sha256(p) for lang, p in sorted(d["corpora"].items())}
+    if "treebanks" in d:
+        d["treebanks"] = [content_sha256(p) for p in d["treebanks"]]
+    return d
+
+
 def settings_hash(d: dict) -> str:
     """The fingerprint of a config's ``asdict`` (any trainer's): every setting but the source and the ``train``
     keys that only say how long to run or how often to checkpoint/evaluate."""
@@ -286,10 +304,14 @@ def config_record(cfg: TrainMTConfig) -> dict:
     return d
 
 
-def fingerprint(cfg: TrainMTConfig) -> str:
+def fingerprint(cfg: TrainMTConfig, legacy: bool = False) -> str:
     """Hash of every setting that shapes the weights (not how long or how often to checkpoint/evaluate), so a
-    run can only resume from a checkpoint made with the same data, vocabulary, model and optimiser."""
+    run can only resume from a checkpoint made with the same data, vocabulary, model and optimiser; the data as
+    what it reads (``where_free``). ``legacy``: the fingerprint of checkpoints written before, which held where
+    the data lay (accepted by ``loop.resume``)."""
     d = asdict(cfg)
+    if not legacy:
+        d["data"] = where_free(d["data"])
     d["spm"] = spm_settings(cfg.spm)
     if not d["model"]["embeddings"]:
         d["model"].pop("embeddings")  # a plain table: the fingerprint of configs written before the key

@@ -26,7 +26,7 @@ import torch
 
 from forgetbench.errors import ForgetbenchError
 from forgetbench.io import atomic_write_bytes, atomic_write_json, atomic_write_text, sha256_file
-from forgetbench.train.config import VOCABULARY_FILES, TrainMTConfig, spm_settings
+from forgetbench.train.config import VOCABULARY_FILES, TrainMTConfig, spm_settings, where_free
 from forgetbench.train.corpus import build_corpus
 
 
@@ -39,11 +39,12 @@ def prepare(cfg: TrainMTConfig, out: Path, log=print) -> dict:
     from forgetbench.models.vocabulary import train_spm, write_m2m_vocab
 
     meta_path = out / "prepared.json"
-    key = hashlib.sha256(json.dumps([asdict(cfg.data), spm_settings(cfg.spm), cfg.train.seed, cfg.train.max_len],
-                                    sort_keys=True).encode()).hexdigest()[:16]
+    key, legacy = (hashlib.sha256(json.dumps([d, spm_settings(cfg.spm), cfg.train.seed, cfg.train.max_len],
+                                             sort_keys=True).encode()).hexdigest()[:16]
+                   for d in (where_free(asdict(cfg.data)), asdict(cfg.data)))  # legacy: where the data lay
     if meta_path.is_file():
         meta = json.loads(meta_path.read_text())
-        if meta.get("prepared_with", key) != key:
+        if meta.get("prepared_with", key) not in (key, legacy):
             raise ForgetbenchError(f"{out}: prepared with other data/spm settings ({meta['prepared_with']} vs {key}); "
                                    "use a new --out")
         return meta

@@ -63,10 +63,11 @@ def save_checkpoint(model, opt, state: dict, ckpt: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def resume(model, opt, ckpt: Path, fingerprint: str, log=print) -> dict:
+def resume(model, opt, ckpt: Path, fingerprint: str, log=print, legacy: str | None = None) -> dict:
     """The loop state of the checkpoint in ``ckpt`` loaded into ``model``/``opt``, or a new state. A kill between
     the two renames of ``save_checkpoint`` leaves only ``<ckpt>.old`` (the previous checkpoint, complete): it is
-    put back and resumed from."""
+    put back and resumed from. ``legacy``: the same settings' fingerprint as written before (it held where the
+    data lay), accepted; the state then carries ``fingerprint``."""
     from safetensors.torch import load_file
 
     old = ckpt.with_name(ckpt.name + ".old")
@@ -77,7 +78,7 @@ def resume(model, opt, ckpt: Path, fingerprint: str, log=print) -> dict:
     if not ckpt.is_dir():
         return new_state(fingerprint)
     saved = json.loads((ckpt / "state.json").read_text()).get("fingerprint")
-    if saved != fingerprint:
+    if saved != fingerprint and (legacy is None or saved != legacy):
         raise ForgetbenchError(f"{ckpt}: made with other data/model/optimiser settings (fingerprint {saved} vs "
                                f"{fingerprint}); use a new --out, or restore the config it was made with")
     missing, unexpected = model.load_state_dict(load_file(str(ckpt / "model.safetensors")), strict=False)
@@ -86,7 +87,7 @@ def resume(model, opt, ckpt: Path, fingerprint: str, log=print) -> dict:
     if hasattr(model, "tie_weights"):
         model.tie_weights()
     opt.load_state_dict(torch.load(ckpt / "optim.pt", weights_only=True))
-    state = json.loads((ckpt / "state.json").read_text())
+    state = json.loads((ckpt / "state.json").read_text()) | {"fingerprint": fingerprint}
     log(f"resumed from {ckpt} at step {state['step']}")
     return state
 

@@ -161,7 +161,7 @@ def train(cfg: TrainMTConfig, out_dir: str | Path, progress: bool = True, log=pr
     tok, data, model, opt, arith, step_loss = S.tok, S.data, S.model, S.opt, S.arith, S.step_loss
     dev = json.loads((out / "dev.json").read_text())
     ckpt = out / "checkpoint"
-    state = loop.resume(model, opt, ckpt, fingerprint(cfg), log)
+    state = loop.resume(model, opt, ckpt, fingerprint(cfg), log, legacy=fingerprint(cfg, legacy=True))
     warm = state.get("warm_start")
     if warm_from is not None and state["step"] == 0 and warm is None:
         state["warm_start"] = warm = warm_start(model, Path(warm_from), S.meta["spm_sha256"], log)
