@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # A lent GPU's one prepared call: the GPU check, then the queue, their reports in at most 8 files.
 #
-#   bash scripts/gpu_call.sh prepare        # here: weights the call does not need moved out, wheels fetched
+#   bash scripts/gpu_call.sh prepare        # here: weights the call does not need moved out, wheels fetched,
+#                                           # the queue's shared data packed
 #   (the call)   command: bash scripts/gpu_call.sh device [CHECK_S] [QUEUE_S] [--only STEPS]
-#                carry:   ["build/gpu-wheels"]     timeout_s: CHECK_S + QUEUE_S + 90
+#                carry:   ["build/gpu-wheels", "build/gpu-data"]     timeout_s: CHECK_S + QUEUE_S + 90
 #   bash scripts/gpu_call.sh restore        # here: the weights back, the checkout as it was
 #
 # The eight steps take about 600 s on an H200 (2026-11-28: tests 86, sweep 106, compress 53, distill 57, parse 82 s;
@@ -14,7 +15,9 @@
 #
 # prepare: the checkout a call copies must stay under 64 MiB with what it carries; the students' and encoders'
 # weights (39 MB) are moved to ~/.cache/forgetbench/gpu-stash and the wheels of what the GPU image lacks
-# (scripts/gpu_check.py PACK_WHEELS, Python 3.12) go to build/gpu-wheels (ignored by git). It prints the size.
+# (scripts/gpu_check.py PACK_WHEELS, Python 3.12) go to build/gpu-wheels (ignored by git); the shared data the
+# queue's runs read (../shared does not travel) is packed to build/gpu-data (scripts/pack_shared.py: WMT news and
+# Tatoeba, evaluation lines emptied, ≈ 12 MB). It prints the sizes.
 # device: installs the wheels, runs `gpu_check.py --budget-s CHECK_S` (default 360) and `gpu_queue.py --budget-s
 # QUEUE_S` (default 90; 0: no queue) and leaves in $OUT: env.txt (GPU, driver, Python, torch), gpu_check.json and
 # .md, step_logs.txt (every step's time-stamped log), gpu_queue.json and the queue's archives that fit (the queue
@@ -42,11 +45,16 @@ prepare)
     rm -rf build/gpu-wheels /tmp/gpu-call-pack
     python scripts/gpu_check.py --pack /tmp/gpu-call-pack >/dev/null || { echo "gpu_call: fetching wheels failed" >&2; exit 2; }
     mkdir -p build && mv /tmp/gpu-call-pack/wheels build/gpu-wheels && rm -rf /tmp/gpu-call-pack
+    rm -rf build/gpu-data
+    python scripts/pack_shared.py --out build/gpu-data/shared-data.tar.xz \
+        || echo "gpu_call: no shared data packed: the queue's runs will train on the shipped samples" >&2
     tree=$( (git ls-files; git ls-files -o --exclude-standard) | while read -r f; do [ -f "$f" ] && echo "$f"; done \
             | xargs -d '\n' du -cb 2>/dev/null | tail -1 | cut -f1)
     wheels=$(du -sb build/gpu-wheels | cut -f1)
-    echo "gpu_call: the call copies $((tree / 1048576)) MiB + carries $((wheels / 1048576)) MiB of wheels (64 MiB at most)"
-    echo "gpu_call: run: command 'bash scripts/gpu_call.sh device 400 0 --only tests,sweep,compress,shape-418m', carry [\"build/gpu-wheels\"], timeout_s 460;"
+    data=$(du -sb build/gpu-data 2>/dev/null | cut -f1)
+    data=${data:-0}
+    echo "gpu_call: the call copies $((tree / 1048576)) MiB + carries $((wheels / 1048576)) MiB of wheels and $((data / 1048576)) MiB of data; $(((tree + wheels + data) / 1048576)) MiB of 64 at most"
+    echo "gpu_call: run: command 'bash scripts/gpu_call.sh device 400 0 --only tests,sweep,compress,shape-418m', carry [\"build/gpu-wheels\", \"build/gpu-data\"], timeout_s 460;"
     echo "gpu_call: then at once: 'bash scripts/gpu_call.sh device 280 0 --only device-map,distill,parse,probes', timeout_s 340 (the queue's seconds instead of 0 where device time is left)"
     ;;
 restore)
@@ -76,6 +84,12 @@ device)
     if [ -d build/gpu-wheels ] && ls build/gpu-wheels/*.whl >/dev/null 2>&1; then
         pip install -q --no-index --no-deps --target /tmp/gpu-call-site build/gpu-wheels/*.whl >> "$out/env.txt" 2>&1
         export PYTHONPATH=/tmp/gpu-call-site:$here${PYTHONPATH:+:$PYTHONPATH}
+    fi
+    pack=${GPU_CALL_DATA:-build/gpu-data/shared-data.tar.xz}
+    shared=${GPU_CALL_SHARED:-$here/../shared}
+    if [ -f "$pack" ] && [ ! -e "$shared/data" ]; then  # where the configs look for the shared data folder
+        { mkdir -p "$shared" && tar -xJf "$pack" -C "$shared" && echo "shared data: $pack unpacked to $shared/data"; } \
+            >> "$out/env.txt" 2>&1 || echo "shared data: $pack could not be unpacked to $shared" >> "$out/env.txt"
     fi
     work=$(mktemp -d)
     timeout $((check_s + 20)) python scripts/gpu_check.py --out "$work/check" --budget-s "$check_s" --device "$dev" "${dry[@]}" "$@"

@@ -92,15 +92,24 @@ def test_a_step_over_its_budget_is_stopped_with_what_it_started_and_its_log_end_
 
 def test_the_prepared_gpu_call_leaves_its_reports_in_out(tmp_path):
     """``scripts/gpu_call.sh device`` (what a lent GPU's call runs), here on the CPU as a dry run: the environment,
-    the check's report and every step's log land in $OUT, within the 8 files a call returns."""
+    the check's report and every step's log land in $OUT, within the 8 files a call returns; the carried shared
+    data is unpacked where the configs look (beside the checkout)."""
     import os
     import subprocess
+    import tarfile
 
     out = tmp_path / "out"
     out.mkdir()
+    (tmp_path / "data" / "wmt_news").mkdir(parents=True)
+    (tmp_path / "data" / "wmt_news" / "MANIFEST.md").write_text("# a source\n")
+    with tarfile.open(tmp_path / "shared-data.tar.xz", "w:xz") as tar:
+        tar.add(tmp_path / "data", arcname="data")
     p = subprocess.run(["bash", str(REPO / "scripts" / "gpu_call.sh"), "device", "300", "0", "--only", "tests",
                         "--dry-scale", "5"], cwd=REPO, capture_output=True, text=True, timeout=600,
-                       env=dict(os.environ) | {"OUT": str(out), "GPU_CALL_DEVICE": "cpu"})
+                       env=dict(os.environ) | {"OUT": str(out), "GPU_CALL_DEVICE": "cpu",
+                                               "GPU_CALL_DATA": str(tmp_path / "shared-data.tar.xz"),
+                                               "GPU_CALL_SHARED": str(tmp_path / "beside")})
+    assert (tmp_path / "beside" / "data" / "wmt_news" / "MANIFEST.md").read_text() == "# a source\n"
     assert p.returncode == 0, p.stderr
     names = sorted(f.name for f in out.iterdir())
     assert names == ["env.txt", "gpu_check.json", "gpu_check.md", "step_logs.txt"] and len(names) <= 8

@@ -112,6 +112,8 @@ def cmd_train_mt(args) -> int:
     if cfg.data_note:
         print(f"forgetbench: warning: {cfg.data_note}", file=sys.stderr)
     override_steps("train-mt", args.steps, cfg.train)
+    if args.seed is not None:
+        cfg.train.seed = args.seed  # in the fingerprint: a run folder resumes only with its own seed
     if not args.hours > 0:
         raise ForgetbenchError(f"train-mt --hours {args.hours}: give a positive number of hours")
     if args.warm_start and not (Path(args.warm_start) / "model.safetensors").is_file():
@@ -375,6 +377,8 @@ def add_commands(sub) -> None:
     tm.add_argument("config", help="training config YAML (see configs/teacher.yaml)")
     tm.add_argument("--out", required=True, help="run folder: new, or a train-mt run folder to resume")
     tm.add_argument("--steps", type=int, help="override train.steps (with --probe: the steps timed, default 30)")
+    tm.add_argument("--seed", type=int, help="override train.seed (the GraphMerge study's seeds: its <arm>-s<seed> "
+                    "runs are the arm's config with this seed)")
     tm.add_argument("--stop-after", type=float, metavar="MINUTES", help="checkpoint and stop after MINUTES of wall time (a lent machine's slot); the same command resumes")
     tm.add_argument("--warm-start", help="a model folder of this config (e.g. artifacts/teacher) whose weights a run "
                     "with no checkpoint starts from; optimiser and schedule restarted, recorded in training.json")

@@ -136,6 +136,47 @@ def raw_pairs(shared: Path, lang: str) -> list[tuple[str, str]]:
     return pairs
 
 
+def source_files(shared: Path, lang: str) -> list[Path]:
+    """The files ``raw_pairs`` reads for ``lang`` (both sides), relative to ``shared``."""
+    iso, wmt_dirs, tato = SOURCES[lang]
+    out = []
+    for d in wmt_dirs:
+        for fx in sorted((shared / "wmt_news" / d).glob(f"*.{iso}")):
+            if fx.with_suffix(".eng").is_file():
+                out += [fx, fx.with_suffix(".eng")]
+    if tato:
+        folder = shared / "tatoeba" / "test-v2021-08-07" / tato
+        out += [folder / f"tatoeba-test-v2021-08-07.{iso}", folder / "tatoeba-test-v2021-08-07.eng"]
+    return [f.relative_to(shared) for f in out]
+
+
+def filtered_copy(shared: Path, langs: list[str], dest: Path) -> dict:
+    """The corpora ``langs`` read from ``shared``, copied to ``dest`` (a new folder) with every line that is an
+    evaluation sentence (``eval_sentences``) emptied, line numbers kept, so every reader of the copy keeps what it
+    keeps from the original: ``build_corpus`` drops a pair with an empty side as it drops a pair with an
+    evaluation side (only the drop's name in ``CorpusStats`` differs), the encoders' raw text drops empty
+    sentences as it drops evaluation sentences. The copy holds no evaluation set but the English FLORES-101
+    devtest (its sentences are among those emptied; ``eval_sentences`` needs one set to check against), and the
+    MANIFEST.md of each source. Returns {file: lines emptied}."""
+    banned = eval_sentences(shared)
+    files = sorted({f for lang in langs for f in source_files(shared, lang)})
+    emptied = {}
+    for rel in files:
+        if not (shared / rel).is_file():
+            raise ForgetbenchError(f"{shared / rel}: not found (the shared data folder lacks a corpus file)")
+        lines = _read_lines(shared / rel)
+        kept = ["" if normalise(x) in banned else x for x in lines]
+        emptied[str(rel)] = sum(1 for a, b in zip(lines, kept, strict=True) if a != b)
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        (dest / rel).write_text("".join(x + "\n" for x in kept), encoding="utf-8")
+    extra = [Path("flores101/devtest/eng.devtest")] + sorted({Path(f.parts[0]) / "MANIFEST.md" for f in files})
+    for rel in extra:
+        if (shared / rel).is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            (dest / rel).write_bytes((shared / rel).read_bytes())
+    return emptied
+
+
 def build_corpus(shared: Path | None, langs: list[str], dev_per_language: int = 100, max_chars: int = 300,
                  seed: int = 0, banned: set[str] | None = None, corpora: dict | None = None
                  ) -> tuple[dict[str, list[tuple[str, str]]], dict[str, list[tuple[str, str]]], CorpusStats]:
