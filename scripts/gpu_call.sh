@@ -53,6 +53,14 @@ prepare)
     python scripts/pack_shared.py --out build/gpu-data/shared-data.tar.xz \
         || echo "gpu_call: no shared data packed: the queue's runs will train on the shipped samples" >&2
     mkdir -p build/gpu-data && find build/gpu-wheels -name '*.whl' ! -name 'pycld2-*' -exec cp {} build/gpu-data/ \;
+    # the GraphMerge runs' graphs, where the study has built them here (0.7 h each on one CPU thread): the queue's
+    # runs of those names start from them (scripts/gpu_queue.py --carried)
+    study=${GPU_CALL_STUDY:-$HOME/.cache/forgetbench/graphmerge-study}
+    for g in "$study"/graphmerge-s*/graph.npz; do
+        [ -f "$g" ] || continue
+        r=build/gpu-data/runs/$(basename "$(dirname "$g")")
+        mkdir -p "$r" && cp "$(dirname "$g")"/{train-run.json,graph.npz,graph.json} "$r"/ && echo "gpu_call: carries $g"
+    done
     tree=$( (git ls-files; git ls-files -o --exclude-standard) | while read -r f; do [ -f "$f" ] && echo "$f"; done \
             | xargs -d '\n' du -cb 2>/dev/null | tail -1 | cut -f1)
     for c in gpu-wheels gpu-data; do

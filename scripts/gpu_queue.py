@@ -19,7 +19,9 @@ what stopped it, the step reached, what came back and the command that resumes i
 
 The queue is a list in the repository (``configs/gpu-queue.yaml``): a run's name, command, config (relative to the
 repository) and extra arguments. ``--device`` (default cuda) is given to the commands that take it (``distill``);
-``train-mt`` and ``pretrain-encoder`` choose CUDA themselves where torch sees a GPU (``train.device: auto``).
+``train-mt`` and ``pretrain-encoder`` choose CUDA themselves where torch sees a GPU (``train.device: auto``). A run
+with a folder of its name under ``--carried`` (``build/gpu-data/runs``: ``gpu_call.sh prepare`` puts there the
+GraphMerge runs' graphs built here) starts from a copy of it.
 """
 
 from __future__ import annotations
@@ -89,6 +91,18 @@ RETURN_SAYS = {"whole": "the whole run folder: resumable with the command below"
                         "from the step reached (warm-start from the model, or give this run the call alone with --only)",
                "logs": "the logs alone; neither the checkpoint nor the model fitted the return budget (give this run "
                        "the call alone with --only)"}
+
+
+def seed_runs(carried: Path, runs: Path, names: list[str]) -> list[str]:
+    """Each queued run with a folder of its name under ``carried`` (what a call carries: files a run made here, such
+    as the GraphMerge runs' graph, built on the CPU in 0.7 h, with the run marker) starts from a copy of it; returns
+    the names seeded. The run takes what it can use (a graph whose key matches) and makes the rest."""
+    seeded = []
+    for name in names:
+        if (carried / name).is_dir():
+            shutil.copytree(carried / name, runs / name)
+            seeded.append(name)
+    return seeded
 
 
 def last_record(run: Path) -> dict:
@@ -162,6 +176,8 @@ def main(argv=None) -> int:
     ap.add_argument("--budget-s", type=float, required=True, help="wall seconds the queue may use, archiving included")
     ap.add_argument("--queue", default=str(REPO / "configs" / "gpu-queue.yaml"), help="the queue (default: the shipped)")
     ap.add_argument("--only", help="comma-separated run names (default: all)")
+    ap.add_argument("--carried", default=str(REPO / "build" / "gpu-data" / "runs"),
+                    help="a folder of run folders (by run name) the runs start from (default: what gpu_call carries)")
     ap.add_argument("--device", default="cuda", help="given to the commands that take --device (default cuda)")
     ap.add_argument("--grace-s", type=float, default=30, help="after the deadline, seconds a run has to checkpoint "
                                                               "before it is killed (default 30)")
@@ -192,6 +208,8 @@ def main(argv=None) -> int:
               file=sys.stderr)
         return 2
     out.mkdir(parents=True)
+    (out / "runs").mkdir()
+    seeded = seed_runs(Path(a.carried), out / "runs", [r["name"] for r in runs])
     env = dict(os.environ) | {"PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     procs = {}
     for r in runs:
@@ -199,7 +217,6 @@ def main(argv=None) -> int:
                "--stop-after", f"{train_s / 60:.4f}", "--quiet", *r["args"]]
         if r["command"] in DEVICE_FLAG and "--device" not in r["args"]:
             cmd += ["--device", a.device]
-        (out / "runs").mkdir(exist_ok=True)
         log = open(out / "runs" / f"{r['name']}.log", "w", encoding="utf-8")  # noqa: SIM115 - closed below
         procs[r["name"]] = (subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT), log, cmd)
     hard_stop = start + train_s + a.grace_s
@@ -209,7 +226,8 @@ def main(argv=None) -> int:
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
-    report = {"budget_s": a.budget_s, "deadline_after_s": round(train_s, 1), "device": a.device, "runs": {}}
+    report = {"budget_s": a.budget_s, "deadline_after_s": round(train_s, 1), "device": a.device, "seeded": seeded,
+              "runs": {}}
     for _p, log, _cmd in procs.values():
         log.close()
     packed = pack_runs(out / "runs", out, list(procs), int(a.part_mib * 2**20), int(a.return_mib * 2**20),

@@ -117,3 +117,21 @@ def test_the_returned_files_stay_within_the_bound_however_many_runs_bring_back_l
     assert [k for k, _ in packed.values()] == ["whole", "logs", "logs", "logs"] and len(list(out2.iterdir())) == 4
     packed = q.pack_runs(runs, out3, ["a"], part_bytes=2**20, return_bytes=2**30, return_files=3)
     assert packed["a"][0] == "whole" and len(packed["a"][1]) == 3 == len(list(out3.iterdir()))
+
+
+def test_a_run_with_a_carried_folder_starts_from_a_copy_of_it(tmp_path):
+    """``--carried DIR``: the queued runs with a folder of their name there start from a copy (the GraphMerge runs'
+    graphs built on the CPU); the others start empty, and the carried folder is left as it was."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gpu_queue", SCRIPT)
+    q = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(q)
+    (tmp_path / "carried" / "graphmerge-s1").mkdir(parents=True)
+    (tmp_path / "carried" / "graphmerge-s1" / "graph.json").write_text('{"key": 1}')
+    (tmp_path / "runs").mkdir()
+    assert q.seed_runs(tmp_path / "carried", tmp_path / "runs", ["baseline-s1", "graphmerge-s1"]) == ["graphmerge-s1"]
+    assert (tmp_path / "runs" / "graphmerge-s1" / "graph.json").read_text() == '{"key": 1}'
+    assert not (tmp_path / "runs" / "baseline-s1").exists()
+    assert (tmp_path / "carried" / "graphmerge-s1" / "graph.json").is_file()
+    assert q.seed_runs(tmp_path / "nothing", tmp_path / "runs2", ["graphmerge-s1"]) == []

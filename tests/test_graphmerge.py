@@ -382,3 +382,27 @@ def test_a_temperature_of_one_keeps_the_fingerprint_and_a_bad_one_is_refused(tmp
     assert main(["train-mt", str(_gm_config(tmp_path, "d", train={"temperature": 0})), "--out",
                  str(tmp_path / "run"), "--quiet"]) == 2
     assert "train.temperature: 0; a positive number" in capsys.readouterr().err
+
+
+def test_a_run_keeps_its_graph_over_its_own_subwords_and_rebuilds_one_made_over_others(tmp_path):
+    """``graph.json``'s key holds the run's SentencePiece model's SHA-256: a graph carried in from another machine
+    (``gpu_queue --carried``) serves a run prepared there only over the same subwords; over others it is rebuilt."""
+    import json
+
+    from forgetbench.train.mt import load_config, setup
+
+    _shared(tmp_path / "shared")
+    cfg = load_config(_gm_config(tmp_path, "k"))
+    said: list[str] = []
+    setup(cfg, tmp_path / "run", log=said.append)
+    rec_path = tmp_path / "run" / "graph.json"
+    rec = json.loads(rec_path.read_text())
+    spm = json.loads((tmp_path / "run" / "prepared.json").read_text())["spm_sha256"]
+    assert rec["key"]["vocabulary"] == spm and sum("graphmerge: graph of" in x for x in said) == 1
+    said.clear()
+    setup(cfg, tmp_path / "run", log=said.append)
+    assert not any("graphmerge: graph of" in x for x in said)  # its own: reused
+    rec_path.write_text(json.dumps(rec | {"key": rec["key"] | {"vocabulary": "0" * 64}}))
+    setup(cfg, tmp_path / "run", log=said.append)
+    assert sum("graphmerge: graph of" in x for x in said) == 1
+    assert json.loads(rec_path.read_text())["key"]["vocabulary"] == spm

@@ -149,10 +149,11 @@ def graph_chunks(data, tok, languages: list[str] | None, per_language: int | Non
 
 
 def ensure_graph(out: Path, data, tok, settings: GraphSettings, languages: list[str], vocab_size: int, seed: int,
-                 log=print) -> tuple[torch.Tensor, dict]:
-    """The run's graph (rule 4 of ``train.graph``): ``out/graph.npz`` when it is there (built by this run with
-    these settings; with ``aligner: auto`` whichever aligner built it), else built from the training bitext,
-    streamed; returns the adjacency and its record."""
+                 log=print, vocabulary: str = "") -> tuple[torch.Tensor, dict]:
+    """The run's graph (rule 4 of ``train.graph``): ``out/graph.npz`` when it is there (built with these settings,
+    seed and ``vocabulary``, the SHA-256 of the run's SentencePiece model, so a graph built on one machine serves
+    a run prepared on another only over the same subwords; with ``aligner: auto`` whichever aligner built it),
+    else built from the training bitext, streamed; returns the adjacency and its record."""
     import json
 
     from forgetbench.io import atomic_write_json, sha256_file
@@ -160,6 +161,8 @@ def ensure_graph(out: Path, data, tok, settings: GraphSettings, languages: list[
     path, rec_path = out / "graph.npz", out / "graph.json"
     key = {"settings": {k: getattr(settings, k) for k in ("aligner", "symmetrisation", "min_count", "alpha",
                                                           "pairs_per_language", "chunk")}, "seed": seed}
+    if vocabulary:
+        key["vocabulary"] = vocabulary
     if path.is_file() and rec_path.is_file():
         rec = json.loads(rec_path.read_text())
         if rec.get("key") == key and rec.get("sha256") == sha256_file(path):

@@ -100,7 +100,7 @@ def setup(cfg: TrainMTConfig, out: Path, log=print) -> Setup:
         from forgetbench.train import graphmerge
 
         adjacency, meta["graph"] = graphmerge.ensure_graph(out, data, tok, gm, cfg.data.languages, meta["vocab_size"],
-                                                           tc.seed, log)
+                                                           tc.seed, log, vocabulary=meta["spm_sha256"])
         torch.manual_seed(tc.seed + 1)
         graphmerge.attach(model, adjacency.to(arith.device), gm)
     model.train()
