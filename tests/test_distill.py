@@ -775,3 +775,29 @@ def test_the_shipped_en_sw_remedy_is_the_long_kd_run_but_for_that_direction_s_al
     for d in (kd, remedy):
         d.pop("name"), d.pop("source"), d["kd"].pop("alpha_directions"), d["kd"].pop("cache"), d["train"].pop("patience")
     assert kd == remedy
+
+
+def test_the_fingerprint_holds_the_teacher_and_corpora_by_content_not_place(tiny_dir, tmp_path):
+    """A distill config moved beside copies of its teacher and corpora (another checkout, a lent GPU's machine) has
+    the same fingerprint and cache data key, so its run folder resumes there; other teacher weights or another
+    corpus change both; the path-holding fingerprint of before differs between the two places."""
+    import shutil
+
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    from forgetbench.distill.config import fingerprint, load_distill_config
+    from forgetbench.distill.run import data_key
+
+    here = toy_setup(tmp_path / "here", tiny_dir)
+    shutil.copytree(tiny_dir, tmp_path / "teacher")
+    there = toy_setup(tmp_path / "there", tmp_path / "teacher")
+    a, b = load_distill_config(here), load_distill_config(there)
+    assert fingerprint(a) == fingerprint(b) and data_key(a) == data_key(b)
+    assert fingerprint(a, legacy=True) != fingerprint(b, legacy=True)
+    w = load_file(str(tmp_path / "teacher" / "model.safetensors"))
+    k = next(iter(w))
+    save_file({**w, k: w[k] + 1e-3 * torch.ones_like(w[k])}, str(tmp_path / "teacher" / "model.safetensors"))
+    assert fingerprint(load_distill_config(there)) != fingerprint(a)
+    (tmp_path / "there" / "sw.tsv").write_text("a\tb\n" * 5)
+    assert data_key(load_distill_config(there)) != data_key(a)
