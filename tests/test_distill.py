@@ -801,3 +801,39 @@ def test_the_fingerprint_holds_the_teacher_and_corpora_by_content_not_place(tiny
     assert fingerprint(load_distill_config(there)) != fingerprint(a)
     (tmp_path / "there" / "sw.tsv").write_text("a\tb\n" * 5)
     assert data_key(load_distill_config(there)) != data_key(a)
+
+
+def test_a_branch_continues_its_source_run_and_differs_only_where_its_alpha_does(tiny_dir, tmp_path):
+    """``distill --branch-from CHECKPOINT``: a run whose config is the source's with ``kd.alpha_directions`` added
+    starts from the source's step-5 checkpoint and trains the same batches on. With α of en→sw set to the global α
+    it ends on the source run's weights bit for bit (the branch adds nothing of its own); with α 0 there it ends
+    elsewhere; its record names the branch. A checkpoint of other settings, or a config without
+    alpha_directions, is refused in one line."""
+    import shutil
+
+    from forgetbench.distill.config import load_distill_config
+    from forgetbench.distill.run import distill
+    from forgetbench.errors import ForgetbenchError
+
+    quiet = {"progress": False, "log": lambda *_: None}
+    source = load_distill_config(toy_setup(tmp_path / "a", tiny_dir))
+    source.train.steps = 5
+    distill(source, tmp_path / "a" / "run", **quiet)
+    shutil.copytree(tmp_path / "a" / "run" / "checkpoint", tmp_path / "at5")
+    distill(load_distill_config(toy_setup(tmp_path / "a", tiny_dir)), tmp_path / "a" / "run", **quiet)  # on to 8
+    cache = tmp_path / "a" / "run" / "teacher-cache"
+    for alpha, same in (("1.0", True), ("0.0", False)):
+        cfg = load_distill_config(toy_setup(tmp_path / f"b{alpha}", tiny_dir,
+                                            kd_extra=f", alpha_directions: {{en-sw: {alpha}}}, cache: {cache}"))
+        out = distill(cfg, tmp_path / f"b{alpha}" / "run", branch_from=tmp_path / "at5", **quiet)
+        a, b = _weights(tmp_path / "a" / "run"), _weights(out.parent)
+        assert all(torch.equal(a[k], b[k]) for k in a) == same, alpha
+        rec = json.loads((out / "training.json").read_text())
+        assert rec["branched_from"]["step"] == 5 and rec["steps"] == 8
+    other = load_distill_config(toy_setup(tmp_path / "c", tiny_dir, extra_train=", lr: 0.01",
+                                          kd_extra=f", alpha_directions: {{en-sw: 0.0}}, cache: {cache}"))
+    with pytest.raises(ForgetbenchError, match="a checkpoint of other settings"):
+        distill(other, tmp_path / "c" / "run", branch_from=tmp_path / "at5", **quiet)
+    with pytest.raises(ForgetbenchError, match="sets no kd.alpha_directions"):
+        distill(load_distill_config(toy_setup(tmp_path / "d", tiny_dir)), tmp_path / "d" / "run",
+                branch_from=tmp_path / "at5", **quiet)

@@ -182,7 +182,7 @@ def cmd_distill(args) -> int:
         print(f"forgetbench: warning: KD starts after train.phase1_steps = {cfg.train.phase1_steps} steps "
               f"(cross-entropy only until then) and this run stops at step {cfg.train.steps}: it never reaches KD, so "
               "its student equals the no-KD twin's; give --steps above phase1_steps for a KD student", file=sys.stderr)
-    final = distill(cfg, args.out, progress=not args.quiet, log=con.line)
+    final = distill(cfg, args.out, progress=not args.quiet, log=con.line, branch_from=args.branch_from)
     con.line(f"student: {final}", result=True)
     return 0
 
@@ -396,6 +396,9 @@ def add_commands(sub) -> None:
     ds.add_argument("--steps-of", metavar="RUN", help="train as many steps as the finished run RUN exported (its "
                     "early-stopping best step): the no-KD twin of an early-stopped KD student")
     ds.add_argument("--stop-after", type=float, metavar="MINUTES", help="checkpoint and stop after MINUTES of wall time (a lent machine's slot); the same command resumes")
+    ds.add_argument("--branch-from", metavar="CHECKPOINT", help="start from a checkpoint of this config's run without "
+                    "kd.alpha_directions (RUN/checkpoint or a copy) and train on its batches from its step: a remedy "
+                    "that differs from its KD run only after the branch (given again when resuming)")
     ds.add_argument("--quiet", action="store_true", help="no progress bars")
     add_hardware_flags(ds)
     ds.set_defaults(func=cmd_distill)

@@ -250,7 +250,8 @@ _RUN_ONLY = {"steps", "checkpoint_minutes", "log_every", "signal_every", "signal
 def fingerprint(cfg: DistillConfig, legacy: bool = False) -> str:
     """Hash of every setting that shapes the weights, so a run resumes only from its own checkpoint: the teacher
     and the student's initialisation by their weights' SHA-256, the data as what it reads (``train.config.
-    where_free``), a given teacher cache by whether it is given (its manifest is checked against the run's keys).
+    where_free``), a given teacher cache not at all (its manifest is checked against the run's keys: it holds what
+    the run's own would).
     ``legacy``: the fingerprint of checkpoints written before, which held where these lay (``loop.resume``)."""
     d = asdict(cfg)
     if not legacy:
@@ -260,7 +261,7 @@ def fingerprint(cfg: DistillConfig, legacy: bool = False) -> str:
         d["data"] = where_free(d["data"])
         d["teacher"]["path"] = _weights_identity(cfg.teacher.path, weights_sha256)
         d["student"]["init"] = _weights_identity(cfg.student.init, weights_sha256)
-        d["kd"]["cache"] = bool(cfg.kd.cache)
+        d["kd"].pop("cache")
     d.pop("source", None)
     d.pop("name", None)
     d["teacher"].pop("device_map", None)

@@ -163,7 +163,36 @@ def dev_chrf_fn(cfg: DistillConfig, tok, dev: dict):
     return score
 
 
-def distill(cfg: DistillConfig, out_dir: str | Path, progress: bool = True, log=print) -> Path:
+def branch(student, opt, source: Path, cfg: DistillConfig, log=print) -> dict:
+    """``distill --branch-from CHECKPOINT`` (METHOD §3.5): a run whose config is the source run's with
+    ``kd.alpha_directions`` added (and its teacher cache read from the source) starts from the source's checkpoint
+    (weights, optimiser, step) instead of step 0 and trains on the same batches from there, so the two differ only
+    in those directions' KD term over the steps after the branch. Returns the loop state, which records the branch."""
+    import copy
+
+    if not cfg.kd.alpha_directions:
+        raise ForgetbenchError(f"--branch-from {source}: {cfg.source} sets no kd.alpha_directions; a branch differs "
+                               "from its source run there alone")
+    if not (source / "state.json").is_file():
+        raise ForgetbenchError(f"--branch-from {source}: no state.json there; give a distill run's checkpoint folder "
+                               "(RUN/checkpoint, or a copy of it)")
+    saved = json.loads((source / "state.json").read_text()).get("fingerprint")
+    origin = copy.deepcopy(cfg)
+    origin.kd.alpha_directions, origin.kd.cache = {}, ""
+    if saved not in (fingerprint(origin), fingerprint(origin, legacy=True)):
+        raise ForgetbenchError(f"--branch-from {source}: a checkpoint of other settings (fingerprint {saved}); branch "
+                               f"from a run of {cfg.source} without kd.alpha_directions")
+    state = train_loop_mod.resume(student, opt, source, saved, log)
+    state.pop("early_stop", None)  # the branch's own stopping (a fixed number of steps: patience 0)
+    state["branched_from"] = {"checkpoint": str(source), "step": state["step"], "fingerprint": saved,
+                              "cpu_s": state.get("cpu")}
+    state["fingerprint"] = fingerprint(cfg)
+    log(f"branched from {source} at step {state['step']}: kd.alpha_directions {cfg.kd.alpha_directions} from here")
+    return state
+
+
+def distill(cfg: DistillConfig, out_dir: str | Path, progress: bool = True, log=print,
+            branch_from: str | Path | None = None) -> Path:
     from accelerate import Accelerator
     from accelerate.utils import InitProcessGroupKwargs
 
@@ -230,7 +259,14 @@ def distill(cfg: DistillConfig, out_dir: str | Path, progress: bool = True, log=
         params.append({"params": [alpha.s], "weight_decay": 0.0})
     opt = torch.optim.AdamW(params, lr=cfg.train.lr, betas=(0.9, 0.98), eps=1e-6)
     ckpt = out / "checkpoint"
-    state = train_loop_mod.resume(student, opt, ckpt, fingerprint(cfg), log, legacy=fingerprint(cfg, legacy=True))
+    own = ckpt.is_dir() or ckpt.with_name(ckpt.name + ".old").is_dir()
+    if branch_from is not None and not own:
+        state = branch(student, opt, Path(branch_from), cfg, log)
+    else:
+        state = train_loop_mod.resume(student, opt, ckpt, fingerprint(cfg), log, legacy=fingerprint(cfg, legacy=True))
+        if branch_from is not None and state.get("branched_from", {}).get("checkpoint") != str(branch_from):
+            raise ForgetbenchError(f"--branch-from {branch_from}: {out} resumes its own checkpoint, which branched "
+                                   f"from {state.get('branched_from', {}).get('checkpoint', 'nothing')}")
     state.setdefault("phase1_steps", cfg.train.phase1_steps)
     if alpha is not None and state.get("alpha_s") is not None:
         with torch.no_grad():
@@ -260,6 +296,7 @@ def distill(cfg: DistillConfig, out_dir: str | Path, progress: bool = True, log=
 
         stopping = early_stop.finish(unwrapped, state, out, cfg.train.patience)
         record = {"config": asdict(cfg), "fingerprint": fingerprint(cfg), "stopped_by": stopped, "steps": state["step"],
+                  "branched_from": state.get("branched_from"),
                   "epochs": state["epoch"], "tokens": state["tokens"], "train_seconds": round(state["elapsed"], 1),
                   "train_cpu_seconds": round(state["cpu"], 1), "cpu_from_step": state.get("cpu_from_step", 0),
                   "processes": acc.num_processes, "threads": cfg.train.threads, "teacher_sha256": ch.teacher_sha256,
