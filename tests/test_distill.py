@@ -837,3 +837,39 @@ def test_a_branch_continues_its_source_run_and_differs_only_where_its_alpha_does
     with pytest.raises(ForgetbenchError, match="sets no kd.alpha_directions"):
         distill(load_distill_config(toy_setup(tmp_path / "d", tiny_dir)), tmp_path / "d" / "run",
                 branch_from=tmp_path / "at5", **quiet)
+
+
+def test_a_teacher_cache_keyed_where_its_sample_lay_is_still_read_and_a_foreign_key_refused(tiny_dir, tmp_path):
+    """Caches written before held the sample folder's path in their data key: a run's own cache with that key (the
+    same settings) is read on resume and extended, and another run given it reads it; a given cache of another
+    data key is refused in one line."""
+    from forgetbench.distill.config import load_distill_config
+    from forgetbench.distill.run import data_key, distill
+    from forgetbench.errors import ForgetbenchError
+
+    cfg = load_distill_config(toy_setup(tmp_path, tiny_dir, steps=6))
+    distill(cfg, tmp_path / "run", progress=False, log=lambda *_: None)
+    man_f = tmp_path / "run" / "teacher-cache" / "cache.json"
+    man = json.loads(man_f.read_text())
+    assert man["data_key"] == data_key(cfg) != data_key(cfg, legacy=True)
+    for name in ("cache.json", "building.json"):
+        f = tmp_path / "run" / "teacher-cache" / name
+        f.write_text(json.dumps(json.loads(f.read_text()) | {"data_key": data_key(cfg, legacy=True)}))
+    said: list[str] = []
+    longer = load_distill_config(toy_setup(tmp_path, tiny_dir, steps=8))
+    distill(longer, tmp_path / "run", progress=False, log=said.append)
+    assert json.loads(man_f.read_text())["data_key"] == data_key(cfg, legacy=True)  # kept, extended in place
+    building = man_f.with_name("building.json")
+    building.write_text(json.dumps(json.loads(building.read_text()) | {"top_k": 3}))  # a cache of other settings:
+    with pytest.raises(ForgetbenchError, match="teacher cache for other keys is being built here"):  # not mixed in
+        distill(load_distill_config(toy_setup(tmp_path, tiny_dir, steps=10)), tmp_path / "run", progress=False,
+                log=lambda *_: None)
+    building.unlink()
+    with pytest.raises(ForgetbenchError, match="holds a teacher cache for other keys"):
+        distill(load_distill_config(toy_setup(tmp_path, tiny_dir, steps=10, kd_extra=", top_k: 3")),
+                tmp_path / "run", progress=False, log=lambda *_: None)
+    reader = toy_setup(tmp_path / "reader", tiny_dir, steps=8, kd_extra=f", cache: {man_f.parent}")
+    distill(load_distill_config(reader), tmp_path / "reader" / "run", progress=False, log=lambda *_: None)
+    man_f.write_text(json.dumps(json.loads(man_f.read_text()) | {"data_key": "0" * 16}))
+    with pytest.raises(ForgetbenchError, match="made by other data or sampling settings"):
+        distill(load_distill_config(reader), tmp_path / "reader" / "again", progress=False, log=lambda *_: None)

@@ -132,6 +132,12 @@ def build_cache(folder: Path, keys: dict, data, teacher, seed: int, max_tokens: 
     b = folder / "building.json"
     if b.is_file() and json.loads(b.read_text()) != record:
         raise ForgetbenchError(f"{folder}: a teacher cache for other keys is being built here; use another folder")
+    done = folder / "cache.json"
+    if done.is_file():  # its shards are extended, never mixed with another teacher's or sample's
+        man = json.loads(done.read_text())
+        if {k: man.get(k) for k in record} != record:
+            raise ForgetbenchError(f"{folder}: holds a teacher cache for other keys (another teacher, data or KD "
+                                   "settings); use another folder")
     atomic_write_json(b, record)
     t0 = time.perf_counter()
     n_unique = len(data.unique_keys)
