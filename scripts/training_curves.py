@@ -7,7 +7,9 @@ Reads each ``RUN/train_log.jsonl`` (``train.loop``); with ``--groups`` a distill
 (``dev_chrf``) also as one field per pair group, ``dev_chrF_<group>``: the mean over the group's directions, each
 direction's group from ``RUN/quotas.json`` (the run's own tiers, METHOD §3). Writes the figure (one panel per field, one line per run, the
 early-stopping best step marked where the run has one) and beside it ``curves.md``: per run, the last training loss,
-each held-out field at its best measurement and the step of it, and what ended the run.
+each held-out field at its best measurement and the step of it, and what ended the run (its exported record's
+``stopped_by`` where that is of its last logged step). A distill run's ``loss`` adds the KD term after phase 1, so
+its ``ce`` (the references' cross-entropy, logged in both phases) is drawn beside it.
 """
 
 from __future__ import annotations
@@ -48,15 +50,33 @@ def group_means(per_direction: dict[str, float], group: dict[str, str]) -> dict[
 
 def fields(rows: list[dict]) -> list[str]:
     keys = sorted({k for r in rows for k, v in r.items() if k.startswith("dev_") and isinstance(v, int | float)})
-    return ["loss"] + keys
+    ce = ["ce"] if any(isinstance(r.get("ce"), int | float) for r in rows) else []
+    return ["loss", *ce, *keys]
 
 
 def best(rows: list[dict], key: str) -> tuple[int, float] | None:
     pts = [(r["step"], r[key]) for r in rows if isinstance(r.get(key), int | float)]
     if not pts:
         return None
-    lower = key == "loss" or key.endswith("_loss")
+    if key == "loss":  # the training loss's last value (a distill run's changes meaning at phase 2)
+        return pts[-1]
+    lower = key == "ce" or key.endswith("_loss")
     return (min if lower else max)(pts, key=lambda p: p[1])
+
+
+def ended(run: Path, state: dict, last: int) -> str:
+    """What ended the run: its exported record's ``stopped_by`` where that record is of the last logged step, the
+    early stop in its state, else "steps or budget" (or, with an older record, that the run goes on)."""
+    es = state.get("early_stop") or {}
+    if es.get("stopped"):
+        return es["stopped"]
+    rec = run / "model" / "training.json"
+    if rec.is_file():
+        r = json.loads(rec.read_text())
+        if r.get("steps", 0) >= last:
+            return str(r.get("stopped_by", "steps or budget"))
+        return f"not finished (exported at step {r.get('steps', 0):,}: {r.get('stopped_by', '?')})"
+    return "steps or budget"
 
 
 def main(argv=None) -> None:
@@ -97,16 +117,16 @@ def main(argv=None) -> None:
     fig.tight_layout()
     a.out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(a.out, dpi=110)
-    lines = ["| run | steps | " + " | ".join(f"{k} (best, step)" for k in keys) + " | ended by |",
+    lines = ["| run | steps | " + " | ".join(f"{k} ({'last' if k == 'loss' else 'best'}, step)" for k in keys)
+             + " | ended by |",
              "|---|---:|" + "---|" * len(keys) + "---|"]
-    for name, (rows, state) in logs.items():
+    for (name, (rows, state)), run in zip(logs.items(), a.runs, strict=True):
         cells = []
         for k in keys:
             b = best(rows, k)
             cells.append("–" if b is None else f"{b[1]:.4g} ({b[0]:,})")
-        es = state.get("early_stop") or {}
         last = max((r["step"] for r in rows), default=0)
-        lines.append(f"| {name} | {last:,} | " + " | ".join(cells) + f" | {es.get('stopped') or 'steps or budget'} |")
+        lines.append(f"| {name} | {last:,} | " + " | ".join(cells) + f" | {ended(run, state, last)} |")
     (a.out.parent / "curves.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

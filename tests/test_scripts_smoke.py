@@ -319,15 +319,23 @@ def test_training_curves_groups_a_distill_runs_dev_chrf_by_pair_group(tmp_path):
     r.mkdir()
     (r / "quotas.json").write_text(json.dumps({"directions": {"en-de": {"group": "H2H"}, "de-en": {"group": "H2H"},
                                                               "en-sw": {"group": "H2VL"}}}))
-    rows = [{"step": 100, "loss": 4.0},
+    rows = [{"step": 100, "loss": 4.0, "ce": 4.0}, {"step": 700, "loss": 7.0, "ce": 3.5},  # phase 2 adds the KD term
+            {"step": 1300, "loss": 6.5, "ce": 3.6},
             {"step": 600, "dev_score": 20.0, "dev_chrf": {"en-de": 30.0, "de-en": 20.0, "en-sw": 10.0}},
             {"step": 1200, "dev_score": 21.0, "dev_chrf": {"en-de": 31.0, "de-en": 22.0, "en-sw": 9.0}}]
     (r / "train_log.jsonl").write_text("\n".join(json.dumps(x) for x in rows) + "\n")
+    (r / "model").mkdir()
+    (r / "model" / "training.json").write_text(json.dumps({"steps": 700, "stopped_by": "the wall deadline"}))
     text = _run(REPO / "scripts" / "training_curves.py", r, "--groups", "--out", tmp_path / "curves.png")
     head, _, row = text.strip().splitlines()
     cells = dict(zip(head.split(" | "), row.split(" | "), strict=True))
     assert cells["dev_chrF_H2H (best, step)"] == "26.5 (1,200)"  # (31 + 22) / 2 against (30 + 20) / 2
     assert cells["dev_chrF_H2VL (best, step)"] == "10 (600)"
+    assert cells["loss (last, step)"] == "6.5 (1,300)" and cells["ce (best, step)"] == "3.5 (700)"
+    assert cells["ended by |"] == "not finished (exported at step 700: the wall deadline) |"
+    (r / "model" / "training.json").write_text(json.dumps({"steps": 1300, "stopped_by": "early stop: no improvement"}))
+    row = _run(REPO / "scripts" / "training_curves.py", r, "--out", tmp_path / "c3.png").strip().splitlines()[-1]
+    assert row.endswith("| early stop: no improvement |")
     assert "dev_chrF_H2H" not in _run(REPO / "scripts" / "training_curves.py", r, "--out", tmp_path / "c2.png")
 
 
