@@ -23,7 +23,8 @@ Rules:
 6. A wall deadline (a lent machine's slot): ``train-mt``, ``distill`` and ``pretrain-encoder --stop-after MINUTES``
    set ``$FORGETBENCH_STOP_AT`` (Unix time; a launcher may set it for every process of a run); their loops check
    ``past_stop_at()`` after each step, write a checkpoint and stop, "stopped by the wall deadline", and the same
-   command resumes where they stopped.
+   command resumes where they stopped. A deadline from the environment already past when a command starts is
+   said in one warning line first (the run stops after its first step).
 7. A stop signal: while a training loop runs (``stop_on_signals``), SIGTERM or SIGINT (Ctrl-C) asks it to stop as
    the wall deadline does — the step finishes, a checkpoint is written, "stopped by SIGTERM" — instead of losing
    the steps since the last periodic checkpoint; a second signal ends the process at once.
@@ -165,6 +166,13 @@ def set_stop_after(minutes: float | None) -> None:
         if not minutes >= 0:
             raise ForgetbenchError(f"--stop-after {minutes}: give minutes of wall time, 0 or more")
         os.environ[STOP_AT_ENV] = repr(time.time() + 60 * minutes)
+    elif os.environ.get(STOP_AT_ENV) and past_stop_at():  # a deadline from the environment, already gone
+        import sys
+
+        late = time.time() - float(os.environ[STOP_AT_ENV])
+        print(f"forgetbench: warning: ${STOP_AT_ENV} is {late / 3600:.1f} h in the past ("
+              f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime(float(os.environ[STOP_AT_ENV])))} UTC): the run stops "
+              "after its first step; give a future Unix time, e.g. $(date -d 'tomorrow 00:45' +%s)", file=sys.stderr)
 
 
 _SIGNALLED: list[str] = []  # the stop signal received while a training loop listens (rule 7)

@@ -682,6 +682,7 @@ def test_the_twin_refuses_a_kd_run_that_has_not_finished(tiny_dir, tmp_path, cap
     main(["distill", str(kd), "--out", str(tmp_path / "kd" / "run"), "--quiet"])
     rec = json.loads((tmp_path / "kd" / "run" / "model" / "training.json").read_text())
     assert rec["stopped_by"].startswith("the wall deadline") and rec["steps"] < 30
+    monkeypatch.delenv("FORGETBENCH_STOP_AT")
     twin = toy_setup(tmp_path / "twin", tiny_dir, source="none", steps=30)
     capsys.readouterr()
     assert main(["distill", str(twin), "--out", str(tmp_path / "twin" / "run"), "--steps-of",
@@ -689,7 +690,6 @@ def test_the_twin_refuses_a_kd_run_that_has_not_finished(tiny_dir, tmp_path, cap
     err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
     assert len(err) == 1 and "before finishing" in err[0] and "resume it" in err[0]
     assert not (tmp_path / "twin" / "run" / "model").exists()
-    monkeypatch.delenv("FORGETBENCH_STOP_AT")
     assert main(["distill", str(kd), "--out", str(tmp_path / "kd" / "run"), "--quiet"]) == 0  # resumed to its end
     assert main(["distill", str(twin), "--out", str(tmp_path / "twin" / "run"), "--steps-of",
                  str(tmp_path / "kd" / "run"), "--quiet"]) == 0

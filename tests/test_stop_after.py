@@ -33,6 +33,20 @@ def test_the_deadline_is_read_from_the_environment(monkeypatch):
         set_stop_after(-1)
 
 
+def test_a_deadline_already_past_when_a_command_starts_is_said_in_one_line(monkeypatch, capsys):
+    """``$FORGETBENCH_STOP_AT`` in the past at the start (``date -d 00:45`` read as today's): the run would stop
+    after its first step, so the command says so first, with the deadline and a fix; a future one says nothing."""
+    import time
+
+    monkeypatch.setenv(STOP_AT_ENV, str(time.time() - 7200))
+    set_stop_after(None)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is 2.0 h in the past" in err and "stops after its first step" in err
+    monkeypatch.setenv(STOP_AT_ENV, str(time.time() + 600))
+    set_stop_after(None)
+    assert capsys.readouterr().err == ""
+
+
 def test_train_mt_stops_at_the_deadline_and_resumes_to_the_same_weights(tmp_path, monkeypatch):
     from forgetbench.train.mt import train
 
