@@ -255,12 +255,11 @@ def fingerprint(cfg: DistillConfig, legacy: bool = False) -> str:
     ``legacy``: the fingerprint of checkpoints written before, which held where these lay (``loop.resume``)."""
     d = asdict(cfg)
     if not legacy:
-        from forgetbench.models.load import weights_sha256
         from forgetbench.train.config import where_free
 
         d["data"] = where_free(d["data"])
-        d["teacher"]["path"] = _weights_identity(cfg.teacher.path, weights_sha256)
-        d["student"]["init"] = _weights_identity(cfg.student.init, weights_sha256)
+        d["teacher"]["path"] = _weights_identity(cfg.teacher.path)
+        d["student"]["init"] = _weights_identity(cfg.student.init)
         d["kd"].pop("cache")
     d.pop("source", None)
     d.pop("name", None)
@@ -274,16 +273,18 @@ def fingerprint(cfg: DistillConfig, legacy: bool = False) -> str:
     return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def _weights_identity(folder: str, weights_sha256) -> str:
+def _weights_identity(folder: str) -> str:
     """A model folder by its weights' SHA-256 (``models.load.weights_sha256``), else as given (a folder without
     weights files: refused later where it is loaded). Hashed once per folder state (a 1.2B teacher's 4.8 GB take
     seconds; a run asks at every resume and record)."""
     if not folder or not Path(folder).is_dir():
         return folder
     stamp = tuple((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in sorted(Path(folder).iterdir()) if f.is_file())
-    return _hashed(folder, stamp, weights_sha256) or folder
+    return _weights_sha256(folder, stamp) or folder
 
 
 @functools.lru_cache(maxsize=8)
-def _hashed(folder: str, stamp: tuple, weights_sha256) -> str | None:
+def _weights_sha256(folder: str, stamp: tuple) -> str | None:  # stamp: the cache key's folder state
+    from forgetbench.models.load import weights_sha256
+
     return weights_sha256(Path(folder))

@@ -111,43 +111,31 @@ def repository_eval_sentences() -> set[str]:
     return eval_sentences(root) if root.is_dir() else set()
 
 
-def raw_pairs(shared: Path, lang: str) -> list[tuple[str, str]]:
-    """(english, foreign) pairs for ``lang`` from WMT news and Tatoeba test sets."""
+def source_files(shared: Path, lang: str) -> list[tuple[Path, Path, bool]]:
+    """(foreign, english, strict) file pairs of ``lang`` under ``shared``: each WMT-news file with its English
+    partner (a pair of unequal length is skipped: ``strict`` False), then the Tatoeba test pair (strict)."""
     if lang not in SOURCES:
         raise ForgetbenchError(f"no training source for language {lang!r}; known: {', '.join(sorted(SOURCES))}")
     iso, wmt_dirs, tato = SOURCES[lang]
-    pairs: list[tuple[str, str]] = []
-    for d in wmt_dirs:
-        folder = shared / "wmt_news" / d
-        for fx in sorted(folder.glob(f"*.{iso}")):
-            fe = fx.with_suffix(".eng")
-            if fe.is_file():
-                xs, es = _read_lines(fx), _read_lines(fe)
-                if len(xs) == len(es):
-                    pairs += list(zip(es, xs, strict=True))
+    out = [(fx, fx.with_suffix(".eng"), False) for d in wmt_dirs
+           for fx in sorted((shared / "wmt_news" / d).glob(f"*.{iso}")) if fx.with_suffix(".eng").is_file()]
     if tato:
         folder = shared / "tatoeba" / "test-v2021-08-07" / tato
         if not (folder / f"tatoeba-test-v2021-08-07.{iso}").is_file():
             raise ForgetbenchError(f"{folder}: Tatoeba test files for {lang!r} not found (data.shared points at "
                                    "the shared data folder; see its README)")
-        xs = _read_lines(folder / f"tatoeba-test-v2021-08-07.{iso}")
-        es = _read_lines(folder / "tatoeba-test-v2021-08-07.eng")
-        pairs += list(zip(es, xs, strict=True))
+        out.append((folder / f"tatoeba-test-v2021-08-07.{iso}", folder / "tatoeba-test-v2021-08-07.eng", True))
+    return out
+
+
+def raw_pairs(shared: Path, lang: str) -> list[tuple[str, str]]:
+    """(english, foreign) pairs for ``lang`` from WMT news and Tatoeba test sets (``source_files``)."""
+    pairs: list[tuple[str, str]] = []
+    for fx, fe, strict in source_files(shared, lang):
+        xs, es = _read_lines(fx), _read_lines(fe)
+        if strict or len(xs) == len(es):
+            pairs += list(zip(es, xs, strict=True))
     return pairs
-
-
-def source_files(shared: Path, lang: str) -> list[Path]:
-    """The files ``raw_pairs`` reads for ``lang`` (both sides), relative to ``shared``."""
-    iso, wmt_dirs, tato = SOURCES[lang]
-    out = []
-    for d in wmt_dirs:
-        for fx in sorted((shared / "wmt_news" / d).glob(f"*.{iso}")):
-            if fx.with_suffix(".eng").is_file():
-                out += [fx, fx.with_suffix(".eng")]
-    if tato:
-        folder = shared / "tatoeba" / "test-v2021-08-07" / tato
-        out += [folder / f"tatoeba-test-v2021-08-07.{iso}", folder / "tatoeba-test-v2021-08-07.eng"]
-    return [f.relative_to(shared) for f in out]
 
 
 def filtered_copy(shared: Path, langs: list[str], dest: Path) -> dict:
@@ -159,11 +147,9 @@ def filtered_copy(shared: Path, langs: list[str], dest: Path) -> dict:
     devtest (its sentences are among those emptied; ``eval_sentences`` needs one set to check against), and the
     MANIFEST.md of each source. Returns {file: lines emptied}."""
     banned = eval_sentences(shared)
-    files = sorted({f for lang in langs for f in source_files(shared, lang)})
+    files = sorted({f.relative_to(shared) for lang in langs for fx, fe, _ in source_files(shared, lang) for f in (fx, fe)})
     emptied = {}
     for rel in files:
-        if not (shared / rel).is_file():
-            raise ForgetbenchError(f"{shared / rel}: not found (the shared data folder lacks a corpus file)")
         lines = _read_lines(shared / rel)
         kept = ["" if normalise(x) in banned else x for x in lines]
         emptied[str(rel)] = sum(1 for a, b in zip(lines, kept, strict=True) if a != b)
