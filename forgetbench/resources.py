@@ -27,7 +27,12 @@ Rules:
    said in one warning line first (the run stops after its first step).
 7. A stop signal: while a training loop runs (``stop_on_signals``), SIGTERM or SIGINT (Ctrl-C) asks it to stop as
    the wall deadline does — the step finishes, a checkpoint is written, "stopped by SIGTERM" — instead of losing
-   the steps since the last periodic checkpoint; a second signal ends the process at once.
+   the steps since the last periodic checkpoint; a second signal ends the process at once. A repeat within
+   ``SIGNAL_REPEAT_S`` of the first is the same request, not a second: a launcher (``accelerate launch``,
+   ``torchrun``) relays the signal it receives to its workers, and Ctrl-C reaches the whole process group, so a
+   worker is told twice in the same instant (it used to die without its checkpoint). The launcher waits 30 s for
+   its workers before it kills them: a stop that lands in a dev evaluation longer than that loses the steps since
+   the last checkpoint; a deadline (rule 6) never does.
 """
 
 from __future__ import annotations
@@ -176,27 +181,35 @@ def set_stop_after(minutes: float | None) -> None:
 
 
 _SIGNALLED: list[str] = []  # the stop signal received while a training loop listens (rule 7)
+_SIGNALLED_AT: list[float] = []  # when (time.monotonic)
+SIGNAL_REPEAT_S = 5.0  # a repeat this soon after the first signal is the same stop request (rule 7)
 
 
 @contextmanager
 def stop_on_signals():
     """Rule 7 for the loop inside: SIGTERM and SIGINT set the stop that ``past_stop_at`` reads; a second one ends
-    the process. The previous handlers come back after. Only the main thread can take signals: elsewhere nothing
-    changes."""
+    the process, unless it comes within ``SIGNAL_REPEAT_S`` of the first (the same request relayed by a launcher
+    or sent to the process group). The previous handlers come back after. Only the main thread can take signals:
+    elsewhere nothing changes."""
     import os
     import signal
     import threading
+    import time
 
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def handler(signum, frame):
-        if _SIGNALLED:  # the second: at once, as without the handler
-            signal.signal(signum, signal.SIG_DFL)
+        now = time.monotonic()
+        if _SIGNALLED:
+            if now - _SIGNALLED_AT[0] < SIGNAL_REPEAT_S:  # the same request, relayed: already stopping
+                return
+            signal.signal(signum, signal.SIG_DFL)  # a second: at once, as without the handler
             os.kill(os.getpid(), signum)
             return
         _SIGNALLED.append(signal.Signals(signum).name)
+        _SIGNALLED_AT.append(now)
 
     old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
@@ -205,6 +218,7 @@ def stop_on_signals():
         for s, h in old.items():
             signal.signal(s, h)
         _SIGNALLED.clear()
+        _SIGNALLED_AT.clear()
 
 
 def stop_reason() -> str:
