@@ -50,6 +50,31 @@ def training_counts(path: str | os.PathLike) -> dict:
     return counts if isinstance(counts, dict) else {}
 
 
+def trim_jsonl(path: str | os.PathLike, step: int) -> int:
+    """Drop a run log's records of steps after ``step`` (a resumed run's checkpoint step: what came after it is
+    trained again, and the log must tell that story once, not twice); the rest is kept byte for byte, a line that
+    is not a JSON record with a step too (a torn last line is dropped). Atomic; returns the records dropped."""
+    p = Path(path)
+    if not p.exists():
+        return 0
+    keep, dropped = [], 0
+    for line in p.read_text(encoding="utf-8").splitlines(keepends=True):
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            dropped += not line.endswith("\n")  # a line cut by a kill: not a record
+            if line.endswith("\n"):
+                keep.append(line)
+            continue
+        if isinstance(rec, dict) and isinstance(rec.get("step"), int) and rec["step"] > step:
+            dropped += 1
+        else:
+            keep.append(line if line.endswith("\n") else line + "\n")
+    if dropped:
+        atomic_write_text(p, "".join(keep))
+    return dropped
+
+
 def read_text(path: str | os.PathLike, what: str = "") -> str:
     """A UTF-8 text file; invalid UTF-8 is refused with the line it is on."""
     data = Path(path).read_bytes()

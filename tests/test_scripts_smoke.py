@@ -312,6 +312,21 @@ def test_training_curves_reads_runs_and_marks_the_best_step(tmp_path):
     assert rows["a"].endswith("early stop: no dev improvement |") and rows["b"].endswith("steps or budget |")
 
 
+def test_training_curves_tells_each_step_of_a_resumed_log_once(tmp_path):
+    """A log from before resumes trimmed it: steps 200–300 logged, the process killed after its checkpoint at 100,
+    the resume logging 200–300 again. The discarded run's records do not count: the best dev is the resumed run's."""
+    r = tmp_path / "run"
+    r.mkdir()
+    rows = [{"step": 100, "loss": 5.0}, {"step": 200, "loss": 4.0}, {"step": 200, "dev_score": 9.0},
+            {"step": 300, "loss": 3.0},  # killed here; the checkpoint is at 100
+            {"step": 200, "loss": 4.5}, {"step": 200, "dev_score": 7.0}, {"step": 300, "loss": 3.5}]
+    (r / "train_log.jsonl").write_text("\n".join(json.dumps(x) for x in rows) + "\n")
+    text = _run(REPO / "scripts" / "training_curves.py", r, "--out", tmp_path / "curves.png")
+    head, _, row = text.strip().splitlines()
+    cells = dict(zip(head.split(" | "), row.split(" | "), strict=True))
+    assert cells["dev_score (best, step)"] == "7 (200)" and cells["loss (last, step)"] == "3.5 (300)"
+
+
 def test_training_curves_groups_a_distill_runs_dev_chrf_by_pair_group(tmp_path):
     """--groups: a distill run's dev chrF per direction becomes one field per pair group, the mean of its
     directions (groups from the run's quotas.json); the best measurement per group is reported."""

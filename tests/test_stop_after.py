@@ -142,3 +142,102 @@ def test_a_stop_signal_ends_train_mt_after_its_step_and_it_resumes_to_the_same_w
     resumed = train(_config(tmp_path, 6), tmp_path / "cut", **quiet)
     assert json.loads((resumed / "training.json").read_text())["steps"] == 6
     assert _same(full / "model.safetensors", resumed / "model.safetensors")
+
+
+def test_a_signal_relayed_twice_by_a_launcher_is_one_stop_request(tiny_dir, tmp_path, monkeypatch):
+    """Under ``accelerate launch`` a worker gets the signal it was sent and the launcher's relay of it in the same
+    instant (and Ctrl-C reaches the whole process group): the two are one request — the step finishes, the
+    checkpoint is written — not "a second signal ends the process" (which lost a distillation's last 328 steps)."""
+    import os
+    import signal
+
+    from forgetbench.distill import loop
+    from forgetbench.distill.config import load_distill_config
+    from forgetbench.distill.run import distill
+
+    cfg = toy_setup(tmp_path, tiny_dir, extra_train=", checkpoint_minutes: 60.0")
+    quiet = {"progress": False, "log": lambda *_: None}
+    full = distill(load_distill_config(cfg), tmp_path / "full", **quiet)
+    real = loop.inverse_sqrt
+
+    def hooked(step, *a):
+        if step == 3 and not hooked.sent:
+            hooked.sent = True
+            os.kill(os.getpid(), signal.SIGTERM)  # sent to the worker
+            os.kill(os.getpid(), signal.SIGTERM)  # relayed by its launcher
+        return real(step, *a)
+    hooked.sent = False
+    with monkeypatch.context() as m:
+        m.setattr(loop, "inverse_sqrt", hooked)
+        stopped = distill(load_distill_config(cfg), tmp_path / "cut", **quiet)
+    assert json.loads((tmp_path / "cut" / "checkpoint" / "state.json").read_text())["step"] == 3
+    assert json.loads((stopped / "training.json").read_text())["stopped_by"].startswith("SIGTERM (a checkpoint")
+    resumed = distill(load_distill_config(cfg), tmp_path / "cut", **quiet)
+    assert _same(full / "model.safetensors", resumed / "model.safetensors")
+
+
+def test_a_second_signal_after_the_repeat_window_ends_the_process(tmp_path):
+    """The way out stays: a second signal later than ``SIGNAL_REPEAT_S`` after the first ends the process at once
+    (its exit status says the signal), as without the handler."""
+    import subprocess
+    import sys
+
+    script = (
+        "import os, signal, time\n"
+        "from forgetbench import resources as r\n"
+        "clock = [100.0]\n"
+        "time.monotonic = lambda: clock[0]\n"
+        "with r.stop_on_signals():\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    print('one request:', r.past_stop_at(), flush=True)\n"
+        "    clock[0] += r.SIGNAL_REPEAT_S + 1\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    time.sleep(5)\n"
+        "print('survived', flush=True)\n")
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert p.stdout == "one request: True\n" and p.returncode == -signal_number("SIGTERM"), (p.stdout, p.stderr)
+
+
+def signal_number(name: str) -> int:
+    import signal
+
+    return int(getattr(signal, name))
+
+
+def test_a_resume_drops_the_log_records_after_its_checkpoint(tiny_dir, tmp_path, monkeypatch):
+    """A run killed after its checkpoint (step 3) had logged steps 4–5 (and a torn line); the resume trains them
+    again, so their records go first: the resumed run's log tells each step once, as the uninterrupted run's."""
+    import signal
+
+    from forgetbench.distill import loop
+    from forgetbench.distill.config import load_distill_config
+    from forgetbench.distill.run import distill
+
+    cfg = toy_setup(tmp_path, tiny_dir, extra_train=", checkpoint_minutes: 60.0, log_every: 1, signal_every: 1")
+    quiet = {"progress": False, "log": lambda *_: None}
+    distill(load_distill_config(cfg), tmp_path / "full", **quiet)
+    with monkeypatch.context() as m:
+        _signal_at(m, loop, 3, signal.SIGTERM)
+        distill(load_distill_config(cfg), tmp_path / "cut", **quiet)
+    for name in ("train_log.jsonl", "signals.jsonl"):
+        with open(tmp_path / "cut" / name, "a", encoding="utf-8") as f:
+            f.write('{"step": 4, "loss": 9.0}\n{"step": 5, "loss": 9.0}\n{"step": 6, "lo')
+    distill(load_distill_config(cfg), tmp_path / "cut", **quiet)
+
+    def story(run, name):
+        keep = ("step", "phase", "split", "loss", "ce", "kd", "groups")
+        return [{k: r[k] for k in keep if k in r} for r in map(json.loads, (tmp_path / run / name).open())]
+    for name in ("train_log.jsonl", "signals.jsonl"):
+        cut, full = story("cut", name), story("full", name)
+        assert [r["step"] for r in cut] == [r["step"] for r in full] and len(full) >= 8
+        assert cut == full
+
+
+def test_trim_jsonl_keeps_what_came_before_byte_for_byte(tmp_path):
+    from forgetbench.io import trim_jsonl
+
+    p = tmp_path / "log.jsonl"
+    p.write_text('{"step": 1, "a": 1.50}\nnot json\n{"note": "x"}\n{"step": 2}\n{"step": 3}\n{"step": 4')
+    assert trim_jsonl(p, 2) == 2 and p.read_text() == '{"step": 1, "a": 1.50}\nnot json\n{"note": "x"}\n{"step": 2}\n'
+    assert trim_jsonl(p, 2) == 0 and trim_jsonl(tmp_path / "absent.jsonl", 0) == 0

@@ -35,6 +35,7 @@ from forgetbench.distill.config import DistillConfig
 from forgetbench.distill.data import encode_batch
 from forgetbench.distill.loss import LearnedAlpha, kd_cached, kd_online, label_smoothed_ce
 from forgetbench.eval.languages import PAIR_GROUPS
+from forgetbench.io import trim_jsonl
 from forgetbench.models.hardware import input_device
 from forgetbench.resources import past_stop_at, stop_on_signals, stop_reason
 from forgetbench.train.loop import inverse_sqrt, save_checkpoint
@@ -187,6 +188,9 @@ def _train_loop(acc, cfg: DistillConfig, model, opt, data, step_loss: StepLoss, 
     tokens0 = state["tokens"]  # the rate is this run's: a resumed run's earlier tokens are not counted
     window: dict = {}
     main = acc.is_main_process
+    if main:  # a resume trains again what came after its checkpoint: its log records go
+        for name in ("train_log.jsonl", "signals.jsonl"):
+            trim_jsonl(out / name, state["step"] or -1)  # from step 0: its first probe comes again
     log_f = open(out / "train_log.jsonl", "a", encoding="utf-8") if main else None
     sig_f = open(out / "signals.jsonl", "a", encoding="utf-8") if main else None
     try:

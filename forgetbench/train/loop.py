@@ -27,6 +27,7 @@ import torch
 
 from forgetbench.console import Console
 from forgetbench.errors import ForgetbenchError
+from forgetbench.io import trim_jsonl
 from forgetbench.resources import past_stop_at, stop_on_signals, stop_reason
 from forgetbench.train.config import TrainCfg
 from forgetbench.train.weights import unique_tensors
@@ -131,6 +132,7 @@ def run(model, opt, data: BatchSource, step_loss: Callable[[dict], tuple[torch.T
     tokens0 = state["tokens"]  # the rate is this run's: a resumed run's earlier tokens are not counted
     run_loss, run_n = 0.0, 0
     stopped = "steps"
+    trim_jsonl(log_file, state["step"])  # a resume trains again what came after its checkpoint
     with open(log_file, "a", encoding="utf-8") as log_f, stop_on_signals():
         while state["step"] < tc.steps:
             if state["batch"] >= len(batches):
