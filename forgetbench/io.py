@@ -20,12 +20,22 @@ def _umask() -> int:
     return mask
 
 
+_HASHED: dict[tuple, str] = {}  # (device, inode, size, mtime in ns) -> SHA-256: a file hashed once per state
+
+
 def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
+    """A file's SHA-256, remembered for the process while the file's inode, size and modification time stay (a
+    run's fingerprint, its cache keys and its record hash the same weights and corpora several times)."""
+    st = os.stat(path)
+    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    if key in _HASHED:
+        return _HASHED[key]
     h = hashlib.sha256()
     with open(path, "rb") as f:
         while b := f.read(chunk):
             h.update(b)
-    return h.hexdigest()
+    _HASHED[key] = h.hexdigest()
+    return _HASHED[key]
 
 
 def content_sha256(path: str | os.PathLike) -> str:

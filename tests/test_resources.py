@@ -234,3 +234,26 @@ def test_thread_pools_are_sized_to_the_configured_count_before_torch_loads(tmp_p
     p = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-2000:]
     assert p.stdout.split() == ["1", "1", "1"]  # not 64, nor one per core
+
+
+def test_a_file_is_hashed_once_per_state_and_again_when_it_changes(tmp_path, monkeypatch):
+    """io.sha256_file remembers a file's hash while its inode, size and modification time stay; a rewrite (in
+    place or replaced) is hashed again."""
+    import builtins
+    import hashlib
+    import os
+
+    from forgetbench import io
+
+    f = tmp_path / "w.bin"
+    f.write_bytes(b"abc")
+    reads = []
+    real_open = builtins.open
+    monkeypatch.setattr(builtins, "open", lambda p, *a, **k: (reads.append(str(p)), real_open(p, *a, **k))[1])
+    assert io.sha256_file(f) == io.sha256_file(f) == hashlib.sha256(b"abc").hexdigest()
+    assert reads.count(str(f)) == 1
+    f.write_bytes(b"abd")
+    os.utime(f, ns=(1, 2))  # another modification time, as any rewrite has
+    assert io.sha256_file(f) == hashlib.sha256(b"abd").hexdigest()
+    io.atomic_write_bytes(f, b"xyz")
+    assert io.sha256_file(f) == hashlib.sha256(b"xyz").hexdigest() and reads.count(str(f)) == 3
