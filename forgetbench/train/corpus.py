@@ -65,8 +65,16 @@ class CorpusStats:
     dev: dict[str, int]
 
 
-def _read_lines(p: Path) -> list[str]:
-    return read_text(p).splitlines()
+def _read_lines(p: Path, newline_only: bool = False) -> list[str]:
+    """A file's lines: by ``str.splitlines`` (which also ends a line at U+0085, U+2028, form feeds...), or with
+    ``newline_only`` at line feeds alone (a carriage return before one dropped), as the parallel files are numbered
+    (METHOD §5: the Polish Tatoeba file holds U+0085 inside two sentences)."""
+    if not newline_only:
+        return read_text(p).splitlines()
+    lines = read_text(p).split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [x[:-1] if x.endswith("\r") else x for x in lines]
 
 
 def eval_sentences(shared: Path) -> set[str]:
@@ -132,7 +140,13 @@ def raw_pairs(shared: Path, lang: str) -> list[tuple[str, str]]:
     """(english, foreign) pairs for ``lang`` from WMT news and Tatoeba test sets (``source_files``)."""
     pairs: list[tuple[str, str]] = []
     for fx, fe, strict in source_files(shared, lang):
-        xs, es = _read_lines(fx), _read_lines(fe)
+        # a Tatoeba pair is read by line feeds (its line numbers pair it); WMT news by str.splitlines, under which
+        # three German files (U+0085 inside sentences) fall to the unequal-length rule: the corpus the shipped
+        # teacher and students were trained on (METHOD §5)
+        xs, es = _read_lines(fx, strict), _read_lines(fe, strict)
+        if strict and len(xs) != len(es):
+            raise ForgetbenchError(f"{fx}: {len(xs):,} lines against {len(es):,} in {fe.name}; the Tatoeba pair "
+                                   "must be line-parallel (a damaged copy of the shared data folder?)")
         if strict or len(xs) == len(es):
             pairs += list(zip(es, xs, strict=True))
     return pairs
@@ -150,7 +164,7 @@ def filtered_copy(shared: Path, langs: list[str], dest: Path) -> dict:
     files = sorted({f.relative_to(shared) for lang in langs for fx, fe, _ in source_files(shared, lang) for f in (fx, fe)})
     emptied = {}
     for rel in files:
-        lines = _read_lines(shared / rel)
+        lines = _read_lines(shared / rel, newline_only=True)  # the file's own lines, kept in the copy
         kept = ["" if normalise(x) in banned else x for x in lines]
         emptied[str(rel)] = sum(1 for a, b in zip(lines, kept, strict=True) if a != b)
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
