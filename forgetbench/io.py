@@ -85,6 +85,19 @@ def trim_jsonl(path: str | os.PathLike, step: int) -> int:
     return dropped
 
 
+def read_run_log(path: str | os.PathLike) -> list[dict]:
+    """A run log's records (``train_log.jsonl``, ``signals.jsonl``), each step's record of each kind (training,
+    held-out, a signal split) once, the last written: a log written before resumes trimmed it (``trim_jsonl``)
+    holds the steps after a checkpoint twice, the discarded run's and the resumed run's."""
+    rows = [json.loads(x) for x in Path(path).read_text(encoding="utf-8").splitlines() if x.strip()]
+    last: dict = {}
+    for n, r in enumerate(rows):
+        kind = (r.get("split"), any(k.startswith("dev_") for k in r))
+        last[(r["step"], kind) if isinstance(r.get("step"), int) else n] = n
+    keep = set(last.values())
+    return [r for n, r in enumerate(rows) if n in keep]
+
+
 def read_text(path: str | os.PathLike, what: str = "") -> str:
     """A UTF-8 text file; invalid UTF-8 is refused with the line it is on."""
     data = Path(path).read_bytes()

@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForSeq2SeqLM
 
-from forgetbench.io import atomic_directory
+from forgetbench.io import atomic_directory, read_run_log
 
 
 def main(run: str, out: str) -> None:
@@ -21,10 +21,11 @@ def main(run: str, out: str) -> None:
     model = AutoModelForSeq2SeqLM.from_pretrained(str(run_p / "model"), dtype=torch.float32)
     with atomic_directory(out_p) as tmp:  # a kill leaves no half-shipped folder
         model.half().save_pretrained(tmp)
-        for f in ("vocab.json", "sentencepiece.bpe.model", "tokenizer_config.json", "training.json", "signals.jsonl"):
+        for f in ("vocab.json", "sentencepiece.bpe.model", "tokenizer_config.json", "training.json"):
             shutil.copyfile(run_p / "model" / f, tmp / f)
-        for f in ("train_log.jsonl", "quotas.json"):
-            shutil.copyfile(run_p / f, tmp / f)
+        shutil.copyfile(run_p / "quotas.json", tmp / "quotas.json")
+        for log in (run_p / "model" / "signals.jsonl", run_p / "train_log.jsonl"):  # each step once
+            (tmp / log.name).write_text("".join(json.dumps(r) + "\n" for r in read_run_log(log)), encoding="utf-8")
     t = json.loads((out_p / "training.json").read_text())
     print(f"shipped {out_p}: {t['parameters']:,} parameters, "
           f"{(out_p / 'model.safetensors').stat().st_size / 2**20:.1f} MiB, {t['steps']} steps")

@@ -19,28 +19,19 @@ import json
 import sys
 from pathlib import Path
 
+from forgetbench.io import read_run_log
+
 
 def read(run: Path, groups: bool = False) -> tuple[list[dict], dict]:
     f = run / "train_log.jsonl"
     if not f.is_file():
         sys.exit(f"{run}: no train_log.jsonl; give a training run folder (train-mt, pretrain-encoder, distill)")
-    rows = replayed([json.loads(x) for x in f.read_text().splitlines() if x.strip()])
+    rows = read_run_log(f)  # each step once, in a log from before resumes trimmed it
     if groups and any(isinstance(r.get("dev_chrf"), dict) for r in rows):
         group = direction_groups(run)
         rows = [r | group_means(r["dev_chrf"], group) if isinstance(r.get("dev_chrf"), dict) else r for r in rows]
     state = run / "checkpoint" / "state.json"
     return rows, (json.loads(state.read_text()) if state.is_file() else {})
-
-
-def replayed(rows: list[dict]) -> list[dict]:
-    """Each step's record of each kind (training, held-out) once, the last written: a log written before resumes
-    trimmed it holds the steps after a checkpoint twice, the discarded run's and the resumed run's."""
-    last: dict = {}
-    for n, r in enumerate(rows):
-        kind = any(k.startswith("dev_") for k in r)
-        last[(r.get("step"), kind) if isinstance(r.get("step"), int) else n] = n
-    keep = set(last.values())
-    return [r for n, r in enumerate(rows) if n in keep]
 
 
 def direction_groups(run: Path) -> dict[str, str]:

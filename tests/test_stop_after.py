@@ -241,3 +241,16 @@ def test_trim_jsonl_keeps_what_came_before_byte_for_byte(tmp_path):
     p.write_text('{"step": 1, "a": 1.50}\nnot json\n{"note": "x"}\n{"step": 2}\n{"step": 3}\n{"step": 4')
     assert trim_jsonl(p, 2) == 2 and p.read_text() == '{"step": 1, "a": 1.50}\nnot json\n{"note": "x"}\n{"step": 2}\n'
     assert trim_jsonl(p, 2) == 0 and trim_jsonl(tmp_path / "absent.jsonl", 0) == 0
+
+
+def test_read_run_log_tells_each_step_of_each_kind_once(tmp_path):
+    """A log from before resumes trimmed it: the records of steps 2–3 written twice (the discarded run's first); each
+    (step, kind) once, the last written, in the order written; a probe and a training split of one step both stay."""
+    from forgetbench.io import read_run_log
+
+    p = tmp_path / "signals.jsonl"
+    rows = [{"step": 2, "split": "train", "v": 1}, {"step": 2, "split": "probe", "v": 1}, {"step": 3, "split": "train", "v": 1},
+            {"step": 2, "split": "train", "v": 2}, {"step": 2, "split": "probe", "v": 2}, {"step": 3, "split": "train", "v": 2},
+            {"step": 3, "dev_score": 1.0}]
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert read_run_log(p) == rows[3:]
