@@ -4,7 +4,8 @@
     python scripts/student_card.py artifacts/student-kd student-kd student-nokd WALL_S speed.json runs/distill-eval [runs/distill-eval-tico19]
 
 WALL_S: the measured wall time of the whole `forgetbench distill` command (data, cache, training, export);
-speed.json: `benchmarks.batch1_speed` over teacher and students (interleaved sentence by sentence).
+speed.json: `benchmarks.batch1_speed` over teacher and students (interleaved sentence by sentence). Weights not
+measured yet: `-` for speed.json and no eval runs; the card then says, where the numbers would be, what measures them.
 """
 
 import json
@@ -97,20 +98,42 @@ def stopping_lines(t: dict, m: Path) -> list[str]:
     return out
 
 
+def speed_lines(speed_json: str, me: str, S: dict | None) -> list[str]:
+    """Batch-1 speed from ``benchmarks.batch1_speed``'s JSON and batched speed from the eval sweep's timings; where
+    either is not given, what measures it."""
+    if speed_json == "-":
+        out = ["- speed, batch 1: not measured for these weights yet (`python -m benchmarks.batch1_speed "
+               "artifacts/teacher artifacts/student-kd artifacts/student-nokd --sentences 240` on an idle host)"]
+    else:
+        B = json.loads(Path(speed_json).read_text())
+        sp_t = next(v for k, v in B["models"].items() if Path(k).name == "teacher")
+        sp_me = next(v for k, v in B["models"].items() if Path(k).name == me)
+        ci = (f" {_ci(sp_me['speedup_ci95'])}, paired bootstrap 95 % over sentences" if "speedup_ci95" in sp_me else "")
+        out = [f"- speed, batch 1 (greedy, {B['sentences']} FLORES-101 sentences of {', '.join(B['directions'])}, models "
+               f"interleaved sentence by sentence, {B['threads']} thread, load average {B['loadavg_start']:.2f} → "
+               f"{B['environment']['loadavg']:.2f}; `benchmarks/batch1_speed.py`): {_f(sp_me['sentences_per_s'])} "
+               f"sentences/s vs the teacher's {_f(sp_t['sentences_per_s'])} (**{_f(sp_me['speedup_vs_first'])}×**{ci}); "
+               f"per generated token {_f(sp_me['ms_per_token'])} vs {_f(sp_t['ms_per_token'])} ms "
+               f"({_f(sp_t['ms_per_token'] / sp_me['ms_per_token'])}×), {_f(sp_me['tokens_per_sentence'], 1)} vs "
+               f"{_f(sp_t['tokens_per_sentence'], 1)} tokens per sentence"]
+    if S is None:
+        return out + ["- speed, batched: measured by the eval sweep (`configs/distill-eval.yaml`), not run on these "
+                      "weights yet"]
+    timings = S["run"].get("timings_rank0", {})
+    batched = {v: timings[v]["translated"] / timings[v]["translate_s"] for v in (me, S["base"])
+               if timings.get(v, {}).get("translated")}  # a series resumed from the store translated nothing here
+    return out + [_batched_line(batched, me, S["base"])]
+
+
 def main(model_dir: str, me: str, twin: str, wall_s: str, speed_json: str, *evals: str) -> None:
     m = Path(model_dir)
     t = json.loads((m / "training.json").read_text())
     cfg = t["config"]
     sums = [json.loads((Path(r) / "report" / "summary.json").read_text()) for r in evals]
-    S = sums[0]
-    B = json.loads(Path(speed_json).read_text())
-    sp_t = next(v for k, v in B["models"].items() if Path(k).name == "teacher")
-    sp_me = next(v for k, v in B["models"].items() if Path(k).name == me)
-    timings = S["run"].get("timings_rank0", {})
-    batched = {v: timings[v]["translated"] / timings[v]["translate_s"] for v in (me, S["base"])
-               if timings.get(v, {}).get("translated")}  # a series resumed from the store translated nothing here
+    S = sums[0] if sums else None
     size = (m / "model.safetensors").stat().st_size
-    tsize = Path(S["variant_models"][S["base"]], "model.safetensors").stat().st_size
+    teacher = Path(S["variant_models"][S["base"]]) if S else m.parent / "teacher"
+    tsize = (teacher / "model.safetensors").stat().st_size
     kd = cfg["kd"]
     is_kd = kd["source"] != "none"
     probe = [json.loads(x) for x in (m / "signals.jsonl").read_text().splitlines()]
@@ -151,15 +174,7 @@ def main(model_dir: str, me: str, twin: str, wall_s: str, speed_json: str, *eval
         "does), so a bare `AutoTokenizer` builds M2M-100-format inputs (source code first) that this model was not trained "
         "on: load it with `forgetbench.models.load` (it reads `forgetbench_small100` from `config.json`) or "
         "`forgetbench.models.tokenizers.Small100Tokenizer`",
-        f"- speed, batch 1 (greedy, {B['sentences']} FLORES-101 sentences of {', '.join(B['directions'])}, models "
-        f"interleaved sentence by sentence, {B['threads']} thread, load average {B['loadavg_start']:.2f} → "
-        f"{B['environment']['loadavg']:.2f}; `benchmarks/batch1_speed.py`): {_f(sp_me['sentences_per_s'])} sentences/s vs "
-        f"the teacher's {_f(sp_t['sentences_per_s'])} (**{_f(sp_me['speedup_vs_first'])}×**"
-        f"{' ' + _ci(sp_me['speedup_ci95']) + ', paired bootstrap 95 % over sentences' if 'speedup_ci95' in sp_me else ''}); "
-        f"per generated token "
-        f"{_f(sp_me['ms_per_token'])} vs {_f(sp_t['ms_per_token'])} ms ({_f(sp_t['ms_per_token'] / sp_me['ms_per_token'])}×), "
-        f"{_f(sp_me['tokens_per_sentence'], 1)} vs {_f(sp_t['tokens_per_sentence'], 1)} tokens per sentence",
-        _batched_line(batched, me, S["base"]),
+        *speed_lines(speed_json, me, S),
         "", "## Data", "",
         f"The teacher's corpus (WMT news + Tatoeba test, every pair overlapping FLORES-101 / NTREX-128 / TICO-19 removed, "
         f"the teacher's dev split held out), {_sampling(cfg['data'], q)} (small corpora repeated, large ones "
@@ -192,9 +207,14 @@ def main(model_dir: str, me: str, twin: str, wall_s: str, speed_json: str, *eval
                   "Intervals: stratified paired bootstrap (1000 resamples) of the mean corpus-score difference over the "
                   "group's pairs.", ""]
         lines += group_table(s, me, twin)
-    lines += ["", f"Metric signatures: chrF `{S['signatures']['chrF']}`; spBLEU `{S['signatures']['spBLEU']}` (the "
-              "teacher's own SPM: comparable within forgetbench only).", "",
-              "## Licence and intended use", "",
+    if S:
+        lines += ["", f"Metric signatures: chrF `{S['signatures']['chrF']}`; spBLEU `{S['signatures']['spBLEU']}` (the "
+                  "teacher's own SPM: comparable within forgetbench only)."]
+    else:
+        lines += ["", "## Scores per pair group", "", "Not measured for these weights yet: `forgetbench sweep "
+                  "configs/distill-eval.yaml` (FLORES-101, 28 directions × 500 sentences) and "
+                  "`configs/distill-eval-tico19.yaml` measure them, with the teacher and the twin."]
+    lines += ["", "## Licence and intended use", "",
               "Research only (the training data includes Tatoeba, CC BY-NC-SA 4.0). Like its teacher, it reproduces a "
               "resource skew on purpose; do not use it to translate anything that matters."]
     atomic_write_text(m / "README.md", "\n".join(lines) + "\n")

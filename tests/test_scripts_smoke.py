@@ -205,6 +205,12 @@ tiers: {{training: {{counts: {teacher / "training.json"}, thresholds: [1000, 100
     assert "## Scores per pair group: flores101 (4 directions, 3 sentences each; config `distill-eval`)" in scard
     h2h = S["pair_groups"]["training"]["H2H"]
     assert f"| H2H | 2 | 6 | {h2h['scores']['base']['chrF']:.2f} | {h2h['scores']['student-kd']['chrF']:.2f} |" in scard
+    # weights not measured yet (shipped when their run ends): the card says what measures what it lacks, no numbers
+    _run(REPO / "scripts" / "student_card.py", student, "student-kd", "student-nokd", "600", "-")
+    ucard = (student / "README.md").read_text()
+    assert "- speed, batch 1: not measured for these weights yet (`python -m benchmarks.batch1_speed" in ucard
+    assert "Not measured for these weights yet: `forgetbench sweep configs/distill-eval.yaml`" in ucard
+    assert "| H2H | 2 | 6 |" not in ucard and "best **25.33 at step 8,400**" in ucard and "Metric signatures" not in ucard
 
 
 def test_graphmerge_study_of_identical_arms_finds_no_difference_and_the_losses_sacrebleu_gives(tmp_path):
