@@ -160,7 +160,8 @@ def main(model_dir: str, me: str, twin: str, wall_s: str, speed_json: str, *eval
         "```", "",
         f"Wall time of the `distill` command: **{float(wall_s) / 60:.1f} min** (data preparation"
         + (f", teacher cache {t['cache']['seconds'] / 60:.1f} min" if is_kd else "")
-        + f", training {t['train_seconds'] / 60:.1f} min for {t['steps']} steps) on {t['threads']} CPU thread, "
+        + f", training {t['train_seconds'] / 60:.1f} min for {t['steps']:,} steps) on {t['threads']} CPU thread(s) × "
+        f"{t.get('processes', 1)} process(es), "
         f"{t['environment']['cpu']['model']} ({t['environment']['cpu']['cores']} cores, flags "
         f"{', '.join(t['environment']['cpu']['flags']) or 'none'}), load average {t['environment']['loadavg']:.2f} at "
         "the start (other runs beside it lengthen the wall time).", "",
