@@ -72,6 +72,14 @@ def _sampling(d: dict, quotas: dict) -> str:
     return f"uniform sampling: every direction {d['budget']:,} examples"
 
 
+def _scaled(t: dict) -> str:
+    """Where a run's checkpoint counted the main process's tokens alone up to some step (scaled by the processes)."""
+    if "tokens_scaled_to_step" not in t:
+        return ""
+    return (f" (≈: to step {t['tokens_scaled_to_step']:,} the main process's share, scaled by the number of "
+            "processes)")
+
+
 def _cpu_hours(t: dict) -> str:
     """The CPU time the training took (all processes; a paused process accrues none), where the run counted it."""
     if "train_cpu_seconds" not in t:
@@ -189,7 +197,7 @@ def main(model_dir: str, me: str, twin: str, wall_s: str, speed_json: str, *eval
               + ("L_ce + α·T²·L_kd" if is_kd else "L_ce (no KD)"),
               f"- Adam (0.9, 0.98), eps 1e-6, lr {tr['lr']} inverse-sqrt after {tr['warmup']} warm-up steps, clip "
               f"{tr['clip']}, label smoothing {tr['label_smoothing']}, dropout {tr['dropout']}, ≤ {tr['max_tokens']} padded "
-              f"tokens per batch, {t['tokens']:,} tokens seen ({t['epochs']} full pass(es) over the sample), "
+              f"tokens per batch, {t['tokens']:,} tokens seen{_scaled(t)} ({t['epochs']} full pass(es) over the sample), "
               f"{(t.get('arithmetic') or {}).get('autocast', 'float32')}; {t['train_seconds'] / 3600:.2f} h of training on "
               f"{t['threads']} CPU thread(s) × {t.get('processes', 1)} process(es){_cpu_hours(t)}",
               *stopping_lines(t, m),

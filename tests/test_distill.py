@@ -246,7 +246,7 @@ def test_kill_9_and_resume_give_the_weights_of_an_uninterrupted_run(tiny_dir, tm
 def test_two_processes_follow_the_loss_curve_of_one(tiny_dir, tmp_path):
     cfg = toy_setup(tmp_path, tiny_dir)
     env = dict(os.environ, PYTHONPATH=str(REPO), HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
-    curves = {}
+    curves, tokens = {}, {}
     for n in (1, 2):
         out = tmp_path / "runs" / f"p{n}"  # missing parents are created (mkdir -p)
         cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", str(n),
@@ -258,8 +258,10 @@ def test_two_processes_follow_the_loss_curve_of_one(tiny_dir, tmp_path):
         log = [json.loads(x) for x in (out / "train_log.jsonl").read_text().splitlines()]
         assert {x["processes"] for x in log} == {n}
         curves[n] = np.array([x["loss"] for x in log])
+        tokens[n] = ([x["tokens"] for x in log], json.loads((out / "model" / "training.json").read_text())["tokens"])
     assert len(curves[1]) == len(curves[2]) == 4
     assert np.allclose(curves[1], curves[2], rtol=2e-3), (curves[1], curves[2])
+    assert tokens[1] == tokens[2] and tokens[1][1] == tokens[1][0][-1] > 0  # every process's tokens, in log and record
 
 
 # ---------------------------------------------------------------- bad input

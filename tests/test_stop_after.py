@@ -254,3 +254,28 @@ def test_read_run_log_tells_each_step_of_each_kind_once(tmp_path):
             {"step": 3, "dev_score": 1.0}]
     p.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert read_run_log(p) == rows[3:]
+
+
+def test_a_checkpoint_that_counted_one_processs_tokens_is_scaled_and_said(tiny_dir, tmp_path, monkeypatch):
+    """A checkpoint written before the count held every process's tokens (no ``tokens_of``) carries the main
+    process's share: the resume scales it by its processes and the record says to which step; a checkpoint of
+    today resumes to the uninterrupted run's count exactly."""
+    from forgetbench.distill.config import load_distill_config
+    from forgetbench.distill.run import distill
+
+    cfg = toy_setup(tmp_path, tiny_dir)
+    quiet = {"progress": False, "log": lambda *_: None}
+    full = json.loads((distill(load_distill_config(cfg), tmp_path / "full", **quiet) / "training.json").read_text())
+    assert "tokens_scaled_to_step" not in full and full["tokens"] > 0
+    for name, legacy in (("today", False), ("old", True)):
+        monkeypatch.setenv(STOP_AT_ENV, "0")
+        distill(load_distill_config(cfg), tmp_path / name, **quiet)
+        monkeypatch.delenv(STOP_AT_ENV)
+        state_f = tmp_path / name / "checkpoint" / "state.json"
+        if legacy:
+            st = json.loads(state_f.read_text())
+            st.pop("tokens_of")
+            state_f.write_text(json.dumps(st))
+        rec = json.loads((distill(load_distill_config(cfg), tmp_path / name, **quiet) / "training.json").read_text())
+        assert rec["tokens"] == full["tokens"]  # one process: the share is the whole
+        assert rec.get("tokens_scaled_to_step") == (1 if legacy else None)

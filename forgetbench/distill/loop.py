@@ -149,6 +149,14 @@ def _main_flags(acc, *flags: bool) -> tuple[bool, ...]:
     return tuple(bool(v) for v in t.tolist())
 
 
+def _sum_over_processes(acc, own: int) -> int:
+    """Tokens of every process together (``own``: this process's share of the batches; a zero-weight copy counts
+    none)."""
+    if acc.num_processes == 1:
+        return own
+    return int(acc.reduce(torch.tensor([own], dtype=torch.float64, device=acc.device), reduction="sum").item())
+
+
 def _cpu_seconds(acc, own: float) -> float:
     """CPU seconds of every process together (``own``: this process's)."""
     if acc.num_processes == 1:
@@ -185,7 +193,11 @@ def _train_loop(acc, cfg: DistillConfig, model, opt, data, step_loss: StepLoss, 
     cpu0, cpu_before = time.process_time(), state["cpu"]  # process time stops while the process is stopped
     stage = Console("distill", quiet=not (progress and acc.is_main_process)).stage(cfg.name, tc.steps, "steps", "tokens")
     stage.update(state["step"])
-    tokens0 = state["tokens"]  # the rate is this run's: a resumed run's earlier tokens are not counted
+    if state.get("tokens_of") != "all processes" and state["step"] > 0:  # a checkpoint that counted the main
+        state["tokens"] *= world  # process's share alone: scaled by this run's processes, and said so in the record
+        state["tokens_scaled_to_step"] = state["step"]
+    state["tokens_of"] = "all processes"
+    tokens_before, own_tokens = state["tokens"], 0  # all processes' tokens at the start; this process's since
     window: dict = {}
     main = acc.is_main_process
     if main:  # a resume trains again what came after its checkpoint: its log records go
@@ -217,14 +229,15 @@ def _train_loop(acc, cfg: DistillConfig, model, opt, data, step_loss: StepLoss, 
             acc.clip_grad_norm_(unwrapped.parameters(), tc.clip)
             opt.step()
             state["step"] = step
-            state["tokens"] += int(b["attention_mask"].sum() + (b["labels"] != -100).sum())
+            own_tokens += int(b["attention_mask"].sum() + (b["labels"] != -100).sum()) if weight else 0
             for key, v in rec.items():
                 window[key] = window.get(key, 0.0) + v
             window["n"] = window.get("n", 0) + 1
-            stage.update(step, state["tokens"] - tokens0)
+            stage.update(step, own_tokens * world)  # this run's rate (an estimate between the counts)
             elapsed = time.perf_counter() - t_start
             if step % tc.log_every == 0 or step == tc.steps:
                 cpu = cpu_before + _cpu_seconds(acc, time.process_time() - cpu0)
+                state["tokens"] = tokens_before + _sum_over_processes(acc, own_tokens)
                 _log(acc, window, step, phase, tc, elapsed, cpu, state, log_f, sig_f, alpha_module)
                 window = {}
             if main and (step % tc.signal_every == 0 or step == tc.steps):
@@ -240,6 +253,7 @@ def _train_loop(acc, cfg: DistillConfig, model, opt, data, step_loss: StepLoss, 
             if due or step == tc.steps or deadline or early:
                 state["elapsed"] = elapsed
                 state["cpu"] = cpu_before + _cpu_seconds(acc, time.process_time() - cpu0)
+                state["tokens"] = tokens_before + _sum_over_processes(acc, own_tokens)
                 state["alpha_s"] = float(alpha_module.s.detach()) if alpha_module is not None else None
                 if main:
                     save_checkpoint(unwrapped, opt, state, ckpt)
@@ -270,15 +284,12 @@ def _log(acc, window, step, phase, tc, elapsed, cpu, state, log_f, sig_f, alpha_
     scalars = torch.tensor([window.get(k, float("nan")) / max(n_kd if k in ("kd", "kl") else n, 1)
                             for k in ("loss", "ce", "kd", "kl")])
     groups = torch.stack([window.get(k, torch.zeros(len(PAIR_GROUPS))) for k in ("ce_groups", "kl_groups", "tokens_groups")])
-    tokens = torch.tensor([float(state["tokens"])])
-    if acc.num_processes > 1:  # each process counts its own share of the batches
-        tokens = acc.reduce(tokens, reduction="sum")
     scalars = acc.reduce(scalars, reduction="mean") if acc.num_processes > 1 else scalars
     groups = acc.reduce(groups, reduction="sum") if acc.num_processes > 1 else groups
     if not acc.is_main_process:
         return
     rec = {"step": step, "phase": phase, "lr": inverse_sqrt(step, tc.lr, tc.warmup), "epoch": state["epoch"],
-           "elapsed_s": round(elapsed, 1), "cpu_s": round(cpu, 1), "tokens": int(tokens[0]),
+           "elapsed_s": round(elapsed, 1), "cpu_s": round(cpu, 1), "tokens": state["tokens"],
            "loadavg": os.getloadavg()[0],
            "processes": acc.num_processes}
     rec |= {k: (None if np.isnan(v) else round(float(v), 5)) for k, v in zip(("loss", "ce", "kd", "kl"), scalars.tolist(),

@@ -297,7 +297,9 @@ def distill(cfg: DistillConfig, out_dir: str | Path, progress: bool = True, log=
         stopping = early_stop.finish(unwrapped, state, out, cfg.train.patience)
         record = {"config": asdict(cfg), "fingerprint": fingerprint(cfg), "stopped_by": stopped, "steps": state["step"],
                   "branched_from": state.get("branched_from"),
-                  "epochs": state["epoch"], "tokens": state["tokens"], "train_seconds": round(state["elapsed"], 1),
+                  "epochs": state["epoch"], "tokens": state["tokens"],
+                  **({"tokens_scaled_to_step": state["tokens_scaled_to_step"]} if "tokens_scaled_to_step" in state else {}),
+                  "train_seconds": round(state["elapsed"], 1),
                   "train_cpu_seconds": round(state["cpu"], 1), "cpu_from_step": state.get("cpu_from_step", 0),
                   "processes": acc.num_processes, "threads": cfg.train.threads, "teacher_sha256": ch.teacher_sha256,
                   "parameters": parameter_count(unwrapped), "quotas": data.quotas, "tiers": data.tiers,
