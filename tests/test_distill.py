@@ -736,7 +736,7 @@ def test_a_checkpoint_or_deadline_is_the_main_process_s_call_on_every_process(mo
 
 def test_the_corpus_configs_are_the_long_recipe_on_the_whole_corpus_and_differ_from_each_other_as_named():
     """configs/distill-*-corpus*.yaml: the long KD recipe with temperature sampling (T 5, a pass as large as the
-    corpus read both ways) and a two-pass cap; the twin differs in kd.source and patience, the remedy in en-sw's α,
+    corpus read both ways) and a three-pass cap; the twin differs in kd.source and patience, the remedy in en-sw's α,
     the cache it reads and patience."""
     import dataclasses
     from pathlib import Path
@@ -748,7 +748,7 @@ def test_the_corpus_configs_are_the_long_recipe_on_the_whole_corpus_and_differ_f
                               ("distill-kd-long.yaml", "distill-kd-corpus.yaml", "distill-nokd-corpus.yaml",
                                "distill-kd-corpus-ensw.yaml"))
     assert (kd["data"]["sampling"], kd["data"]["temperature"], kd["data"]["budget"], kd["train"]["steps"]) == \
-        ("temperature", 5.0, 20966, 25200)
+        ("temperature", 5.0, 20966, 37800)
     assert twin["kd"]["source"] == "none" and twin["train"]["patience"] == remedy["train"]["patience"] == 0
     assert remedy["kd"]["alpha_directions"] == {"en-sw": 0.0}
     assert remedy["kd"]["cache"] == str(Path.home() / ".cache/forgetbench/student-kd-corpus/teacher-cache")
