@@ -62,8 +62,8 @@ def training_counts(path: str | os.PathLike) -> dict:
 
 def trim_jsonl(path: str | os.PathLike, step: int) -> int:
     """Drop a run log's records of steps after ``step`` (a resumed run's checkpoint step: what came after it is
-    trained again, and the log must tell that story once, not twice); the rest is kept byte for byte, a line that
-    is not a JSON record with a step too (a torn last line is dropped). Atomic; returns the records dropped."""
+    trained again, and the log must tell each step once); every other line is kept byte for byte, but a torn last
+    line (cut by a kill, no line feed) is dropped. Atomic; returns the lines dropped."""
     p = Path(path)
     if not p.exists():
         return 0
