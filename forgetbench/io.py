@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,11 +22,14 @@ def _umask() -> int:
 
 
 _HASHED: dict[tuple, str] = {}  # (device, inode, size, mtime in ns) -> SHA-256: a file hashed once per state
+_SETTLED_S = 2.0  # a file modified this recently is hashed every time: its clock tick can hide a rewrite
 
 
 def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
     """A file's SHA-256, remembered for the process while the file's inode, size and modification time stay (a
-    run's fingerprint, its cache keys and its record hash the same weights and corpora several times)."""
+    run's fingerprint, its cache keys and its record hash the same weights and corpora several times). A file
+    modified in the last ``_SETTLED_S`` seconds is not remembered: the filesystem's time stamps move in clock
+    ticks, so a same-size rewrite within one tick would keep its time stamp (git's "racy" entries)."""
     st = os.stat(path)
     key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
     if key in _HASHED:
@@ -34,8 +38,9 @@ def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
     with open(path, "rb") as f:
         while b := f.read(chunk):
             h.update(b)
-    _HASHED[key] = h.hexdigest()
-    return _HASHED[key]
+    if time.time() - st.st_mtime > _SETTLED_S:
+        _HASHED[key] = h.hexdigest()
+    return h.hexdigest()
 
 
 def content_sha256(path: str | os.PathLike) -> str:

@@ -247,13 +247,18 @@ def test_a_file_is_hashed_once_per_state_and_again_when_it_changes(tmp_path, mon
 
     f = tmp_path / "w.bin"
     f.write_bytes(b"abc")
+    assert io.sha256_file(f) == io.sha256_file(f)  # just written: hashed each time (a rewrite could keep its stamp)
+    f.write_bytes(b"abd")  # within the same clock tick, perhaps: the same size, inode and time stamp
+    assert io.sha256_file(f) == hashlib.sha256(b"abd").hexdigest()
+    f.write_bytes(b"abc")
+    os.utime(f, ns=(10**18, 10**18))  # settled (an old stamp)
     reads = []
     real_open = builtins.open
     monkeypatch.setattr(builtins, "open", lambda p, *a, **k: (reads.append(str(p)), real_open(p, *a, **k))[1])
     assert io.sha256_file(f) == io.sha256_file(f) == hashlib.sha256(b"abc").hexdigest()
     assert reads.count(str(f)) == 1
     f.write_bytes(b"abd")
-    os.utime(f, ns=(1, 2))  # another modification time, as any rewrite has
+    os.utime(f, ns=(1, 2))  # another modification time, as any rewrite has once settled
     assert io.sha256_file(f) == hashlib.sha256(b"abd").hexdigest()
     io.atomic_write_bytes(f, b"xyz")
     assert io.sha256_file(f) == hashlib.sha256(b"xyz").hexdigest() and reads.count(str(f)) == 3
