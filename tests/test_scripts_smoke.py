@@ -195,8 +195,9 @@ tiers: {{training: {{counts: {teacher / "training.json"}, thresholds: [1000, 100
     assert ("every 600 steps after phase 1, stopped after 3 measurements without an improvement of 0.05: 3 "
             "measurements, best **25.33 at step 8,400**; the run ended by early stop: 3 measurements without "
             f"improvement at step {tj['steps']:,}; exported: the best step's weights") in scard
-    assert "](curves.png)" in scard and (f"{tj['train_seconds'] / 3600:.2f} h of training on 1 CPU thread(s) × 1 "
-                                         "process(es) (2.50 CPU hours, counted from step 600;") in scard
+    assert "](curves.png)" in scard and (f"{tj['train_seconds'] / 3600:.2f} h of training on 1 CPU thread(s) × "
+                                         f"{tj.get('processes', 1)} process(es) (2.50 CPU hours, counted from step "
+                                         "600;") in scard
     assert (f"temperature sampling (T = 5.0: each direction's share ∝ corpus^(1/T), "
             f"{sum(v['quota'] for v in tj['quotas'].values()):,} examples in all)") in scard
     tim = S["run"]["timings_rank0"]
