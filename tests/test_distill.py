@@ -736,7 +736,7 @@ def test_a_checkpoint_or_deadline_is_the_main_process_s_call_on_every_process(mo
 
 def test_the_corpus_configs_are_the_long_recipe_on_the_whole_corpus_and_differ_from_each_other_as_named():
     """configs/distill-*-corpus*.yaml: the long KD recipe with temperature sampling (T 5, a pass as large as the
-    corpus read both ways) and a three-pass cap; the twin differs in kd.source and patience, the remedy in en-sw's α,
+    corpus read both ways) and a 37,800-step cap; the twin differs in kd.source and patience, the remedy in en-sw's α,
     the cache it reads and patience."""
     import dataclasses
     from pathlib import Path
