@@ -29,7 +29,6 @@
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
@@ -275,16 +274,10 @@ def fingerprint(cfg: DistillConfig, legacy: bool = False) -> str:
 
 def _weights_identity(folder: str) -> str:
     """A model folder by its weights' SHA-256 (``models.load.weights_sha256``), else as given (a folder without
-    weights files: refused later where it is loaded). Hashed once per folder state (a 1.2B teacher's 4.8 GB take
-    seconds; a run asks at every resume and record)."""
+    weights files: refused later where it is loaded). Each weights file is hashed once per state (``io.sha256_file``:
+    a 1.2B teacher's 4.8 GB take seconds; a run asks at every resume and record)."""
     if not folder or not Path(folder).is_dir():
         return folder
-    stamp = tuple((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in sorted(Path(folder).iterdir()) if f.is_file())
-    return _weights_sha256(folder, stamp) or folder
-
-
-@functools.lru_cache(maxsize=8)
-def _weights_sha256(folder: str, stamp: tuple) -> str | None:  # stamp: the cache key's folder state
     from forgetbench.models.load import weights_sha256
 
-    return weights_sha256(Path(folder))
+    return weights_sha256(Path(folder)) or folder

@@ -149,19 +149,13 @@ def _main_flags(acc, *flags: bool) -> tuple[bool, ...]:
     return tuple(bool(v) for v in t.tolist())
 
 
-def _sum_over_processes(acc, own: int) -> int:
-    """Tokens of every process together (``own``: this process's share of the batches; a zero-weight copy counts
-    none)."""
+def _summed(acc, cpu_s: float, tokens: int) -> tuple[float, int]:
+    """This process's CPU seconds and tokens (its share of the batches; a zero-weight copy counts none) summed over
+    every process, in one collective."""
     if acc.num_processes == 1:
-        return own
-    return int(acc.reduce(torch.tensor([own], dtype=torch.float64, device=acc.device), reduction="sum").item())
-
-
-def _cpu_seconds(acc, own: float) -> float:
-    """CPU seconds of every process together (``own``: this process's)."""
-    if acc.num_processes == 1:
-        return own
-    return float(acc.reduce(torch.tensor([own], dtype=torch.float64, device=acc.device), reduction="sum").item())
+        return cpu_s, tokens
+    t = acc.reduce(torch.tensor([cpu_s, tokens], dtype=torch.float64, device=acc.device), reduction="sum")
+    return float(t[0]), int(t[1])
 
 
 def train_loop(acc, cfg: DistillConfig, model, opt, data, step_loss: StepLoss, state: dict, ckpt: Path, out: Path,
@@ -236,8 +230,8 @@ def _train_loop(acc, cfg: DistillConfig, model, opt, data, step_loss: StepLoss, 
             stage.update(step, own_tokens * world)  # this run's rate (an estimate between the counts)
             elapsed = time.perf_counter() - t_start
             if step % tc.log_every == 0 or step == tc.steps:
-                cpu = cpu_before + _cpu_seconds(acc, time.process_time() - cpu0)
-                state["tokens"] = tokens_before + _sum_over_processes(acc, own_tokens)
+                cpu, tokens = _summed(acc, time.process_time() - cpu0, own_tokens)
+                cpu, state["tokens"] = cpu_before + cpu, tokens_before + tokens
                 _log(acc, window, step, phase, tc, elapsed, cpu, state, log_f, sig_f, alpha_module)
                 window = {}
             if main and (step % tc.signal_every == 0 or step == tc.steps):
@@ -252,8 +246,8 @@ def _train_loop(acc, cfg: DistillConfig, model, opt, data, step_loss: StepLoss, 
                                                step < tc.steps and past_stop_at(), early)
             if due or step == tc.steps or deadline or early:
                 state["elapsed"] = elapsed
-                state["cpu"] = cpu_before + _cpu_seconds(acc, time.process_time() - cpu0)
-                state["tokens"] = tokens_before + _sum_over_processes(acc, own_tokens)
+                cpu, tokens = _summed(acc, time.process_time() - cpu0, own_tokens)
+                state["cpu"], state["tokens"] = cpu_before + cpu, tokens_before + tokens
                 state["alpha_s"] = float(alpha_module.s.detach()) if alpha_module is not None else None
                 if main:
                     save_checkpoint(unwrapped, opt, state, ckpt)
