@@ -53,6 +53,7 @@ from forgetbench.eval.embedding_alignment import script_of
 from forgetbench.eval.metrics import CHRF3, SpBLEU, chrf_signature
 from forgetbench.eval.store import Store
 from forgetbench.io import sha256_file
+from forgetbench.resources import past_stop_at
 from forgetbench.sweep.config import training_tiers
 
 TIER_ORDER = ("High", "Medium", "Low", "Very-Low")
@@ -90,18 +91,34 @@ def derived_config(arm_config: Path, seed: int, steps: int, dest: Path) -> Path:
     return dest
 
 
+def steps_of(run: Path) -> int:
+    """The steps a run has trained: its checkpoint's, or its exported model's (0 before either)."""
+    ckpt, model = run / "checkpoint" / "state.json", run / "model" / "training.json"
+    if ckpt.is_file():
+        return int(json.loads(ckpt.read_text())["step"])
+    return int(json.loads(model.read_text()).get("steps", 0)) if model.is_file() else 0
+
+
 def trained(run: Path, steps: int) -> bool:
     """A run whose exported model has ``steps`` steps (a lower count: the run continues)."""
     rec = run / "model" / "training.json"
     return rec.is_file() and json.loads(rec.read_text()).get("steps", 0) >= steps
 
 
-def stage_train(cfg: dict, out: Path) -> None:
-    todo = [(k, r) for k, r in runs(cfg, out).items() if not trained(r, int(cfg["steps"]))]
+def training_order(cfg: dict, out: Path) -> list[tuple[tuple[str, int], Path]]:
+    """The runs seed by seed (baseline-s1, graphmerge-s1, baseline-s2, …): with fewer jobs than runs, the arms of a
+    seed are trained before the next seed's, so a study cut short still has a pair of arms at equal steps."""
+    return sorted(runs(cfg, out).items(), key=lambda kv: (cfg["seeds"].index(kv[0][1]), list(cfg["arms"]).index(kv[0][0])))
+
+
+def stage_train(cfg: dict, out: Path) -> bool:
+    """Trains every run to ``steps``; whether all got there. A wall deadline (``$FORGETBENCH_STOP_AT``, METHOD §7)
+    stops the running ones at their next step with a checkpoint and starts no other; the same command resumes."""
+    todo = [(k, r) for k, r in training_order(cfg, out) if not trained(r, int(cfg["steps"]))]
     env = os.environ | {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     active: list[tuple[subprocess.Popen, str]] = []
-    while todo or active:
-        while todo and len(active) < int(cfg.get("jobs", 1)):
+    while (todo and not past_stop_at()) or active:
+        while todo and len(active) < int(cfg.get("jobs", 1)) and not past_stop_at():
             (arm, seed), run = todo.pop(0)
             conf = derived_config(cfg["arms"][arm], seed, int(cfg["steps"]), out / "configs" / f"{arm}-s{seed}.yaml")
             log = open(out / f"{arm}-s{seed}.log", "a")
@@ -115,6 +132,7 @@ def stage_train(cfg: dict, out: Path) -> None:
                 active.remove((p, name))
                 if p.returncode != 0:
                     sys.exit(f"training {name} failed (exit {p.returncode}); see {out / (name + '.log')}")
+    return all(trained(r, int(cfg["steps"])) for r in runs(cfg, out).values())
 
 
 def model_dir(run: Path) -> Path:
@@ -370,8 +388,12 @@ def main(argv=None) -> None:
     cfg = load(a.config.resolve())
     out = a.out.expanduser().resolve()
     out.mkdir(parents=True, exist_ok=True)
-    if a.stage in ("train", "all"):
-        stage_train(cfg, out)
+    if a.stage in ("train", "all") and not stage_train(cfg, out):
+        left = {f"{arm}-s{s}": steps_of(r) for (arm, s), r in training_order(cfg, out) if not trained(r, cfg["steps"])}
+        print(f"training stopped by the wall deadline before {cfg['steps']:,} steps ("
+              + ", ".join(f"{k} at {v:,}" for k, v in left.items()) + "): run the same command again to resume; "
+              "the sweep waits for every run", flush=True)
+        return
     if a.stage in ("sweep", "all"):
         stage_sweep(cfg, out)
     if a.stage in ("table", "all"):

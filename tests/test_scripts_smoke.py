@@ -256,6 +256,32 @@ def test_graphmerge_study_of_identical_arms_finds_no_difference_and_the_losses_s
     assert res["loss"]["chrF"]["prune-45"]["baseline"]["all"]["value"] == pytest.approx(sum(losses) / 4, abs=1e-3)
 
 
+def test_graphmerge_study_trains_seed_by_seed_and_a_past_deadline_starts_no_run_nor_the_sweep(tmp_path, monkeypatch,
+                                                                                              capsys):
+    """With fewer jobs than runs the arms of seed 1 come before seed 2's; past ``$FORGETBENCH_STOP_AT`` the train
+    stage starts nothing and says which runs stand where, and the sweep does not start on half-trained models."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("graphmerge_study", REPO / "scripts" / "graphmerge_study.py")
+    study = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(study)
+    cfg = study.load(REPO / "configs" / "graphmerge-study" / "study.yaml")
+    out = tmp_path / "out"
+    assert [f"{a}-s{s}" for (a, s), _ in study.training_order(cfg, out)] == [
+        "baseline-s1", "graphmerge-s1", "baseline-s2", "graphmerge-s2"]
+    (out / "graphmerge-s1" / "checkpoint").mkdir(parents=True)
+    (out / "graphmerge-s1" / "checkpoint" / "state.json").write_text(json.dumps({"step": 250}))
+    started = []
+    monkeypatch.setattr(study.subprocess, "Popen", lambda *a, **k: started.append(a))
+    monkeypatch.setattr(study.subprocess, "run", lambda *a, **k: started.append(a))
+    monkeypatch.setenv("FORGETBENCH_STOP_AT", "1000")  # 1970
+    assert study.stage_train(cfg, out) is False and started == []
+    study.main([str(REPO / "configs" / "graphmerge-study" / "study.yaml"), "--out", str(out)])
+    assert started == [] and not list(out.glob("sweep-*"))
+    assert ("training stopped by the wall deadline before 2,000 steps (baseline-s1 at 0, graphmerge-s1 at 250, "
+            "baseline-s2 at 0, graphmerge-s2 at 0): run the same command again to resume") in capsys.readouterr().out
+
+
 def test_udprlm_study_end_to_end_on_a_tiny_treebank(tmp_path):
     """The UD-PrLM study script on one tiny treebank, tiny encoders and one-epoch parsers: every stage runs and the
     table holds each comparison with its interval; compressions contrast each model with the MLM-only parser's."""
