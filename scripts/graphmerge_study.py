@@ -2,6 +2,7 @@
 other-script languages from pruning and quantisation?
 
     python scripts/graphmerge_study.py configs/graphmerge-study/study.yaml --out RUN [--stage train|sweep|table|all]
+        [--jobs N]
 
 Stages (each resumes where it stopped when run again):
 
@@ -384,8 +385,11 @@ def main(argv=None) -> None:
     ap.add_argument("config", type=Path)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--stage", choices=["train", "sweep", "table", "all"], default="all")
+    ap.add_argument("--jobs", type=int, help="training runs at once (default: the config's `jobs`)")
     a = ap.parse_args(argv)
     cfg = load(a.config.resolve())
+    if a.jobs:
+        cfg["jobs"] = a.jobs
     out = a.out.expanduser().resolve()
     out.mkdir(parents=True, exist_ok=True)
     if a.stage in ("train", "all") and not stage_train(cfg, out):
