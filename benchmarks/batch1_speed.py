@@ -6,7 +6,9 @@
 Sources: the first N FLORES-101 devtest sentences of en→de, en→sw, de→en, sw→en (a quarter each); every
 model translates sentence i before any model translates sentence i+1, so a change of load hits all alike.
 Prints sentences/s, generated tokens/s and the speed-up over the first model with its paired bootstrap 95 %
-interval (1,000 resamples of the sentences, ratio of summed times), with the environment, as JSON.
+interval (1,000 resamples of the sentences, ratio of summed times), with the environment, as JSON; and each
+model's weights read per generated token (``weights_per_generated_token``) with the first model's count over it,
+the per-token speed-up a runtime without per-layer overhead is bound to at batch 1.
 ``--backend ctranslate2``: each model's deployable form (``models.ct2`` conversion at ``--compute-type``, in a
 temporary folder), timed the same way; disk size is then the converted model's.
 """
@@ -31,6 +33,18 @@ from forgetbench.models.load import load
 DIRECTIONS = [("en", "de"), ("en", "sw"), ("de", "en"), ("sw", "en")]
 
 
+def weights_per_generated_token(model) -> int:
+    """Weights one greedy step reads at batch 1 (each used once: its multiply-adds too): every decoder layer's
+    linear maps but the cross-attention's key and value maps (computed once per sentence from the encoder's output
+    and cached), and the output projection. Decoding one token at a time is a matrix-vector product per map, bound
+    by reading these weights, so the ratio of two models' counts is the speed-up an overhead-free runtime gives
+    per generated token; the encoder runs once per sentence over all its tokens at once."""
+    dec = model.get_decoder()
+    n = sum(m.weight.numel() for name, m in dec.named_modules() if isinstance(m, torch.nn.Linear)
+            and not name.endswith(("encoder_attn.k_proj", "encoder_attn.v_proj")))
+    return n + model.get_output_embeddings().weight.numel()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("models", nargs="+")
@@ -45,9 +59,10 @@ def main():
     lines = {c: Path(a.flores, language(c).flores_file).read_text(encoding="utf-8").splitlines() for c in ("en", "de", "sw")}
     work = [(s, t, lines[s][i]) for i in range(a.sentences // len(DIRECTIONS)) for s, t in DIRECTIONS]
     tmp = tempfile.mkdtemp(prefix="fb-batch1-")
-    models, disk = {}, {}
+    models, disk, reads = {}, {}, {}
     for k, m in enumerate(a.models):
         model, tok = load(m, dtype="fp32", with_signature=False)[:2]
+        reads[m] = weights_per_generated_token(model)
         if a.backend == "ctranslate2":
             folder = ct2.convert(model, tok, Path(tmp, str(k)), ct2.COMPUTE_TYPES[a.compute_type])
             models[m] = (ct2.Ct2Translator(folder, tok, "cpu", ct2.COMPUTE_TYPES[a.compute_type], a.threads), tok)
@@ -76,7 +91,8 @@ def main():
                   "tokens_per_sentence": round(toks[name] / len(work), 1),
                   "speedup_vs_first": round(secs[first] / secs[name], 3), "speedup_ci95": ci[name],
                   "ms_per_token": round(secs[name] / toks[name] * 1000, 2),
-                  "disk_mib": round(disk[name] / 2**20, 2)}
+                  "disk_mib": round(disk[name] / 2**20, 2), "weights_per_generated_token": reads[name],
+                  "bound_per_token_vs_first": round(reads[first] / reads[name], 3)}
            for name in models}
     shutil.rmtree(tmp, ignore_errors=True)
     print(json.dumps({"sentences": len(work), "directions": [f"{s}-{t}" for s, t in DIRECTIONS], "models": out,

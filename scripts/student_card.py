@@ -124,6 +124,11 @@ def speed_lines(speed_json: str, me: str, S: dict | None) -> list[str]:
                f"per generated token {_f(sp_me['ms_per_token'])} vs {_f(sp_t['ms_per_token'])} ms "
                f"({_f(sp_t['ms_per_token'] / sp_me['ms_per_token'])}×), {_f(sp_me['tokens_per_sentence'], 1)} vs "
                f"{_f(sp_t['tokens_per_sentence'], 1)} tokens per sentence"]
+        if "weights_per_generated_token" in sp_me:
+            out[0] += (f"; a generated token reads {sp_me['weights_per_generated_token'] / 1e6:.2f} M weights vs the "
+                       f"teacher's {sp_t['weights_per_generated_token'] / 1e6:.2f} M, so a runtime without per-layer "
+                       f"overhead is bound to {_f(sp_t['weights_per_generated_token'] / sp_me['weights_per_generated_token'])}"
+                       "× per token at batch 1 (the output projection is shared work)")
     if S is None:
         return out + ["- speed, batched: measured by the eval sweep (`configs/distill-eval.yaml`), not run on these "
                       "weights yet"]

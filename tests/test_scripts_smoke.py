@@ -54,6 +54,22 @@ def test_batch1_speed_benchmark_times_every_model_on_the_same_sentences(tiny_dir
     assert b["sentences_per_s"] > 0 and lo <= b["speedup_vs_first"] <= hi
 
 
+def test_a_generated_token_reads_the_decoder_but_its_cached_cross_attention_maps_and_the_output_projection():
+    """The shipped teacher (d 256, FFN 1,024, 3 decoder layers, 8,111 pieces) and a 1-layer decoder, counted by hand:
+    per layer 4 self-attention and 2 cross-attention maps of 256², 2 FFN maps of 256 × 1,024; the output projection."""
+    import copy
+
+    from benchmarks.batch1_speed import weights_per_generated_token
+    from forgetbench.models.load import load
+
+    teacher = load(REPO / "artifacts" / "teacher", dtype="fp32", with_signature=False)[0]
+    layer = 6 * 256 * 256 + 2 * 256 * 1024
+    assert weights_per_generated_token(teacher) == 3 * layer + 8111 * 256 == 4_828_928
+    one = copy.deepcopy(teacher)
+    del one.model.decoder.layers[1:]
+    assert weights_per_generated_token(one) == layer + 8111 * 256 == 2_993_920
+
+
 def test_backends_benchmark_times_every_path_and_checks_the_hypotheses(tiny_dir):
     r = _json(_run("-m", "benchmarks.backends", tiny_dir, "--pairs", "en-de", "--sentences", "4", "--repeats", "2",
                    "--max-new-tokens", "4", "--batch-size", "4"))
@@ -203,6 +219,8 @@ tiers: {{training: {{counts: {teacher / "training.json"}, thresholds: [1000, 100
     tim = S["run"]["timings_rank0"]
     rate = {v: f"{tim[v]['translated'] / tim[v]['translate_s']:.2f}" for v in ("student-kd", "base")}
     assert f"- speed, batched (batch 64, the sweep's translation pass): {rate['student-kd']} vs {rate['base']}" in scard
+    assert ("; a generated token reads 2.99 M weights vs the teacher's 4.83 M, so a runtime without per-layer overhead "
+            "is bound to 1.61× per token at batch 1") in scard
     assert "## Scores per pair group: flores101 (4 directions, 3 sentences each; config `distill-eval`)" in scard
     h2h = S["pair_groups"]["training"]["H2H"]
     assert f"| H2H | 2 | 6 | {h2h['scores']['base']['chrF']:.2f} | {h2h['scores']['student-kd']['chrF']:.2f} |" in scard
