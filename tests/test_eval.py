@@ -541,6 +541,37 @@ def test_run_variant_streams_rows_into_the_store_in_chunks_with_the_batch_paths_
     assert run_variant(a, "v", tr, jobs, 8, 1, 48, progress=False) == 0  # nothing pending
 
 
+def test_a_model_retrained_in_place_is_not_resumed_under_its_old_rows(tiny_dir, tmp_path, capsys):
+    """A variant's folder holding other weights than the ones its stored rows came from (a student shipped anew), or
+    the source of a compressed variant changed, is refused in one line, nothing done; the same weights resume."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    base, student = shutil.copytree(tiny_dir, tmp_path / "base"), shutil.copytree(tiny_dir, tmp_path / "student")
+    cfg = flores_sweep(tmp_path / "w.yaml", base, f"{{base: null, prune-30: prune-30, student: {{model: {student}}}}}",
+                       "[en-de]", 2, 6)
+    run = tmp_path / "run"
+    assert main(["sweep", str(cfg), "--out", str(run), "--quiet"]) == 0
+    n = len(Store(run / "store.sqlite").translations())
+    assert main(["sweep", str(cfg), "--out", str(run), "--quiet"]) == 0  # the same weights: a resume
+
+    def retrain(folder):
+        f = next(folder.glob("*.safetensors"))
+        w = load_file(f)
+        k = next(k for k, v in w.items() if v.dtype.is_floating_point and v.dim() == 2)
+        w[k] = w[k] + 0.01
+        save_file(w, f, metadata={"format": "pt"})
+
+    for folder, named in ((student, "student"), (base, "base, prune-30, student")):
+        retrain(folder)
+        capsys.readouterr()
+        assert main(["sweep", str(cfg), "--out", str(run), "--quiet"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"the weights of {named} changed since the run stored their translations" in err[0]
+        assert "use a new --out" in err[0] and len(Store(run / "store.sqlite").translations()) == n
+
+
 def test_a_changed_config_extends_a_run_only_with_extend(tiny_dir, tmp_path, capsys):
     cfg = _sweep_config(tmp_path, tiny_dir, name="x", sentences=2, pairs="[en-de]")
     run = tmp_path / "run"

@@ -45,7 +45,7 @@ from forgetbench.eval.speed import batch1_speed, batched_speed, interleaved
 from forgetbench.eval.store import Store
 from forgetbench.eval.summary import Summary
 from forgetbench.eval.translate import run_variant
-from forgetbench.io import atomic_write_text
+from forgetbench.io import atomic_write_text, sha256_file
 from forgetbench.models import ct2
 from forgetbench.models.decoder_step import direct_unsupported
 from forgetbench.models.generation import greedy_supported
@@ -309,6 +309,9 @@ def prepare_run(cfg: SweepConfig, run_dir: Path, placement: Placement | None = N
                                    "same hardware settings to resume")
         store.set_meta("numerics", now)
         _check_same_work(cfg, run_dir, store.meta("work"), bool(known))
+        if changed := changed_weights(cfg, run_dir, known):
+            raise ForgetbenchError(f"{run_dir}: the weights of {', '.join(changed)} changed since the run stored their "
+                                   "translations; resuming would mix two models under one name: use a new --out")
         store.set_meta("work", work_settings(cfg.raw))
         if dropped := biasmod.renew_readings(store):
             print(f"forgetbench: note: {run_dir}: the gender readers changed since its MT-Gender items were read; "
@@ -319,6 +322,29 @@ def prepare_run(cfg: SweepConfig, run_dir: Path, placement: Placement | None = N
         store.reset_claims()
     finally:
         store.close()
+
+
+def changed_weights(cfg: SweepConfig, run_dir: Path, known: dict) -> list[str]:
+    """The variants with stored rows whose model folder holds other weights now (a student retrained in place): a
+    model translated as it is, by the SHA-256 the run stored; a compressed one, by the input hashes of its
+    ``compression.json``. Models given by hub name are not checked."""
+    out = []
+    for name, recipe in cfg.variants.items():
+        stored = next((known[s]["model_sha256"] for s, _ in cfg.series(name) if s in known), None)
+        model = Path(cfg.model_of(name))
+        if stored is None or not model.is_dir():
+            continue
+        langs = cfg.routed(name)
+        if langs or (recipe is not None and recipe.written_steps):
+            recs = [run_dir / "variants" / name / x / "compression.json" for x in langs] if langs else \
+                [run_dir / "variants" / name / "compression.json"]
+            inputs = {f: h for r in recs if r.is_file() for f, h in json.loads(r.read_text()).get("inputs_sha256", {}).items()
+                      if f.endswith((".safetensors", ".bin"))}
+            if any(not (model / f).is_file() or sha256_file(model / f) != h for f, h in inputs.items()):
+                out.append(name)
+        elif weights_sha256(model) != stored:
+            out.append(name)
+    return out
 
 
 # the config keys that decide what a run's stored rows are (the models, the sentences, how they are translated
