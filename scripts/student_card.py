@@ -143,6 +143,12 @@ def main(model_dir: str, me: str, twin: str, wall_s: str, speed_json: str, *eval
     t = json.loads((m / "training.json").read_text())
     cfg = t["config"]
     sums = [json.loads((Path(r) / "report" / "summary.json").read_text()) for r in evals]
+    for r, x in zip(evals, sums):
+        if missing := [v for v in (me, twin) if v not in x["variants"]]:
+            print(f"student_card: {r}: its report has no variant {', '.join(missing)} (it has "
+                  f"{', '.join(x['variants'])}): the card compares the student with its teacher and its twin; give "
+                  "the eval run of configs/distill-eval*.yaml, which has all three", file=sys.stderr)
+            sys.exit(2)
     S = sums[0] if sums else None
     size = (m / "model.safetensors").stat().st_size
     teacher = Path(S["variant_models"][S["base"]]) if S else m.parent / "teacher"

@@ -232,6 +232,19 @@ tiers: {{training: {{counts: {teacher / "training.json"}, thresholds: [1000, 100
     assert "| H2H | 2 | 6 |" not in ucard and "best **25.33 at step 8,400**" in ucard and "Metric signatures" not in ucard
 
 
+def test_a_student_card_from_an_eval_run_without_the_twin_is_one_line_and_writes_nothing(tmp_path):
+    import shutil
+
+    student = shutil.copytree(REPO / "artifacts" / "student-kd", tmp_path / "student-kd")
+    (tmp_path / "run" / "report").mkdir(parents=True)
+    (tmp_path / "run" / "report" / "summary.json").write_text(json.dumps({"variants": ["teacher", "student-kd"]}))
+    before = (student / "README.md").read_text()
+    r = python(REPO / "scripts" / "student_card.py", student, "student-kd", "student-nokd", "600", "-", tmp_path / "run")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert "its report has no variant student-nokd (it has teacher, student-kd)" in r.stderr
+    assert (student / "README.md").read_text() == before
+
+
 def test_graphmerge_study_of_identical_arms_finds_no_difference_and_the_losses_sacrebleu_gives(tmp_path):
     """The study's sweep and table stages on four copies of the shipped teacher: every GraphMerge − baseline figure and its
     interval are 0, and an arm's relative loss is the mean over directions of sacrebleu's corpus chrF loss."""
