@@ -143,7 +143,7 @@ def main(model_dir: str, me: str, twin: str, wall_s: str, speed_json: str, *eval
     t = json.loads((m / "training.json").read_text())
     cfg = t["config"]
     sums = [json.loads((Path(r) / "report" / "summary.json").read_text()) for r in evals]
-    for r, x in zip(evals, sums):
+    for r, x in zip(evals, sums, strict=True):
         if missing := [v for v in (me, twin) if v not in x["variants"]]:
             print(f"student_card: {r}: its report has no variant {', '.join(missing)} (it has "
                   f"{', '.join(x['variants'])}): the card compares the student with its teacher and its twin; give "
