@@ -1,7 +1,7 @@
 """Batch-1 greedy decoding speed of several models, interleaved sentence by sentence (same sentences, same load).
 
     python -m benchmarks.batch1_speed artifacts/teacher artifacts/student-kd artifacts/student-nokd [--sentences 60]
-        [--backend torch|ctranslate2] [--compute-type int8]
+        [--backend torch|ctranslate2] [--compute-type int8] [--vmap-frequent 600]
 
 Sources: the first N FLORES-101 devtest sentences of en→de, en→sw, de→en, sw→en (a quarter each); every
 model translates sentence i before any model translates sentence i+1, so a change of load hits all alike.
@@ -11,6 +11,12 @@ model's weights read per generated token (``weights_per_generated_token``) with 
 the per-token speed-up a runtime without per-layer overhead is bound to at batch 1.
 ``--backend ctranslate2``: each model's deployable form (``models.ct2`` conversion at ``--compute-type``, in a
 temporary folder), timed the same way; disk size is then the converted model's.
+``--vmap-frequent N`` (CTranslate2): each model is timed a second time with its output layer restricted to the N
+most frequent tokens of the target language (``models.ct2.restricted``; counted on the target sides of
+``data/corpus-sample``, English on every file's source side): a ceiling on what a lexical shortlist of that size
+can buy, not a usable translator (frequency alone keeps no source word's translation); its speed-up and bound are
+over the first model restricted alike. Every row carries the
+chrF of its hypotheses against the FLORES references, so the quality side of each speed stays in view.
 """
 
 import argparse
@@ -18,9 +24,11 @@ import json
 import shutil
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import sacrebleu
 import torch
 
 from benchmarks.common import environment
@@ -45,6 +53,31 @@ def weights_per_generated_token(model) -> int:
     return n + model.get_output_embeddings().weight.numel()
 
 
+def frequent(tok, corpus: str, lang: str, n: int) -> list[str]:
+    """The ``n`` most frequent tokens of ``lang``'s side of the TSV bitexts in ``corpus`` (``xx.tsv``: English, tab,
+    xx), by ``tok``'s segmentation; ties by token id."""
+    counts = Counter()
+    for f in sorted(Path(corpus).glob("*.tsv")):
+        col = 0 if lang == "en" else 1 if f.stem == lang else None
+        if col is not None:
+            texts = [r.split("\t")[col] for r in f.read_text(encoding="utf-8").splitlines() if "\t" in r]
+            counts.update(i for x in tok(texts, add_special_tokens=False)["input_ids"] for i in x)
+    if not counts:
+        raise SystemExit(f"--vmap-frequent: no {lang} text in {corpus}/*.tsv")
+    ids = sorted(counts, key=lambda i: (-counts[i], i))[:n]
+    return tok.convert_ids_to_tokens(ids)
+
+
+class _Restricted:
+    """One restricted CTranslate2 translator per target language, behind ``translate``."""
+
+    def __init__(self, by_target):
+        self.by_target = by_target
+
+    def translate(self, texts, s, t, num_beams, max_new_tokens):
+        return self.by_target[t].translate(texts, s, t, num_beams, max_new_tokens)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("models", nargs="+")
@@ -54,7 +87,11 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--backend", choices=("torch", "ctranslate2"), default="torch")
     ap.add_argument("--compute-type", default="int8")
+    ap.add_argument("--vmap-frequent", type=int, default=0, metavar="N")
+    ap.add_argument("--corpus", default="data/corpus-sample")
     a = ap.parse_args()
+    if a.vmap_frequent and a.backend != "ctranslate2":
+        ap.error("--vmap-frequent needs --backend ctranslate2")
     torch.set_num_threads(a.threads)
     lines = {c: Path(a.flores, language(c).flores_file).read_text(encoding="utf-8").splitlines() for c in ("en", "de", "sw")}
     work = [(s, t, lines[s][i]) for i in range(a.sentences // len(DIRECTIONS)) for s, t in DIRECTIONS]
@@ -67,12 +104,20 @@ def main():
             folder = ct2.convert(model, tok, Path(tmp, str(k)), ct2.COMPUTE_TYPES[a.compute_type])
             models[m] = (ct2.Ct2Translator(folder, tok, "cpu", ct2.COMPUTE_TYPES[a.compute_type], a.threads), tok)
             disk[m] = ct2.disk_bytes(folder)
+            if a.vmap_frequent:
+                name = f"{m} [top {a.vmap_frequent}]"
+                models[name] = (_Restricted({t: ct2.Ct2Translator(
+                    ct2.restricted(folder, Path(tmp, f"{k}-{t}"), frequent(tok, a.corpus, t, a.vmap_frequent)), tok,
+                    "cpu", ct2.COMPUTE_TYPES[a.compute_type], a.threads, use_vmap=True) for t in {t for _, t in DIRECTIONS}}),
+                    tok)
+                disk[name], reads[name] = disk[m], reads[m] - model.get_output_embeddings().weight.numel() + \
+                    a.vmap_frequent * model.config.d_model
         else:
             models[m] = (TorchTranslator(model, tok), tok)
             disk[m] = sum(f.stat().st_size for f in Path(m).glob("*.safetensors"))
     for tr, _ in models.values():
         tr.translate([work[0][2]], work[0][0], work[0][1], 1, a.max_new_tokens)  # warm-up
-    secs, toks = dict.fromkeys(models, 0.0), dict.fromkeys(models, 0)
+    secs, toks, hyps = dict.fromkeys(models, 0.0), dict.fromkeys(models, 0), {name: [] for name in models}
     per = {name: [] for name in models}  # seconds per sentence, for the speed-up's interval
     load0 = environment()["loadavg"]
     for s, t, src in work:
@@ -80,19 +125,24 @@ def main():
             t0 = time.perf_counter()
             hyp = tr.translate([src], s, t, 1, a.max_new_tokens)[0]
             per[name].append(time.perf_counter() - t0)
+            hyps[name].append(hyp)
             secs[name] += per[name][-1]
             toks[name] += len(tok(hyp, add_special_tokens=False)["input_ids"]) + 1
-    first = a.models[0]
+    tag = f" [top {a.vmap_frequent}]"
+    # each model against the first in the same form (a restricted model against the first one restricted alike)
+    base = {name: a.models[0] + (tag if name.endswith(tag) else "") for name in models}
+    refs = [lines[t][i] for i in range(a.sentences // len(DIRECTIONS)) for _, t in DIRECTIONS]
     # speed-up over the first model with a paired bootstrap 95 % interval: sentences resampled, ratio of summed times
     weights = bs.counts(len(work), 1000, 0)
     ci = {name: [round(q, 3) for q in bs.percentile_interval(
-        bs.resample_ratio(np.asarray(per[first]), np.asarray(per[name]), weights)).to_dict()] for name in models}
+        bs.resample_ratio(np.asarray(per[base[name]]), np.asarray(per[name]), weights)).to_dict()] for name in models}
     out = {name: {"sentences_per_s": round(len(work) / secs[name], 3), "tokens_per_s": round(toks[name] / secs[name], 1),
                   "tokens_per_sentence": round(toks[name] / len(work), 1),
-                  "speedup_vs_first": round(secs[first] / secs[name], 3), "speedup_ci95": ci[name],
+                  "speedup_vs_first": round(secs[base[name]] / secs[name], 3), "speedup_ci95": ci[name],
                   "ms_per_token": round(secs[name] / toks[name] * 1000, 2),
                   "disk_mib": round(disk[name] / 2**20, 2), "weights_per_generated_token": reads[name],
-                  "bound_per_token_vs_first": round(reads[first] / reads[name], 3)}
+                  "bound_per_token_vs_first": round(reads[base[name]] / reads[name], 3),
+                  "chrf": round(sacrebleu.corpus_chrf(hyps[name], [refs]).score, 2)}
            for name in models}
     shutil.rmtree(tmp, ignore_errors=True)
     print(json.dumps({"sentences": len(work), "directions": [f"{s}-{t}" for s, t in DIRECTIONS], "models": out,

@@ -225,3 +225,37 @@ def test_rows_of_several_pairs_in_one_ctranslate2_batch(tiny_dir, tmp_path):
     torch_rows = TorchTranslator(model, tok).translate_rows(rows, 1, 24)
     clear = {k * len(PAIRS) + p for p, (s, t) in enumerate(PAIRS) for k in _clear_rows(model, tok, srcs, s, t)}
     assert len(clear) >= 0.5 * len(rows) and all(mixed[i] == torch_rows[i] for i in clear)
+
+
+def test_restricted_output_vocabulary_decodes_only_the_listed_tokens(tiny_dir, tmp_path):
+    """``ct2.restricted``: the folder's vmap.txt limits every step to the listed tokens (plus the runtime's <unk>,
+    <s>, </s> and the target prefix); the unrestricted folder beside it is untouched; a token not in the vocabulary
+    or a missing vmap.txt is one clear error."""
+    from forgetbench.errors import ForgetbenchError
+    from forgetbench.models import ct2 as conv
+    from forgetbench.models.load import load
+
+    model, tok, _ = load(tiny_dir, dtype="fp32", with_signature=False)
+    full = conv.convert(model, tok, tmp_path / "ct2", "float32", "sha")
+    srcs = _sources(6)
+    free = conv.Ct2Translator(full, tok, compute_type="float32")
+    source = free.source_tokens(srcs, "en", "de")
+    used = [t for r in free.translator.translate_batch(source, [["__de__"]] * len(srcs), beam_size=1,
+                                                       max_decoding_length=16) for t in r.hypotheses[0]]
+    common = [t for t, _ in __import__("collections").Counter(used).most_common()]
+    allowed = [t for t in tok.convert_ids_to_tokens(list(range(10, len(tok)))) if t not in common[:3]][:40]
+    folder = conv.restricted(full, tmp_path / "ct2-40", allowed)
+    assert not (full / "vmap.txt").exists() and (folder / "model.bin").resolve() == (full / "model.bin").resolve()
+    tr = conv.Ct2Translator(folder, tok, compute_type="float32", use_vmap=True)
+    res = tr.translator.translate_batch(source, [["__de__"]] * len(srcs), beam_size=1, max_decoding_length=16,
+                                        use_vmap=True)
+    got = {t for r in res for t in r.hypotheses[0]}
+    assert got and got <= set(allowed) | {"__de__", "</s>", "<unk>", "<s>"}
+    assert not got & set(common[:3])  # the tokens the free model chose most are gone
+    assert tr.translate(srcs, "en", "de", 1, 16) == [x.strip() for x in tok.batch_decode(
+        [tok.convert_tokens_to_ids(r.hypotheses[0]) for r in res], skip_special_tokens=True)]
+    with pytest.raises(ForgetbenchError, match="1 of 2 tokens are not in"):
+        conv.restricted(full, tmp_path / "bad", [allowed[0], "no-such-token"])
+    with pytest.raises(ForgetbenchError, match="has no vmap.txt"):
+        conv.Ct2Translator(full, tok, compute_type="float32", use_vmap=True)
+    assert not (tmp_path / "bad").exists()

@@ -54,6 +54,36 @@ def test_batch1_speed_benchmark_times_every_model_on_the_same_sentences(tiny_dir
     assert b["sentences_per_s"] > 0 and lo <= b["speedup_vs_first"] <= hi
 
 
+def test_batch1_speed_restricted_vocabulary_rows_count_the_frequent_tokens_and_compare_alike(tiny_dir, tmp_path):
+    """``--vmap-frequent N``: the N most frequent target tokens of the corpus (ties by id; English from every file's
+    source side), a restricted row per model compared with the first model restricted alike, its bound counting N
+    output rows instead of the vocabulary."""
+    from benchmarks.batch1_speed import frequent
+    from forgetbench.models.load import load
+
+    tok = load(tiny_dir, dtype="fp32", with_signature=False)[1]
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "de.tsv").write_text("a b\tx y y\nb\ty z\n")
+    (corpus / "fr.tsv").write_text("a\tq\n")
+    ids = lambda texts: [i for x in tok(texts, add_special_tokens=False)["input_ids"] for i in x]  # noqa: E731
+    counts = __import__("collections").Counter(ids(["x y y", "y z"]))
+    want = sorted(counts, key=lambda i: (-counts[i], i))[:2]
+    assert frequent(tok, corpus, "de", 2) == tok.convert_ids_to_tokens(want)
+    en = __import__("collections").Counter(ids(["a b", "b", "a"]))
+    assert frequent(tok, corpus, "en", 99) == tok.convert_ids_to_tokens(sorted(en, key=lambda i: (-en[i], i)))
+    twin = __import__("shutil").copytree(tiny_dir, tmp_path / "twin")
+    r = _json(_run("-m", "benchmarks.batch1_speed", tiny_dir, twin, "--sentences", "4", "--max-new-tokens", "4",
+                   "--backend", "ctranslate2", "--compute-type", "fp32", "--vmap-frequent", "50"))
+    rows = r["models"]
+    a, b = rows[f"{tiny_dir} [top 50]"], rows[f"{twin} [top 50]"]
+    assert a["speedup_vs_first"] == 1.0 and a["tokens_per_sentence"] == b["tokens_per_sentence"]
+    cfg = json.loads((tiny_dir / "config.json").read_text())
+    assert rows[str(tiny_dir)]["weights_per_generated_token"] - a["weights_per_generated_token"] == \
+        (cfg["vocab_size"] - 50) * cfg["d_model"]
+    assert all(0 <= v["chrf"] <= 100 for v in rows.values())
+
+
 def test_a_generated_token_reads_the_decoder_but_its_cached_cross_attention_maps_and_the_output_projection():
     """The shipped teacher (d 256, FFN 1,024, 3 decoder layers, 8,111 pieces) and a 1-layer decoder, counted by hand:
     per layer 4 self-attention and 2 cross-attention maps of 256², 2 FFN maps of 256 × 1,024; the output projection."""

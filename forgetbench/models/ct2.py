@@ -24,6 +24,11 @@ Translation (``Ct2Translator.translate``): sources tokenised exactly as the torc
 prefix (the forced BOS), SMaLL-100 none; greedy (beam 1) unless asked; ``max_decoding_length`` = ``max_new_tokens`` (the prefix
 counts, as the forced BOS counts in the torch loop), ``min_decoding_length`` 0 (an empty hypothesis is allowed,
 as in the torch loop); hypotheses decoded with the same tokenizer call, special tokens skipped.
+
+Restricted output vocabulary (``restricted``; ``Ct2Translator(use_vmap=True)``): a folder of links to a converted
+model's files plus CTranslate2's ``vmap.txt`` whose empty-key line lists the tokens every step may choose (the
+runtime adds ``<unk>``, ``<s>``, ``</s>`` and the target prefix); the output projection is then computed over those
+rows only. Used by ``benchmarks/batch1_speed.py --vmap-frequent`` to measure what a smaller output layer can buy.
 """
 
 from __future__ import annotations
@@ -153,6 +158,29 @@ def cached_conversion(model_loader, out_dir: str | Path, quantization: str, sour
     return convert(model, tok, out, quantization, source_sha256)
 
 
+def restricted(folder: str | Path, out_dir: str | Path, tokens: list[str]) -> Path:
+    """``out_dir``: the converted model in ``folder`` (its files linked, not copied) with a ``vmap.txt`` that restricts
+    every decoding step to ``tokens``; translate with ``use_vmap=True``. Tokens must be in the model's vocabulary
+    (CTranslate2 maps an unknown one to ``<unk>`` silently)."""
+    folder, out = Path(folder), Path(out_dir)
+    vocab = next((folder / n for n in ("shared_vocabulary.json", "target_vocabulary.json") if (folder / n).is_file()),
+                 None)
+    if vocab is None:
+        raise ForgetbenchError(f"restricted vocabulary: {folder} holds no converted model (no shared_vocabulary.json); "
+                               "convert it with models.ct2.convert")
+    known = set(json.loads(vocab.read_text(encoding="utf-8")))
+    bad = [t for t in tokens if t not in known or any(c.isspace() for c in t)]
+    if bad or not tokens:
+        raise ForgetbenchError(f"restricted vocabulary: {len(bad)} of {len(tokens)} tokens are not in {vocab} or hold "
+                               f"whitespace (first: {bad[0]!r})" if bad else "restricted vocabulary: no tokens given")
+    with atomic_directory(out, replace=True) as tmp:
+        for f in folder.iterdir():
+            if f.is_file() and f.name != "vmap.txt":
+                (tmp / f.name).symlink_to(f.resolve())
+        (tmp / "vmap.txt").write_text("\t" + " ".join(tokens) + "\n", encoding="utf-8")
+    return out
+
+
 def disk_bytes(folder: str | Path) -> int:
     return sum(p.stat().st_size for p in Path(folder).iterdir() if p.is_file() and p.name != MARKER)
 
@@ -164,8 +192,11 @@ class Ct2Translator:
     name = "ctranslate2"
 
     def __init__(self, folder: str | Path, tokenizer, device: str = "cpu", compute_type: str = "int8",
-                 threads: int = 1):
+                 threads: int = 1, use_vmap: bool = False):
         ct2 = require()
+        if use_vmap and not (Path(folder) / "vmap.txt").is_file():
+            raise ForgetbenchError(f"use_vmap: {folder} has no vmap.txt; make one with models.ct2.restricted")
+        self.use_vmap = use_vmap
         self.folder, self.tokenizer, self.device, self.compute_type = Path(folder), tokenizer, device, compute_type
         kind, _, index = device.partition(":")  # "cuda:N": GPU N (under a launcher, the process's own GPU)
         self.translator = ct2.Translator(str(folder), device=kind, device_index=int(index or 0),
@@ -195,7 +226,8 @@ class Ct2Translator:
                 source[i] = x
         prefix = None if is_small100(tok) else [[tok.get_lang_token(t)] for _, _, t in rows]
         res = self.translator.translate_batch(source, prefix, beam_size=num_beams, max_decoding_length=max_new_tokens,
-                                              min_decoding_length=0, max_input_length=0)
+                                              min_decoding_length=0, max_input_length=0,
+                                              use_vmap=self.use_vmap)
         # decoded as the torch path decodes
         unk = tok.unk_token_id
         return [t.strip() for t in tok.batch_decode([[self.ids.get(x, unk) for x in r.hypotheses[0]] for r in res],
