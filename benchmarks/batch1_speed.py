@@ -16,7 +16,10 @@ most frequent tokens of the target language (``models.ct2.restricted``; counted 
 ``data/corpus-sample``, English on every file's source side): a ceiling on what a lexical shortlist of that size
 can buy, not a usable translator (frequency alone keeps no source word's translation); its speed-up and bound are
 over the first model restricted alike. Every row carries the
-chrF of its hypotheses against the FLORES references, so the quality side of each speed stays in view.
+chrF of its hypotheses against the FLORES references, so the quality side of each speed stays in view, and the time
+of the same sentence stopped after two decoding steps (``two_steps_ms_per_sentence``, timed right after it; its
+share of the full time, ``two_steps_share``): the encoder's pass and the per-sentence work a shallower decoder
+cannot save.
 """
 
 import argparse
@@ -118,6 +121,7 @@ def main():
     for tr, _ in models.values():
         tr.translate([work[0][2]], work[0][0], work[0][1], 1, a.max_new_tokens)  # warm-up
     secs, toks, hyps = dict.fromkeys(models, 0.0), dict.fromkeys(models, 0), {name: [] for name in models}
+    two_steps = dict.fromkeys(models, 0.0)
     per = {name: [] for name in models}  # seconds per sentence, for the speed-up's interval
     load0 = environment()["loadavg"]
     for s, t, src in work:
@@ -128,6 +132,9 @@ def main():
             hyps[name].append(hyp)
             secs[name] += per[name][-1]
             toks[name] += len(tok(hyp, add_special_tokens=False)["input_ids"]) + 1
+            t0 = time.perf_counter()  # the same sentence stopped after two decoding steps: encoder and fixed work
+            tr.translate([src], s, t, 1, 2)
+            two_steps[name] += time.perf_counter() - t0
     tag = f" [top {a.vmap_frequent}]"
     # each model against the first in the same form (a restricted model against the first one restricted alike)
     base = {name: a.models[0] + (tag if name.endswith(tag) else "") for name in models}
@@ -142,6 +149,8 @@ def main():
                   "ms_per_token": round(secs[name] / toks[name] * 1000, 2),
                   "disk_mib": round(disk[name] / 2**20, 2), "weights_per_generated_token": reads[name],
                   "bound_per_token_vs_first": round(reads[base[name]] / reads[name], 3),
+                  "two_steps_ms_per_sentence": round(two_steps[name] / len(work) * 1000, 3),
+                  "two_steps_share": round(two_steps[name] / secs[name], 3),
                   "chrf": round(sacrebleu.corpus_chrf(hyps[name], [refs]).score, 2)}
            for name in models}
     shutil.rmtree(tmp, ignore_errors=True)
