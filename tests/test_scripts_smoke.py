@@ -498,3 +498,25 @@ def test_udprlm_study_reads_every_encoder_at_the_same_step_or_says_which_lacks_i
     a.variants = ["mlm", "usl-mlm", "ud-prlm"]
     with pytest.raises(SystemExit, match=r"no snapshot of step 15000 for usl-mlm \(has 5000, 10000\)"):
         study.check_snapshots(a)
+
+
+def test_off_target_contrast_counts_the_placed_references_and_pairs_the_two_variants(tmp_path):
+    """Sentences count where the reference is placed in the target language and both hypotheses were identified;
+    shares and A − B by hand; the interval brackets the difference; a variant not in the run is one line, exit 2."""
+    from forgetbench.eval.store import Store
+
+    run = tmp_path / "run"
+    st = Store(run / "store.sqlite")
+    ref = [1, 1, 1, 1, 0, 1, None]  # idx 4: reference not placed; idx 6: no identifier
+    a = [1, 0, 1, 1, 0, None, 1]  # idx 5: A's hypothesis unidentified
+    b = [0, 0, 1, 0, 1, 1, 0]
+    st.add_stats([(v, "flores101", "en", "sw", i, "on_target", None if x is None else float(x))
+                  for v, xs in (("__ref__", ref), ("A", a), ("B", b)) for i, x in enumerate(xs)])
+    st.db.close()
+    r = _json(_run(REPO / "scripts" / "off_target_contrast.py", run, "A", "B"))["flores101"]["en-sw"]
+    # idx 0-3 count: A off 0,1,0,0 -> 25 %; B off 1,1,0,1 -> 75 %
+    assert (r["n"], r["A"], r["B"], r["difference_pp"]) == (4, 25.0, 75.0, -50.0)
+    lo, hi = r["ci95"]
+    assert -100 <= lo <= -50 <= hi <= 0
+    bad = python(REPO / "scripts" / "off_target_contrast.py", run, "A", "C", cwd=REPO, timeout=60)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "C not in" in bad.stderr
