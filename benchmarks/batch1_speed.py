@@ -16,7 +16,7 @@ most frequent tokens of the target language (``models.ct2.restricted``; counted 
 ``data/corpus-sample``, English on every file's source side): a ceiling on what a lexical shortlist of that size
 can buy, not a usable translator (frequency alone keeps no source word's translation); its speed-up and bound are
 over the first model restricted alike. Every row carries the
-chrF of its hypotheses against the FLORES references, so the quality side of each speed stays in view, and the time
+chrF3 of its hypotheses against the FLORES references, so the quality side of each speed stays in view, and the time
 of the same sentence stopped after two decoding steps (``two_steps_ms_per_sentence``, timed right after it; its
 share of the full time, ``two_steps_share``): the encoder's pass and the per-sentence work a shallower decoder
 cannot save.
@@ -31,13 +31,13 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
-import sacrebleu
 import torch
 
 from benchmarks.common import environment
 from forgetbench.eval import bootstrap as bs
 from forgetbench.eval.backends import TorchTranslator
 from forgetbench.eval.languages import language
+from forgetbench.eval.metrics import CHRF3, chrf_signature
 from forgetbench.models import ct2
 from forgetbench.models.load import load
 
@@ -151,12 +151,12 @@ def main():
                   "bound_per_token_vs_first": round(reads[base[name]] / reads[name], 3),
                   "two_steps_ms_per_sentence": round(two_steps[name] / len(work) * 1000, 3),
                   "two_steps_share": round(two_steps[name] / secs[name], 3),
-                  "chrf": round(sacrebleu.corpus_chrf(hyps[name], [refs]).score, 2)}
+                  "chrf": round(CHRF3.corpus_score(hyps[name], [refs]).score, 2)}
            for name in models}
     shutil.rmtree(tmp, ignore_errors=True)
     print(json.dumps({"sentences": len(work), "directions": [f"{s}-{t}" for s, t in DIRECTIONS], "models": out,
                       "backend": a.backend if a.backend == "torch" else f"ctranslate2 {a.compute_type}",
-                      "threads": a.threads, "loadavg_start": load0, "environment": environment()}, indent=1))
+                      "threads": a.threads, "chrf_signature": chrf_signature(), "loadavg_start": load0, "environment": environment()}, indent=1))
 
 
 if __name__ == "__main__":
