@@ -25,9 +25,10 @@ from forgetbench.eval.sentence_stats import REF
 from forgetbench.eval.store import Store
 
 
-def contrast(on_target: dict[tuple, float | None], a: str, b: str, benchmark: str, src: str, tgt: str) -> dict | None:
-    """n, A's and B's off-target %, A − B with its interval over the direction's eligible sentences; None if none."""
-    ref = {i: v for (x, bm, s, t, i), v in on_target.items() if (x, bm, s, t) == (REF, benchmark, src, tgt)}
+def contrast(on_target: dict[tuple, float | None], ref: dict[int, float | None], a: str, b: str, benchmark: str,
+             src: str, tgt: str) -> dict | None:
+    """n, A's and B's off-target %, A − B with its interval over the direction's eligible sentences (``ref``: the
+    direction's reference statistics by sentence); None if none."""
     rows = [(1.0 - on_target[(a, benchmark, src, tgt, i)], 1.0 - on_target[(b, benchmark, src, tgt, i)])
             for i in sorted(ref) if ref[i] == 1.0
             and on_target.get((a, benchmark, src, tgt, i)) is not None
@@ -59,13 +60,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"off_target_contrast: {', '.join(missing)} not in {path} (its variants with on-target statistics: "
               f"{', '.join(sorted(variants)) or 'none'})", file=sys.stderr)
         return 2
-    jobs = sorted({k[1:4] for k in on_target if k[0] == REF})
+    refs: dict[tuple, dict[int, float | None]] = {}  # (benchmark, src, tgt) -> idx -> the reference's statistic
+    for (x, *job, i), v in on_target.items():
+        if x == REF:
+            refs.setdefault(tuple(job), {})[i] = v
+    jobs = sorted(refs)
     if args.pairs is not None:
         want = {tuple(p.split("-", 1)) for p in args.pairs}
         jobs = [j for j in jobs if j[1:] in want]
     out = {}
     for benchmark, src, tgt in jobs:
-        r = contrast(on_target, args.a, args.b, benchmark, src, tgt)
+        r = contrast(on_target, refs[(benchmark, src, tgt)], args.a, args.b, benchmark, src, tgt)
         if r is not None:
             out.setdefault(benchmark, {})[f"{src}-{tgt}"] = r
     print(json.dumps(out, indent=1, ensure_ascii=False))
