@@ -5,7 +5,7 @@ and its base.
     python scripts/off_target_contrast.py RUN A B [--pairs en-sw en-et]
 
 A sentence counts where the identifier places its reference in the target language and both hypotheses were
-identified (``on_target`` in the run's store); the share is the percentage of those whose hypothesis it does not
+identified (``eval.analysis.off_target.off_flags`` on the run's ``on_target`` statistics); the share is the percentage of those whose hypothesis it does not
 place there. The interval resamples those sentences (``eval.bootstrap``: 1,000 resamples, seed 0, percentile).
 Prints JSON: per benchmark and direction, n and each variant's share, A − B in percentage points with its interval.
 Without ``--pairs``: every direction of the run whose target has an identifier.
@@ -21,18 +21,15 @@ from pathlib import Path
 import numpy as np
 
 from forgetbench.eval import bootstrap as bs
+from forgetbench.eval.analysis.off_target import off_flags
 from forgetbench.eval.sentence_stats import REF
 from forgetbench.eval.store import Store
 
 
-def contrast(on_target: dict[tuple, float | None], ref: dict[int, float | None], a: str, b: str, benchmark: str,
-             src: str, tgt: str) -> dict | None:
-    """n, A's and B's off-target %, A − B with its interval over the direction's eligible sentences (``ref``: the
-    direction's reference statistics by sentence); None if none."""
-    rows = [(1.0 - on_target[(a, benchmark, src, tgt, i)], 1.0 - on_target[(b, benchmark, src, tgt, i)])
-            for i in sorted(ref) if ref[i] == 1.0
-            and on_target.get((a, benchmark, src, tgt, i)) is not None
-            and on_target.get((b, benchmark, src, tgt, i)) is not None]
+def contrast(on_target: dict[tuple, float | None], idxs: list[int], a: str, b: str, key: tuple) -> dict | None:
+    """n, A's and B's off-target %, A − B with its interval over the direction's sentences ``idxs`` that count
+    (``off_flags``); None if none."""
+    rows = [f for i in idxs if (f := off_flags(on_target, (a, b), key, i)) is not None]
     if not rows:
         return None
     off = np.array(rows) * 100
@@ -60,17 +57,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"off_target_contrast: {', '.join(missing)} not in {path} (its variants with on-target statistics: "
               f"{', '.join(sorted(variants)) or 'none'})", file=sys.stderr)
         return 2
-    refs: dict[tuple, dict[int, float | None]] = {}  # (benchmark, src, tgt) -> idx -> the reference's statistic
-    for (x, *job, i), v in on_target.items():
+    refs: dict[tuple, list[int]] = {}  # (benchmark, src, tgt) -> the sentences with a reference statistic
+    for (x, *job, i) in on_target:
         if x == REF:
-            refs.setdefault(tuple(job), {})[i] = v
+            refs.setdefault(tuple(job), []).append(i)
     jobs = sorted(refs)
     if args.pairs is not None:
         want = {tuple(p.split("-", 1)) for p in args.pairs}
         jobs = [j for j in jobs if j[1:] in want]
     out = {}
     for benchmark, src, tgt in jobs:
-        r = contrast(on_target, refs[(benchmark, src, tgt)], args.a, args.b, benchmark, src, tgt)
+        r = contrast(on_target, sorted(refs[(benchmark, src, tgt)]), args.a, args.b, (benchmark, src, tgt))
         if r is not None:
             out.setdefault(benchmark, {})[f"{src}-{tgt}"] = r
     print(json.dumps(out, indent=1, ensure_ascii=False))

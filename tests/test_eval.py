@@ -660,3 +660,16 @@ def test_a_quick_look_caps_every_sentence_count_and_says_so():
         from forgetbench.sweep.config import _speed
 
         _speed({"speed": {"sentences": 4, "rounds": 1}}, "cfg.yaml")
+
+
+def test_off_flags_counts_a_sentence_only_where_reference_and_every_hypothesis_are_identified():
+    from forgetbench.eval.analysis.off_target import off_flags
+    from forgetbench.eval.sentence_stats import REF
+    key = ("flores101", "en", "sw")
+    on = {(REF, *key, 0): 1.0, ("a", *key, 0): 0.0, ("b", *key, 0): 1.0,  # counts: a off target, b on target
+          (REF, *key, 1): 0.0, ("a", *key, 1): 1.0, ("b", *key, 1): 1.0,  # reference not placed in Swahili
+          (REF, *key, 2): 1.0, ("a", *key, 2): None, ("b", *key, 2): 1.0,  # a's hypothesis unidentified
+          (REF, *key, 3): None, ("a", *key, 3): 1.0, ("b", *key, 3): 1.0}  # no identifier for the language
+    assert off_flags(on, ("a", "b"), key, 0) == (1.0, 0.0)
+    assert [off_flags(on, ("a", "b"), key, i) for i in (1, 2, 3)] == [None, None, None]
+    assert off_flags(on, ("b",), key, 2) == (0.0,)  # b alone: its hypothesis is identified

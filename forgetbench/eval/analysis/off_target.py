@@ -49,16 +49,28 @@ class OffTargetResult:
     overall_change_ci: bs.Interval | None = None
 
 
+def off_flags(on_target: dict[tuple, float | None], variants: tuple[str, ...], key: Key,
+              idx: int) -> tuple[float, ...] | None:
+    """The off-target rule for one sentence (METHOD §2.5): 1.0 per variant whose hypothesis the identifier does not
+    place in the target language, else 0.0 — or None where the sentence does not count: the identifier is
+    undefined for the language, its reference is not identified as the gold language, or a hypothesis is
+    unidentified."""
+    ref_ok = on_target.get((REF, *key, idx))
+    hyps = [on_target.get((v, *key, idx)) for v in variants]
+    if ref_ok is None or ref_ok < 1 or any(h is None for h in hyps):
+        return None
+    return tuple(float(h < 1) for h in hyps)
+
+
 def off_target_change(run: RunData, variant: str, items: list[tuple[Key, int]]) -> bs.Interval:
     """Paired interval of (variant − base) off-target % over ``items`` (the same eligible sentences)."""
     keep, ob, oc = [], [], []
     for key, i in items:
-        ref_ok, hb, hc = (run.on_target.get((x, *key, i)) for x in (REF, run.base_of(variant), variant))
-        if ref_ok is None or ref_ok < 1 or hb is None or hc is None:
+        if (f := off_flags(run.on_target, (run.base_of(variant), variant), key, i)) is None:
             continue
         keep.append((key, i))
-        ob.append(float(hb < 1))
-        oc.append(float(hc < 1))
+        ob.append(f[0])
+        oc.append(f[1])
     if not keep:
         return bs.Interval(None, None)
     n, b, c = run.item_sums(keep, np.array(ob), np.array(oc))
@@ -67,15 +79,8 @@ def off_target_change(run: RunData, variant: str, items: list[tuple[Key, int]]) 
 
 
 def off_target_rate(run: RunData, variant: str, items: list[tuple[Key, int]]) -> Rate:
-    n = off = 0
-    for key, i in items:
-        ref_ok = run.on_target.get((REF, *key, i))
-        hyp = run.on_target.get((variant, *key, i))
-        if ref_ok is None or hyp is None or ref_ok < 1:
-            continue  # undefined identifier, or the reference itself not identified as the gold language
-        n += 1
-        off += hyp < 1
-    return Rate(n, pct(off, n) if n else None)
+    flags = [f[0] for key, i in items if (f := off_flags(run.on_target, (variant,), key, i)) is not None]
+    return Rate(len(flags), pct(int(sum(flags)), len(flags)) if flags else None)
 
 
 def off_target(run: RunData, groups: dict[str, DeltaGroups]) -> dict[str, OffTargetResult]:
