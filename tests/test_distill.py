@@ -737,25 +737,27 @@ def test_a_checkpoint_or_deadline_is_the_main_process_s_call_on_every_process(mo
 def test_the_corpus_configs_are_the_long_recipe_on_the_whole_corpus_and_differ_from_each_other_as_named():
     """configs/distill-*-corpus*.yaml: the long KD recipe with temperature sampling (T 5, a pass as large as the
     corpus read both ways) and a 37,800-step cap; the twin differs in kd.source and patience, the remedy in en-sw's α,
-    the cache it reads and patience."""
+    the cache it reads and patience, the cooldown branch in its cooldown, steps, cache and patience."""
     import dataclasses
     from pathlib import Path
 
     from forgetbench.distill.config import load_distill_config
 
     configs = Path(__file__).resolve().parents[1] / "configs"
-    long, kd, twin, remedy = (dataclasses.asdict(load_distill_config(configs / f)) for f in
-                              ("distill-kd-long.yaml", "distill-kd-corpus.yaml", "distill-nokd-corpus.yaml",
-                               "distill-kd-corpus-ensw.yaml"))
+    long, kd, twin, remedy, cool = (dataclasses.asdict(load_distill_config(configs / f)) for f in
+                                    ("distill-kd-long.yaml", "distill-kd-corpus.yaml", "distill-nokd-corpus.yaml",
+                                     "distill-kd-corpus-ensw.yaml", "distill-kd-corpus-cooldown.yaml"))
     assert (kd["data"]["sampling"], kd["data"]["temperature"], kd["data"]["budget"], kd["train"]["steps"]) == \
         ("temperature", 5.0, 20966, 37800)
     assert twin["kd"]["source"] == "none" and twin["train"]["patience"] == remedy["train"]["patience"] == 0
     assert remedy["kd"]["alpha_directions"] == {"en-sw": 0.0}
-    assert remedy["kd"]["cache"] == str(Path.home() / ".cache/forgetbench/student-kd-corpus/teacher-cache")
-    for d in (long, kd, twin, remedy):
+    assert remedy["kd"]["cache"] == cool["kd"]["cache"] == \
+        str(Path.home() / ".cache/forgetbench/student-kd-corpus/teacher-cache")
+    assert (cool["train"]["cooldown"], cool["train"]["steps"], cool["train"]["patience"]) == (2400, 24000, 0)
+    for d in (long, kd, twin, remedy, cool):
         d.pop("name"), d.pop("source"), d["kd"].pop("alpha_directions"), d["kd"].pop("cache")
-        d["kd"].pop("source"), d["train"].pop("patience"), d["train"].pop("steps")
-    assert kd == twin == remedy
+        d["kd"].pop("source"), d["train"].pop("patience"), d["train"].pop("steps"), d["train"].pop("cooldown")
+    assert kd == twin == remedy == cool
     for k in ("sampling", "temperature", "budget"):
         long["data"].pop(k), kd["data"].pop(k)
     assert long == kd
@@ -836,9 +838,56 @@ def test_a_branch_continues_its_source_run_and_differs_only_where_its_alpha_does
                                           kd_extra=f", alpha_directions: {{en-sw: 0.0}}, cache: {cache}"))
     with pytest.raises(ForgetbenchError, match="a checkpoint of other settings"):
         distill(other, tmp_path / "c" / "run", branch_from=tmp_path / "at5", **quiet)
-    with pytest.raises(ForgetbenchError, match="sets no kd.alpha_directions"):
+    with pytest.raises(ForgetbenchError, match="sets neither kd.alpha_directions nor train.cooldown"):
         distill(load_distill_config(toy_setup(tmp_path / "d", tiny_dir)), tmp_path / "d" / "run",
                 branch_from=tmp_path / "at5", **quiet)
+
+
+def test_the_cooled_schedule_is_inverse_sqrt_then_a_straight_line_to_one_cooldownth():
+    from forgetbench.train.loop import cooled, inverse_sqrt
+
+    assert [cooled(s, 1.0, 4, 12, 0) for s in range(1, 13)] == [inverse_sqrt(s, 1.0, 4) for s in range(1, 13)]
+    r = inverse_sqrt(8, 1.0, 4)  # the rate at the cooldown's start, step 8 = 12 - 4: √(4/8)
+    assert cooled(8, 1.0, 4, 12, 4) == pytest.approx(0.5 ** 0.5)
+    assert [cooled(s, 1.0, 4, 12, 4) for s in (9, 10, 11, 12)] == pytest.approx([r, 0.75 * r, 0.5 * r, 0.25 * r])
+
+
+def test_a_cooldown_branch_continues_its_source_with_the_rate_falling_to_the_last_step(tiny_dir, tmp_path):
+    """``train.cooldown`` on a branch (METHOD §3.5): from the source's step-5 checkpoint, steps 6-8 at the rate of
+    step 5 times 3/3, 2/3, 1/3, ending elsewhere than the source run; a cooldown starting before the branch's step
+    is refused, and so is one with early stopping, in one line. Without the key the fingerprint is the one of
+    configs written before it."""
+    import shutil
+
+    from forgetbench.distill.config import fingerprint, load_distill_config
+    from forgetbench.distill.run import distill
+    from forgetbench.errors import ForgetbenchError
+    from forgetbench.train.loop import inverse_sqrt
+
+    quiet = {"progress": False, "log": lambda *_: None}
+    source = load_distill_config(toy_setup(tmp_path / "a", tiny_dir))
+    source.train.steps = 5
+    distill(source, tmp_path / "a" / "run", **quiet)
+    shutil.copytree(tmp_path / "a" / "run" / "checkpoint", tmp_path / "at5")
+    distill(load_distill_config(toy_setup(tmp_path / "a", tiny_dir)), tmp_path / "a" / "run", **quiet)  # on to 8
+    cache = tmp_path / "a" / "run" / "teacher-cache"
+    cfg = load_distill_config(toy_setup(tmp_path / "b", tiny_dir, extra_train=", cooldown: 3, log_every: 1",
+                                        kd_extra=f", cache: {cache}"))
+    out = distill(cfg, tmp_path / "b" / "run", branch_from=tmp_path / "at5", **quiet)
+    logged = {r["step"]: r["lr"] for r in map(json.loads, (out.parent / "train_log.jsonl").read_text().splitlines())}
+    r5 = inverse_sqrt(5, cfg.train.lr, cfg.train.warmup)
+    assert [logged[s] for s in (6, 7, 8)] == pytest.approx([r5, r5 * 2 / 3, r5 / 3])
+    a, b = _weights(tmp_path / "a" / "run"), _weights(out.parent)
+    assert not all(torch.equal(a[k], b[k]) for k in a)
+    assert json.loads((out / "training.json").read_text())["branched_from"]["step"] == 5
+    early = load_distill_config(toy_setup(tmp_path / "c", tiny_dir, extra_train=", cooldown: 4",
+                                          kd_extra=f", cache: {cache}"))
+    with pytest.raises(ForgetbenchError, match="starts after step 4, before the checkpoint's step 5"):
+        distill(early, tmp_path / "c" / "run", branch_from=tmp_path / "at5", **quiet)
+    with pytest.raises(ForgetbenchError, match="train.cooldown 3 with train.patience 2"):
+        load_distill_config(toy_setup(tmp_path / "d", tiny_dir, extra_train=", cooldown: 3, patience: 2, dev_every: 2"))
+    plain = load_distill_config(toy_setup(tmp_path / "e", tiny_dir))
+    assert fingerprint(plain) == fingerprint(source) and fingerprint(plain) != fingerprint(cfg)
 
 
 def test_a_teacher_cache_keyed_where_its_sample_lay_is_still_read_and_a_foreign_key_refused(tiny_dir, tmp_path):

@@ -177,6 +177,9 @@ def cmd_distill(args) -> int:
     override_steps("distill", args.steps, cfg.train)
     if args.steps is not None:
         cfg.train.phase1_steps = min(cfg.train.phase1_steps, args.steps)
+        if cfg.train.cooldown >= args.steps:
+            raise ForgetbenchError(f"distill: {args.steps} steps leave no room for {cfg.source}'s train.cooldown "
+                                   f"{cfg.train.cooldown}; give more steps")
     con = Console("distill", quiet=args.quiet)
     if cfg.kd.source != "none" and cfg.train.phase1_steps >= cfg.train.steps:
         print(f"forgetbench: warning: KD starts after train.phase1_steps = {cfg.train.phase1_steps} steps "

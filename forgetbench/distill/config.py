@@ -109,6 +109,7 @@ class DistillTrainCfg:
     dev_sentences: int = 50  # the first dev pairs of each direction it translates
     patience: int = 0  # measurements without improvement before the run stops; 0: never
     min_delta: float = 0.0
+    cooldown: int = 0  # the last so many steps decay the learning rate linearly (train.loop.cooled); needs patience 0
 
 
 @dataclass
@@ -221,6 +222,12 @@ def _check_numbers(path: Path, cfg: DistillConfig) -> None:
     t = cfg.train
     if not 0 <= t.phase1_steps <= t.steps:
         raise ForgetbenchError(f"{path}: train.phase1_steps {t.phase1_steps} must be between 0 and train.steps {t.steps}")
+    if not 0 <= t.cooldown < t.steps:
+        raise ForgetbenchError(f"{path}: train.cooldown {t.cooldown} must be between 0 and train.steps {t.steps} "
+                               "(excluded)")
+    if t.cooldown and t.patience:
+        raise ForgetbenchError(f"{path}: train.cooldown {t.cooldown} with train.patience {t.patience}: a cooldown ends "
+                               "at train.steps, which early stopping would move; set patience 0")
     for where, v in (("kd.temperature", cfg.kd.temperature), ("data.temperature", cfg.data.temperature),
                      ("train.lr", t.lr)):
         if v <= 0:
@@ -267,6 +274,10 @@ def fingerprint(cfg: DistillConfig, legacy: bool = False) -> str:
     if cfg.hardware.dtype != "float32":
         d["dtype"] = cfg.hardware.dtype
     d["train"] = {k: v for k, v in d["train"].items() if k not in _RUN_ONLY}
+    if cfg.train.cooldown:
+        d["train"]["cooldown_end"] = cfg.train.steps  # with a cooldown the last step shapes every rate after its start
+    else:
+        d["train"].pop("cooldown")  # no cooldown: the fingerprint of configs written before the key
     if not d["kd"].get("alpha_directions"):
         d["kd"].pop("alpha_directions", None)  # one α for all: the fingerprint of configs written before the key
     return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]

@@ -7,8 +7,8 @@
 - Data parallel: every process sees the same global batch order and takes every world-th example of each
   batch, so one process and N processes follow the same sequence of global batches; DDP averages the
   gradients.
-- Optimiser and schedule: Adam(0.9, 0.98, eps 1e-6) via AdamW with weight decay 0, ``train.loop.inverse_sqrt``,
-  gradient clipping; dropout re-seeded every step (seed, step, rank) and checkpoints from ``train.loop``,
+- Optimiser and schedule: Adam(0.9, 0.98, eps 1e-6) via AdamW with weight decay 0, ``train.loop.inverse_sqrt``
+  (with ``train.cooldown``: ``train.loop.cooled``), gradient clipping; dropout re-seeded every step (seed, step, rank) and checkpoints from ``train.loop``,
   so a resumed run continues with the same batches and the same dropout masks.
 - Signals (``signals.jsonl``): per resource-tier pair group, the training CE and — when a teacher signal is
   in the loop — the estimated teacher–student KL every ``log_every`` steps; and on a fixed probe (the first
@@ -38,7 +38,7 @@ from forgetbench.eval.languages import PAIR_GROUPS
 from forgetbench.io import trim_jsonl
 from forgetbench.models.hardware import input_device
 from forgetbench.resources import past_stop_at, stop_on_signals, stop_reason
-from forgetbench.train.loop import inverse_sqrt, save_checkpoint
+from forgetbench.train.loop import cooled, save_checkpoint
 
 
 def content(x: torch.Tensor, start, C: int) -> torch.Tensor:
@@ -216,7 +216,7 @@ def _train_loop(acc, cfg: DistillConfig, model, opt, data, step_loss: StepLoss, 
             phase = 1 if step <= tc.phase1_steps else 2
             torch.manual_seed(tc.seed * 1_000_003 + step * 64 + rank)
             for g in opt.param_groups:
-                g["lr"] = inverse_sqrt(step, tc.lr, tc.warmup)
+                g["lr"] = cooled(step, tc.lr, tc.warmup, tc.steps, tc.cooldown)
             loss, rec = step_loss(model, b, phase)
             opt.zero_grad(set_to_none=True)
             acc.backward(loss * weight)
@@ -282,7 +282,7 @@ def _log(acc, window, step, phase, tc, elapsed, cpu, state, log_f, sig_f, alpha_
     groups = acc.reduce(groups, reduction="sum") if acc.num_processes > 1 else groups
     if not acc.is_main_process:
         return
-    rec = {"step": step, "phase": phase, "lr": inverse_sqrt(step, tc.lr, tc.warmup), "epoch": state["epoch"],
+    rec = {"step": step, "phase": phase, "lr": cooled(step, tc.lr, tc.warmup, tc.steps, tc.cooldown), "epoch": state["epoch"],
            "elapsed_s": round(elapsed, 1), "cpu_s": round(cpu, 1), "tokens": state["tokens"],
            "loadavg": os.getloadavg()[0],
            "processes": acc.num_processes}

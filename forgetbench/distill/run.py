@@ -165,29 +165,39 @@ def dev_chrf_fn(cfg: DistillConfig, tok, dev: dict):
 
 def branch(student, opt, source: Path, cfg: DistillConfig, log=print) -> dict:
     """``distill --branch-from CHECKPOINT`` (METHOD §3.5): a run whose config is the source run's with
-    ``kd.alpha_directions`` added (and its teacher cache read from the source) starts from the source's checkpoint
-    (weights, optimiser, step) instead of step 0 and trains on the same batches from there, so the two differ only
-    in those directions' KD term over the steps after the branch. Returns the loop state, which records the branch."""
+    ``kd.alpha_directions`` added (its teacher cache read from the source) and/or a ``train.cooldown`` starts from
+    the source's checkpoint (weights, optimiser, step) instead of step 0 and trains on the same batches from there,
+    so the two differ only in those directions' KD term and the learning rate over the steps after the branch. A
+    cooldown must start at the branch or after it (before it, the branch's rate would differ from its source's
+    there). Returns the loop state, which records the branch."""
     import copy
 
-    if not cfg.kd.alpha_directions:
-        raise ForgetbenchError(f"--branch-from {source}: {cfg.source} sets no kd.alpha_directions; a branch differs "
-                               "from its source run there alone")
+    if not cfg.kd.alpha_directions and not cfg.train.cooldown:
+        raise ForgetbenchError(f"--branch-from {source}: {cfg.source} sets neither kd.alpha_directions nor "
+                               "train.cooldown; a branch differs from its source run in those alone")
     if not (source / "state.json").is_file():
         raise ForgetbenchError(f"--branch-from {source}: no state.json there; give a distill run's checkpoint folder "
                                "(RUN/checkpoint, or a copy of it)")
-    saved = json.loads((source / "state.json").read_text()).get("fingerprint")
+    saved_state = json.loads((source / "state.json").read_text())
+    saved = saved_state.get("fingerprint")
     origin = copy.deepcopy(cfg)
-    origin.kd.alpha_directions, origin.kd.cache = {}, ""
+    origin.kd.alpha_directions, origin.kd.cache, origin.train.cooldown = {}, "", 0
     if saved not in (fingerprint(origin), fingerprint(origin, legacy=True)):
         raise ForgetbenchError(f"--branch-from {source}: a checkpoint of other settings (fingerprint {saved}); branch "
-                               f"from a run of {cfg.source} without kd.alpha_directions")
+                               f"from a run of {cfg.source} without kd.alpha_directions and train.cooldown")
+    start = cfg.train.steps - cfg.train.cooldown
+    if cfg.train.cooldown and start < int(saved_state["step"]):
+        raise ForgetbenchError(f"--branch-from {source}: train.cooldown starts after step {start}, before the "
+                               f"checkpoint's step {saved_state['step']}; set train.steps - train.cooldown to at least "
+                               f"{saved_state['step']}")
     state = train_loop_mod.resume(student, opt, source, saved, log)
     state.pop("early_stop", None)  # the branch's own stopping (a fixed number of steps: patience 0)
     state["branched_from"] = {"checkpoint": str(source), "step": state["step"], "fingerprint": saved,
                               "cpu_s": state.get("cpu")}
     state["fingerprint"] = fingerprint(cfg)
-    log(f"branched from {source} at step {state['step']}: kd.alpha_directions {cfg.kd.alpha_directions} from here")
+    what = [f"kd.alpha_directions {cfg.kd.alpha_directions}"] if cfg.kd.alpha_directions else []
+    what += [f"the learning rate cooled over steps {start + 1}-{cfg.train.steps}"] if cfg.train.cooldown else []
+    log(f"branched from {source} at step {state['step']}: {' and '.join(what)} from here")
     return state
 
 

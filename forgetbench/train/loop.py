@@ -1,7 +1,8 @@
 """The training loop every trainer shares (the teacher's now, distilled students' next): schedule,
 determinism, checkpoints and exact resume.
 
-- Schedule: ``inverse_sqrt`` — linear warm-up to ``lr`` over ``warmup`` steps, then ``lr·√(warmup/step)``.
+- Schedule: ``inverse_sqrt`` — linear warm-up to ``lr`` over ``warmup`` steps, then ``lr·√(warmup/step)``;
+  ``cooled`` adds a linear cooldown over a run's last steps (the distilled students' ``train.cooldown``).
 - Determinism: batch order comes from the data source's seeded permutation per epoch, and the
   torch RNG is re-seeded before every step (``seed·1,000,003 + step``), so dropout at step s is
   the same whether or not the run was interrupted before it.
@@ -41,6 +42,16 @@ class BatchSource(Protocol):
 def inverse_sqrt(step: int, lr: float, warmup: int) -> float:
     step = max(step, 1)
     return lr * min(step / warmup, math.sqrt(warmup / step))
+
+
+def cooled(step: int, lr: float, warmup: int, steps: int, cooldown: int) -> float:
+    """``inverse_sqrt``, except over the last ``cooldown`` of ``steps`` steps: there the rate at the cooldown's start
+    c = steps − cooldown times (steps − step + 1) / cooldown, a straight line from that rate (step c + 1) to
+    1/cooldown of it (the last step). ``cooldown`` 0: ``inverse_sqrt``."""
+    start = steps - cooldown
+    if cooldown <= 0 or step <= start:
+        return inverse_sqrt(step, lr, warmup)
+    return inverse_sqrt(start, lr, warmup) * (steps - step + 1) / cooldown
 
 
 def new_state(fingerprint: str) -> dict:
