@@ -8,8 +8,9 @@
   batch, so one process and N processes follow the same sequence of global batches; DDP averages the
   gradients.
 - Optimiser and schedule: Adam(0.9, 0.98, eps 1e-6) via AdamW with weight decay 0, ``train.loop.inverse_sqrt``
-  (with ``train.cooldown``: ``train.loop.cooled``), gradient clipping; dropout re-seeded every step (seed, step, rank) and checkpoints from ``train.loop``,
-  so a resumed run continues with the same batches and the same dropout masks.
+  (with ``train.cooldown``: ``train.loop.cooled``), gradient clipping; dropout re-seeded every step (seed, step,
+  rank) and checkpoints from ``train.loop``, so a resumed run continues with the same batches and the same dropout
+  masks.
 - Signals (``signals.jsonl``): per resource-tier pair group, the training CE and — when a teacher signal is
   in the loop — the estimated teacher–student KL every ``log_every`` steps; and on a fixed probe (the first
   ``signal_sentences`` held-out pairs of every direction) the exact KL(teacher ‖ student) and the student's
@@ -282,8 +283,8 @@ def _log(acc, window, step, phase, tc, elapsed, cpu, state, log_f, sig_f, alpha_
     groups = acc.reduce(groups, reduction="sum") if acc.num_processes > 1 else groups
     if not acc.is_main_process:
         return
-    rec = {"step": step, "phase": phase, "lr": cooled(step, tc.lr, tc.warmup, tc.steps, tc.cooldown), "epoch": state["epoch"],
-           "elapsed_s": round(elapsed, 1), "cpu_s": round(cpu, 1), "tokens": state["tokens"],
+    rec = {"step": step, "phase": phase, "lr": cooled(step, tc.lr, tc.warmup, tc.steps, tc.cooldown),
+           "epoch": state["epoch"], "elapsed_s": round(elapsed, 1), "cpu_s": round(cpu, 1), "tokens": state["tokens"],
            "loadavg": os.getloadavg()[0],
            "processes": acc.num_processes}
     rec |= {k: (None if np.isnan(v) else round(float(v), 5)) for k, v in zip(("loss", "ce", "kd", "kl"), scalars.tolist(),
