@@ -1,11 +1,13 @@
 """Training curves of one or more runs side by side: the training loss and every held-out field a run logs
 (``dev_*``: the encoders' held-out MLM and USL losses, the teacher's dev chrF per direction) against the step.
 
-    python scripts/training_curves.py RUN [RUN ...] --out curves.png [--names A B ...] [--groups]
+    python scripts/training_curves.py RUN [RUN ...] --out curves.png [--names A B ...] [--groups] [--directions]
 
-Reads each ``RUN/train_log.jsonl`` (``train.loop``); with ``--groups`` a distill run's dev chrF per direction
-(``dev_chrf``) also as one field per pair group, ``dev_chrF_<group>``: the mean over the group's directions, each
-direction's group from ``RUN/quotas.json`` (the run's own tiers, METHOD §3). Writes the figure (one panel per field, one line per run, the
+Reads each ``RUN/train_log.jsonl`` (``train.loop``). A run that logs its dev chrF per direction (``dev_chrf``:
+train-mt with ``train.dev_directions``, distill) without its mean gets ``dev_chrF_mean``, the mean over its
+directions (the score its early stopping reads; a distill run logs it as ``dev_score``); with ``--directions`` also one field per direction, ``dev_chrF_<src>-<tgt>``; with
+``--groups`` a distill run's one field per pair group, ``dev_chrF_<group>``: the mean over the group's directions,
+each direction's group from ``RUN/quotas.json`` (the run's own tiers, METHOD §3). Writes the figure (one panel per field, one line per run, the
 early-stopping best step marked where the run has one) and beside it ``curves.md``: per run, the last training loss,
 each held-out field at its best measurement and the step of it, and what ended the run (its exported record's
 ``stopped_by`` where that is of its last logged step). A distill run's ``loss`` adds the KD term after phase 1, so
@@ -22,16 +24,25 @@ from pathlib import Path
 from forgetbench.io import read_run_log
 
 
-def read(run: Path, groups: bool = False) -> tuple[list[dict], dict]:
+def read(run: Path, groups: bool = False, directions: bool = False) -> tuple[list[dict], dict]:
     f = run / "train_log.jsonl"
     if not f.is_file():
         sys.exit(f"{run}: no train_log.jsonl; give a training run folder (train-mt, pretrain-encoder, distill)")
     rows = read_run_log(f)  # each step once, in a log from before resumes trimmed it
+    rows = [r | per_direction(r, directions) if isinstance(r.get("dev_chrf"), dict) and r["dev_chrf"] else r for r in rows]
     if groups and any(isinstance(r.get("dev_chrf"), dict) for r in rows):
         group = direction_groups(run)
         rows = [r | group_means(r["dev_chrf"], group) if isinstance(r.get("dev_chrf"), dict) else r for r in rows]
     state = run / "checkpoint" / "state.json"
     return rows, (json.loads(state.read_text()) if state.is_file() else {})
+
+
+def per_direction(row: dict, directions: bool) -> dict[str, float]:
+    """``dev_chrF_mean`` over the row's measured directions where it has no ``dev_score``, and with ``directions``
+    each as ``dev_chrF_<direction>``."""
+    chrf = row["dev_chrf"]
+    out = {} if isinstance(row.get("dev_score"), int | float) else {"dev_chrF_mean": round(sum(chrf.values()) / len(chrf), 4)}
+    return out | ({f"dev_chrF_{d}": v for d, v in chrf.items()} if directions else {})
 
 
 def direction_groups(run: Path) -> dict[str, str]:
@@ -87,11 +98,12 @@ def main(argv=None) -> None:
     ap.add_argument("--out", type=Path, required=True, help="the figure (.png); curves.md is written beside it")
     ap.add_argument("--names", nargs="+", help="a label per run (default: the folder names)")
     ap.add_argument("--groups", action="store_true", help="distill runs: dev chrF per pair group as well")
+    ap.add_argument("--directions", action="store_true", help="dev chrF per direction as well")
     a = ap.parse_args(argv)
     names = a.names or [r.name for r in a.runs]
     if len(names) != len(a.runs):
         sys.exit(f"--names: {len(names)} names for {len(a.runs)} runs")
-    logs = {n: read(r, a.groups) for n, r in zip(names, a.runs, strict=True)}
+    logs = {n: read(r, a.groups, a.directions) for n, r in zip(names, a.runs, strict=True)}
     keys = sorted({k for rows, _ in logs.values() for k in fields(rows)}, key=lambda k: (k != "loss", k))
 
     import matplotlib

@@ -448,6 +448,27 @@ def test_training_curves_groups_a_distill_runs_dev_chrf_by_pair_group(tmp_path):
     assert "dev_chrF_H2H" not in _run(REPO / "scripts" / "training_curves.py", r, "--out", tmp_path / "c2.png")
 
 
+def test_training_curves_gives_a_train_mt_runs_dev_chrf_mean_and_each_direction(tmp_path):
+    """A train-mt run logs dev chrF per direction and no mean: the figure gets ``dev_chrF_mean`` (hand means) and,
+    with --directions, one field per direction; a distill run's own ``dev_score`` is not doubled by a mean."""
+    r = tmp_path / "baseline-s1"
+    r.mkdir()
+    rows = [{"step": 500, "loss": 6.5, "dev_chrf": {"de-en": 4.0, "en-uk": 2.0}},
+            {"step": 1000, "loss": 5.5, "dev_chrf": {"de-en": 12.0, "en-uk": 4.0}},
+            {"step": 1500, "loss": 5.3, "dev_chrf": {"de-en": 13.0, "en-uk": 1.0}}]
+    (r / "train_log.jsonl").write_text("\n".join(json.dumps(x) for x in rows) + "\n")
+    head, _, row = _run(REPO / "scripts" / "training_curves.py", r, "--directions", "--out",
+                        tmp_path / "c.png").strip().splitlines()
+    cells = dict(zip(head.split(" | "), row.split(" | "), strict=True))
+    assert cells["dev_chrF_mean (best, step)"] == "8 (1,000)"  # (12 + 4) / 2 against (13 + 1) / 2 = 7
+    assert cells["dev_chrF_de-en (best, step)"] == "13 (1,500)" and cells["dev_chrF_en-uk (best, step)"] == "4 (1,000)"
+    assert "dev_chrF_de-en" not in _run(REPO / "scripts" / "training_curves.py", r, "--out", tmp_path / "d.png")
+    s = tmp_path / "student"
+    s.mkdir()
+    (s / "train_log.jsonl").write_text(json.dumps({"step": 600, "dev_score": 3.0, "dev_chrf": {"en-de": 3.0}}) + "\n")
+    assert "dev_chrF_mean" not in _run(REPO / "scripts" / "training_curves.py", s, "--out", tmp_path / "e.png")
+
+
 def test_gender_human_agreement_counts_the_annotators_genders(tmp_path):
     """scripts/gender_human_agreement.py on a four-row MT-Gender set: the annotation file's system is found by its
     sentences, and the agreement is the share of annotated rows whose reading names the annotator's gender."""
