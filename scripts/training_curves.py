@@ -120,7 +120,8 @@ def main(argv=None) -> None:
         for name, (rows, state) in logs.items():
             pts = [(r["step"], r[key]) for r in rows if isinstance(r.get(key), int | float)]
             if pts:
-                line, = ax.plot(*zip(*pts, strict=True), label=name, linewidth=1.2, marker="o", markersize=2.5)
+                line, = ax.plot(*zip(*pts, strict=True), label=name, linewidth=1.2,
+                                 marker=None if key in ("loss", "ce") else "o", markersize=2.5)  # measurements marked
                 b = (state.get("early_stop") or {}).get("best_step")
                 if b and key != "loss":
                     ax.axvline(b, color=line.get_color(), linestyle=":", linewidth=0.8)
