@@ -104,6 +104,24 @@ def test_biaffine_scores_at_given_heads_equal_the_full_tensor():
     assert torch.allclose(b.at_heads(dep, head, heads), ref, atol=1e-5)
 
 
+def test_biaffine_scores_equal_x_w_y_per_output_for_unequal_sides():
+    """s[b, o, d, h] = [x_d; 1]ᵀ W_o [y_h; 1] term by term (UD-PrLM's 64-wide dependents against 128-wide heads in
+    small), whatever the order of the two products; ``scores_last`` is the same numbers as [B, D, H, O]."""
+    from forgetbench.parsing.layers.biaffine import Biaffine
+
+    torch.manual_seed(0)
+    b = Biaffine(3, 4, d_head=5)
+    b.weight.data.normal_()
+    dep, head = torch.randn(2, 6, 3), torch.randn(2, 6, 5)
+    x = torch.cat([dep, torch.ones(2, 6, 1)], -1)
+    y = torch.cat([head, torch.ones(2, 6, 1)], -1)
+    w = b.weight.detach()
+    ref = torch.tensor([[[[float(x[s, d] @ w[o] @ y[s, h]) for h in range(6)] for d in range(6)]
+                         for o in range(4)] for s in range(2)])
+    assert b(dep, head).shape == (2, 4, 6, 6) and torch.allclose(b(dep, head), ref, atol=1e-5)
+    assert b.scores_last(dep, head).is_contiguous() and torch.equal(b.scores_last(dep, head), b(dep, head).permute(0, 2, 3, 1))
+
+
 def test_time_budget_stops_before_an_epoch_would_overrun():
     import time
 

@@ -32,10 +32,23 @@ class Biaffine(nn.Module):
         self.weight = nn.Parameter(torch.zeros(n_out, d + 1, (d if d_head is None else d_head) + 1))
 
     def forward(self, dep, head):
+        """[B, O, D(dep), H(head)]: a view of ``scores_last``'s contiguous [B, D, H, O]."""
+        return self.scores_last(dep, head).permute(0, 3, 1, 2)
+
+    def scores_last(self, dep, head):
+        """s as [B, D(dep), H(head), O], contiguous. Computed head side first, as two dense products: T[b, h, o, i]
+        = Σ_j W_o[i, j]·y[b, h, j] in one matrix product over every (b, h), then s[b, d, h, o] = Σ_i x[b, d, i]·T[b,
+        h, o, i] in one product per sentence (x, y: the dependent and head vectors with their bias 1). The same sums
+        as x W_o yᵀ per output, to float rounding; ≈ 2.3× faster forward and backward than a product per (sentence,
+        output) for UD-PrLM's label scorer (59 outputs, 65 × 129, 102 × 40 positions, one CPU thread;
+        ``benchmarks.biaffine_scores``), and no more operations wherever the dependent side is no wider than the
+        head side (every scorer here)."""
         dep = torch.cat([dep, torch.ones_like(dep[..., :1])], -1)
         head = torch.cat([head, torch.ones_like(head[..., :1])], -1)
-        s = torch.matmul(torch.matmul(dep.unsqueeze(1), self.weight), head.unsqueeze(1).transpose(-1, -2))
-        return s  # [B, O, D(dep), H(head)]
+        (b, n_dep, d_dep), (n_head, d_head), n_out = dep.shape, head.shape[1:], self.n_out
+        t = head.reshape(b * n_head, d_head) @ self.weight.permute(2, 0, 1).reshape(d_head, n_out * d_dep)
+        t = t.view(b, n_head, n_out, d_dep).permute(0, 3, 1, 2).reshape(b, d_dep, n_head * n_out)
+        return torch.bmm(dep, t).view(b, n_dep, n_head, n_out)
 
     def at_heads(self, dep, head, heads):
         """Scores of each dependent d with one given head ``heads[b, d]`` only: [B, O, D]. The same numbers as

@@ -138,7 +138,7 @@ class PretrainedEncoder(nn.Module):
     def integrate(self, h: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """H^(L+1) from H^(L) through the predicted structure."""
         arc, rel_dep, rel_head = self.usl(h, mask)
-        rel = self.scorer["rel"](rel_dep, rel_head).permute(0, 2, 3, 1)  # [B, D, N, N] → [B, N(dep), N(head), D]
+        rel = self.scorer["rel"].scores_last(rel_dep, rel_head)  # [B, N(dep), N(head), D]
         h_us = self.usi(structure_tensor(arc, rel), h)
         return self.usi_norm(self.usi_layer(h_us + h, src_key_padding_mask=~mask))
 
