@@ -56,15 +56,22 @@ def weights_per_generated_token(model) -> int:
     return n + model.get_output_embeddings().weight.numel()
 
 
+_COUNTS: dict[tuple, Counter] = {}  # (corpus, language, vocabulary) -> token counts: models sharing a SPM count once
+
+
 def frequent(tok, corpus: str, lang: str, n: int) -> list[str]:
     """The ``n`` most frequent tokens of ``lang``'s side of the TSV bitexts in ``corpus`` (``xx.tsv``: English, tab,
-    xx), by ``tok``'s segmentation; ties by token id."""
-    counts = Counter()
-    for f in sorted(Path(corpus).glob("*.tsv")):
-        col = 0 if lang == "en" else 1 if f.stem == lang else None
-        if col is not None:
-            texts = [r.split("\t")[col] for r in f.read_text(encoding="utf-8").splitlines() if "\t" in r]
-            counts.update(i for x in tok(texts, add_special_tokens=False)["input_ids"] for i in x)
+    xx), by ``tok``'s segmentation; ties by token id. Counted once per corpus, language and vocabulary."""
+    key = (corpus, lang, tuple(sorted(tok.get_vocab().items())))
+    if key not in _COUNTS:
+        counts = Counter()
+        for f in sorted(Path(corpus).glob("*.tsv")):
+            col = 0 if lang == "en" else 1 if f.stem == lang else None
+            if col is not None:
+                texts = [r.split("\t")[col] for r in f.read_text(encoding="utf-8").splitlines() if "\t" in r]
+                counts.update(i for x in tok(texts, add_special_tokens=False)["input_ids"] for i in x)
+        _COUNTS[key] = counts
+    counts = _COUNTS[key]
     if not counts:
         raise SystemExit(f"--vmap-frequent: no {lang} text in {corpus}/*.tsv")
     ids = sorted(counts, key=lambda i: (-counts[i], i))[:n]
