@@ -97,6 +97,11 @@ def test_train_mt_logs_the_dev_chrf_of_its_model(tmp_path, capsys):
     assert info["arithmetic"]["device"] == "cpu" and info["arithmetic"]["why"]  # the chosen arithmetic, and why
     log = [json.loads(x) for x in (out / "train_log.jsonl").read_text().splitlines()]
     assert [r["step"] for r in log] == [100] and set(log[0]["dev_chrf"]) == {"de-en", "en-fr"}
+    other = tmp_path / "every30"  # an interval that is not a multiple of 100: measured where it says, own records
+    assert main(["train-mt", str(_train_config(tmp_path, dev_every=30)), "--out", str(other), "--quiet"]) == 0
+    rows = [json.loads(x) for x in (other / "train_log.jsonl").read_text().splitlines()]
+    assert [(r["step"], "dev_chrf" in r, "loss" in r) for r in rows] == \
+        [(30, True, False), (60, True, False), (90, True, False), (100, False, True)]
     model = M2M100ForConditionalGeneration.from_pretrained(str(out / "model")).eval()
     tok = M2M100Tokenizer.from_pretrained(str(out / "model"))
     dev = json.loads((out / "dev.json").read_text())

@@ -125,8 +125,9 @@ def run(model, opt, data: BatchSource, step_loss: Callable[[dict], tuple[torch.T
         dev: Callable[[int], tuple[float, dict]] | None = None, dev_start: int = 0,
         snapshot: Callable[[int], None] | None = None) -> str:
     """Train until ``tc.steps``, the time budget or early stopping; returns what stopped it. ``step_loss(batch)``
-    gives the loss to minimise and the tokens it covered; ``on_log(step)`` adds fields (dev scores) to every 100th
-    step's log record; ``dev(step)`` gives the held-out score (higher is better) and the fields to log, measured and
+    gives the loss to minimise and the tokens it covered; ``on_log(step)``, asked every step, adds fields (dev
+    scores) to the log: to every 100th step's record, or in a record of the step's own (step, time, tokens and the
+    fields) where it returns some between them; ``dev(step)`` gives the held-out score (higher is better) and the fields to log, measured and
     acted on by ``early_stop``'s rules every ``tc.dev_every`` steps after ``dev_start``; ``snapshot(step)`` keeps the
     weights every ``tc.snapshot_every`` steps (after the step's dev measurement). ``state`` is updated in place."""
     from forgetbench.train import early_stop
@@ -161,13 +162,17 @@ def run(model, opt, data: BatchSource, step_loss: Callable[[dict], tuple[torch.T
             run_loss, run_n = run_loss + loss.item(), run_n + 1
             stage.update(step, state["tokens"] - tokens0)
             elapsed = time.perf_counter() - t_start
+            extra = on_log(step) if on_log else {}
             if step % 100 == 0:
                 rec = {"step": step, "loss": round(run_loss / run_n, 4), "lr": inverse_sqrt(step, tc.lr, tc.warmup),
                        "epoch": state["epoch"], "elapsed_s": round(elapsed, 1), "tokens": state["tokens"],
-                       "loadavg": os.getloadavg()[0]}
+                       "loadavg": os.getloadavg()[0]} | extra
                 run_loss, run_n = 0.0, 0
-                rec |= on_log(step) if on_log else {}
                 log_f.write(json.dumps(rec) + "\n")
+                log_f.flush()
+            elif extra:  # fields due at a step between the 100th ones (a dev interval of 250): a record of their own
+                log_f.write(json.dumps({"step": step, "elapsed_s": round(elapsed, 1), "tokens": state["tokens"]} | extra)
+                            + "\n")
                 log_f.flush()
             early = False
             if dev is not None and early_stop.due(es, step, tc.dev_every):
