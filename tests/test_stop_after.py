@@ -81,20 +81,22 @@ def test_distill_stops_at_the_deadline_and_resumes_to_the_same_weights(tiny_dir,
 
 
 def _signal_at(monkeypatch, module, at: int, sig) -> None:
-    """A kill point by hook: ``sig`` sent to this process while the loop sets step ``at``'s learning rate."""
+    """A kill point by hook: ``sig`` sent to this process while the loop sets step ``at``'s learning rate (its
+    schedule function: ``cooled`` in the distillation loop, ``inverse_sqrt`` in the others)."""
     import os
     import threading
 
     if threading.current_thread() is not threading.main_thread():
         pytest.skip("signals reach the main thread only; this test runs elsewhere")
-    real, sent = module.inverse_sqrt, []
+    name = "inverse_sqrt" if hasattr(module, "inverse_sqrt") else "cooled"
+    real, sent = getattr(module, name), []
 
     def hooked(step, *a):
         if step == at and not sent:
             sent.append(step)
             os.kill(os.getpid(), sig)
         return real(step, *a)
-    monkeypatch.setattr(module, "inverse_sqrt", hooked)
+    monkeypatch.setattr(module, name, hooked)
 
 
 @pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
@@ -158,7 +160,7 @@ def test_a_signal_relayed_twice_by_a_launcher_is_one_stop_request(tiny_dir, tmp_
     cfg = toy_setup(tmp_path, tiny_dir, extra_train=", checkpoint_minutes: 60.0")
     quiet = {"progress": False, "log": lambda *_: None}
     full = distill(load_distill_config(cfg), tmp_path / "full", **quiet)
-    real = loop.inverse_sqrt
+    real = loop.cooled
 
     def hooked(step, *a):
         if step == 3 and not hooked.sent:
@@ -168,7 +170,7 @@ def test_a_signal_relayed_twice_by_a_launcher_is_one_stop_request(tiny_dir, tmp_
         return real(step, *a)
     hooked.sent = False
     with monkeypatch.context() as m:
-        m.setattr(loop, "inverse_sqrt", hooked)
+        m.setattr(loop, "cooled", hooked)
         stopped = distill(load_distill_config(cfg), tmp_path / "cut", **quiet)
     assert json.loads((tmp_path / "cut" / "checkpoint" / "state.json").read_text())["step"] == 3
     assert json.loads((stopped / "training.json").read_text())["stopped_by"].startswith("SIGTERM (a checkpoint")
