@@ -807,25 +807,35 @@ def test_the_fingerprint_holds_the_teacher_and_corpora_by_content_not_place(tiny
     assert data_key(load_distill_config(there)) != data_key(a)
 
 
+def _branch_source(tiny_dir, tmp_path, quiet):
+    """A toy KD run to step 8 in ``tmp_path/a/run`` with a copy of its step-5 checkpoint in ``tmp_path/at5``: its
+    config (5 steps) and teacher cache."""
+    import shutil
+
+    from forgetbench.distill.config import load_distill_config
+    from forgetbench.distill.run import distill
+
+    source = load_distill_config(toy_setup(tmp_path / "a", tiny_dir))
+    source.train.steps = 5
+    distill(source, tmp_path / "a" / "run", **quiet)
+    shutil.copytree(tmp_path / "a" / "run" / "checkpoint", tmp_path / "at5")
+    distill(load_distill_config(toy_setup(tmp_path / "a", tiny_dir)), tmp_path / "a" / "run", **quiet)  # on to 8
+    return source, tmp_path / "a" / "run" / "teacher-cache"
+
+
 def test_a_branch_continues_its_source_run_and_differs_only_where_its_alpha_does(tiny_dir, tmp_path):
     """``distill --branch-from CHECKPOINT``: a run whose config is the source's with ``kd.alpha_directions`` added
     starts from the source's step-5 checkpoint and trains the same batches on. With α of en→sw set to the global α
     it ends on the source run's weights bit for bit (the branch adds nothing of its own); with α 0 there it ends
     elsewhere; its record names the branch. A checkpoint of other settings, or a config without
     alpha_directions, is refused in one line."""
-    import shutil
 
     from forgetbench.distill.config import load_distill_config
     from forgetbench.distill.run import distill
     from forgetbench.errors import ForgetbenchError
 
     quiet = {"progress": False, "log": lambda *_: None}
-    source = load_distill_config(toy_setup(tmp_path / "a", tiny_dir))
-    source.train.steps = 5
-    distill(source, tmp_path / "a" / "run", **quiet)
-    shutil.copytree(tmp_path / "a" / "run" / "checkpoint", tmp_path / "at5")
-    distill(load_distill_config(toy_setup(tmp_path / "a", tiny_dir)), tmp_path / "a" / "run", **quiet)  # on to 8
-    cache = tmp_path / "a" / "run" / "teacher-cache"
+    source, cache = _branch_source(tiny_dir, tmp_path, quiet)
     for alpha, same in (("1.0", True), ("0.0", False)):
         cfg = load_distill_config(toy_setup(tmp_path / f"b{alpha}", tiny_dir,
                                             kd_extra=f", alpha_directions: {{en-sw: {alpha}}}, cache: {cache}"))
@@ -857,7 +867,6 @@ def test_a_cooldown_branch_continues_its_source_with_the_rate_falling_to_the_las
     step 5 times 3/3, 2/3, 1/3, ending elsewhere than the source run; a cooldown starting before the branch's step
     is refused, and so is one with early stopping, in one line. Without the key the fingerprint is the one of
     configs written before it."""
-    import shutil
 
     from forgetbench.distill.config import fingerprint, load_distill_config
     from forgetbench.distill.run import distill
@@ -865,12 +874,7 @@ def test_a_cooldown_branch_continues_its_source_with_the_rate_falling_to_the_las
     from forgetbench.train.loop import inverse_sqrt
 
     quiet = {"progress": False, "log": lambda *_: None}
-    source = load_distill_config(toy_setup(tmp_path / "a", tiny_dir))
-    source.train.steps = 5
-    distill(source, tmp_path / "a" / "run", **quiet)
-    shutil.copytree(tmp_path / "a" / "run" / "checkpoint", tmp_path / "at5")
-    distill(load_distill_config(toy_setup(tmp_path / "a", tiny_dir)), tmp_path / "a" / "run", **quiet)  # on to 8
-    cache = tmp_path / "a" / "run" / "teacher-cache"
+    source, cache = _branch_source(tiny_dir, tmp_path, quiet)
     cfg = load_distill_config(toy_setup(tmp_path / "b", tiny_dir, extra_train=", cooldown: 3, log_every: 1",
                                         kd_extra=f", cache: {cache}"))
     out = distill(cfg, tmp_path / "b" / "run", branch_from=tmp_path / "at5", **quiet)
