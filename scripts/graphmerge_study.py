@@ -2,7 +2,7 @@
 other-script languages from pruning and quantisation?
 
     python scripts/graphmerge_study.py configs/graphmerge-study/study.yaml --out RUN [--stage train|sweep|table|all]
-        [--jobs N]
+        [--jobs N] [--seeds S …]
 
 Stages (each resumes where it stopped when run again):
 
@@ -11,7 +11,9 @@ Stages (each resumes where it stopped when run again):
 2. **sweep**: one ``forgetbench sweep`` over every trained model and each of its compressions, in
    ``RUN/sweep-<steps>`` (the same sentences for all).
    Raising ``steps`` and running again continues every training run (``train-mt`` resumes) and sweeps the
-   longer-trained models in ``RUN/sweep-<steps>``.
+   longer-trained models in ``RUN/sweep-<steps>``. ``--seeds`` takes some of the config's seeds alone (a study whose
+   other seeds are still training): their systems are swept, and a later sweep with more seeds adds its systems to
+   the same folder (``sweep --extend``) without translating the others again.
 3. **table**: ``RUN/study-<steps>.json`` and ``.md``. chrF (the project's chrF3, corpus level per direction) and
    spBLEU-local (the models' shared SentencePiece model). Per seed s, with B_s / G_s the baseline and GraphMerge
    models of seed s and c a compression:
@@ -53,7 +55,7 @@ from forgetbench.eval.bootstrap import (
 from forgetbench.eval.embedding_alignment import script_of
 from forgetbench.eval.metrics import CHRF3, SpBLEU, chrf_signature
 from forgetbench.eval.store import Store
-from forgetbench.io import sha256_file
+from forgetbench.io import atomic_write_text, sha256_file
 from forgetbench.resources import past_stop_at
 from forgetbench.sweep.config import training_tiers
 
@@ -157,14 +159,21 @@ def sweep_config(cfg: dict, out: Path) -> Path:
     sweep = {"name": "graphmerge-study", "model": str(model_dir(rs[first])), "base": f"{first[0]}-s{first[1]}",
              "variants": variants} | cfg["sweep"]
     dest = out / f"sweep-{cfg['steps']}.yaml"
-    dest.write_text(yaml.safe_dump(sweep, sort_keys=False))
+    atomic_write_text(dest, yaml.safe_dump(sweep, sort_keys=False))
     return dest
 
 
 def stage_sweep(cfg: dict, out: Path) -> None:
     conf = sweep_config(cfg, out)
-    subprocess.run([sys.executable, "-m", "forgetbench.cli", "sweep", str(conf), "--out", str(sweep_dir(cfg, out))],
-                   check=True)
+    extend = ["--extend"] if (sweep_dir(cfg, out) / "store.sqlite").is_file() else []  # another set of seeds' systems
+    subprocess.run([sys.executable, "-m", "forgetbench.cli", "sweep", str(conf), "--out", str(sweep_dir(cfg, out)),
+                    *extend], check=True)
+
+
+def table_name(cfg: dict, all_seeds: list[int]) -> str:
+    """``study-<steps>``, with ``-s<seed>…`` where the table holds only some of the config's seeds."""
+    subset = list(cfg["seeds"]) != list(all_seeds)
+    return f"study-{cfg['steps']}" + ("-" + "-".join(f"s{s}" for s in cfg["seeds"]) if subset else "")
 
 
 # ---- table ----
@@ -386,8 +395,15 @@ def main(argv=None) -> None:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--stage", choices=["train", "sweep", "table", "all"], default="all")
     ap.add_argument("--jobs", type=int, help="training runs at once (default: the config's `jobs`)")
+    ap.add_argument("--seeds", type=int, nargs="+", metavar="S",
+                    help="some of the config's seeds alone: train, sweep and tabulate those (default: all)")
     a = ap.parse_args(argv)
     cfg = load(a.config.resolve())
+    all_seeds = list(cfg["seeds"])
+    if a.seeds:
+        if set(a.seeds) - set(all_seeds):
+            ap.error(f"--seeds {' '.join(map(str, a.seeds))}: {a.config} has seeds {all_seeds}; give some of those")
+        cfg["seeds"] = [s for s in all_seeds if s in a.seeds]
     if a.jobs:
         cfg["jobs"] = a.jobs
     out = a.out.expanduser().resolve()
@@ -402,8 +418,9 @@ def main(argv=None) -> None:
         stage_sweep(cfg, out)
     if a.stage in ("table", "all"):
         res = stage_table(cfg, out)
-        (out / f"study-{cfg['steps']}.json").write_text(json.dumps(res, indent=1))
-        (out / f"study-{cfg['steps']}.md").write_text(markdown(res))
+        name = table_name(cfg, all_seeds)
+        atomic_write_text(out / f"{name}.json", json.dumps(res, indent=1))
+        atomic_write_text(out / f"{name}.md", markdown(res))
         print(markdown(res))
 
 

@@ -2,6 +2,7 @@
 promises. Their full-size runs are what docs/BENCHMARKS.md and the model cards record."""
 
 import json
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -295,8 +296,24 @@ def test_graphmerge_study_of_identical_arms_finds_no_difference_and_the_losses_s
                        "benchmarks": [{"name": "flores101", "kind": "flores101", "path": str(REPO / "data" / "flores101")}],
                        "generation": {"num_beams": 1, "max_new_tokens": 8, "batch_size": 4}}
     (tmp_path / "study.yaml").write_text(yaml.safe_dump(study))
+    # seed 1 alone first (its seed-2 runs still training), then both: seed 1's systems are not translated again
+    for stage in ("sweep", "table"):
+        _run(REPO / "scripts" / "graphmerge_study.py", tmp_path / "study.yaml", "--out", out, "--stage", stage,
+             "--seeds", "1")
+    one = json.loads((out / f"study-{study['steps']}-s1.json").read_text())
+    assert one["settings"]["seeds"] == [1] and one["who_pays"]["chrF"]["prune-45"]["all"]["seeds"] == [0]
+    assert set(one["models"]) == {"baseline-s1", "graphmerge-s1"}
+
+    def seed1_rows():
+        with sqlite3.connect(out / f"sweep-{study['steps']}" / "store.sqlite") as db:
+            return db.execute("SELECT variant, src, tgt, idx, hyp, seconds FROM translations WHERE variant LIKE "
+                              "'%-s1%' ORDER BY 1, 2, 3, 4").fetchall()
+
+    before = seed1_rows()
+    assert len(before) == 4 * 4 * 3  # 2 arms × (base, prune-45) × 4 directions × 3 sentences
     for stage in ("sweep", "table"):
         _run(REPO / "scripts" / "graphmerge_study.py", tmp_path / "study.yaml", "--out", out, "--stage", stage)
+    assert seed1_rows() == before
     res = json.loads((out / f"study-{study['steps']}.json").read_text())
     figures = [row["delta"] for m in ("chrF", "spBLEU-local") for row in res["before"][m].values()]
     figures += [x for m in ("chrF", "spBLEU-local") for x in res["who_pays"][m]["prune-45"].values()]
@@ -341,6 +358,9 @@ def test_graphmerge_study_trains_seed_by_seed_and_a_past_deadline_starts_no_run_
     assert started == [] and not list(out.glob("sweep-*"))
     assert ("training stopped by the wall deadline before 2,000 steps (baseline-s1 at 0, graphmerge-s1 at 250, "
             "baseline-s2 at 0, graphmerge-s2 at 0): run the same command again to resume") in capsys.readouterr().out
+    with pytest.raises(SystemExit) as e:  # a seed the config lacks: one line, exit 2
+        study.main([str(REPO / "configs" / "graphmerge-study" / "study.yaml"), "--out", str(out), "--seeds", "3"])
+    assert e.value.code == 2 and "has seeds [1, 2]; give some of those" in capsys.readouterr().err
 
 
 def test_udprlm_study_end_to_end_on_a_tiny_treebank(tmp_path):
