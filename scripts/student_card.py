@@ -6,6 +6,8 @@
 WALL_S: the measured wall time of the whole `forgetbench distill` command (data, cache, training, export);
 speed.json: `benchmarks.batch1_speed` over teacher and students (interleaved sentence by sentence). Weights not
 measured yet: `-` for speed.json and no eval runs; the card then says, where the numbers would be, what measures them.
+A twin not trained yet for these weights: `-` for its name; the tables then compare the student with its teacher
+alone (the eval run's `[student, teacher]` contrast) and say what trains the twin.
 """
 
 import json
@@ -40,6 +42,28 @@ def group_table(S: dict, me: str, twin: str, view: str = "training") -> list[str
                                 f"{_f(sign * d['chrF']['difference'])} {_ci([sign * x for x in d['chrF']['ci']][::sign])}",
                                 _f(c["scores"][S["base"]]["spBLEU"]), _f(c["scores"][me]["spBLEU"]),
                                 _f(c["scores"][twin]["spBLEU"]),
+                                f"{_f(sign * d['spBLEU']['difference'])} {_ci([sign * x for x in d['spBLEU']['ci']][::sign])}"])
+                    + " |")
+    return rows
+
+
+def teacher_table(S: dict, me: str, view: str = "training") -> list[str]:
+    """The pair groups' table of a student whose twin is not trained yet: teacher, student and their difference."""
+    groups = S["pair_groups"][view]
+    base = S["base"]
+    key = f"{me} vs {base}" if f"{me} vs {base}" in next(iter(groups.values()))["contrasts"] else f"{base} vs {me}"
+    sign = 1 if key.startswith(me) else -1
+    rows = ["| pair group | pairs | sentences | teacher chrF | this student chrF | share of the teacher | this − teacher "
+            "chrF [95 % CI] | teacher spBLEU | this spBLEU | this − teacher spBLEU [95 % CI] |",
+            "|---|---:|---:|---:|---:|---:|---|---:|---:|---|"]
+    for g in [g for g in GROUP_ORDER if g in groups]:
+        c = groups[g]
+        d = c["contrasts"][key]
+        t_chrf, me_chrf = c["scores"][base]["chrF"], c["scores"][me]["chrF"]
+        share = f"{100 * me_chrf / t_chrf:.1f} %" if t_chrf else "–"
+        rows.append(" | ".join([f"| {g}", str(c["pairs"]), str(c["sentences"]), _f(t_chrf), _f(me_chrf), share,
+                                f"{_f(sign * d['chrF']['difference'])} {_ci([sign * x for x in d['chrF']['ci']][::sign])}",
+                                _f(c["scores"][base]["spBLEU"]), _f(c["scores"][me]["spBLEU"]),
                                 f"{_f(sign * d['spBLEU']['difference'])} {_ci([sign * x for x in d['spBLEU']['ci']][::sign])}"])
                     + " |")
     return rows
@@ -143,8 +167,9 @@ def main(model_dir: str, me: str, twin: str, wall_s: str, speed_json: str, *eval
     t = json.loads((m / "training.json").read_text())
     cfg = t["config"]
     sums = [json.loads((Path(r) / "report" / "summary.json").read_text()) for r in evals]
+    no_twin = twin == "-"
     for r, x in zip(evals, sums, strict=True):
-        if missing := [v for v in (me, twin) if v not in x["variants"]]:
+        if missing := [v for v in (me, *([] if no_twin else [twin])) if v not in x["variants"]]:
             print(f"student_card: {r}: its report has no variant {', '.join(missing)} (it has "
                   f"{', '.join(x['variants'])}): the card compares the student with its teacher and its twin; give "
                   "the eval run of configs/distill-eval*.yaml, which has all three", file=sys.stderr)
@@ -226,7 +251,11 @@ def main(model_dir: str, me: str, twin: str, wall_s: str, speed_json: str, *eval
                   "Own tiers from training pairs (High ≥ 30k, Medium ≥ 10k, Low ≥ 1k, Very-Low < 1k; English High). "
                   "Intervals: stratified paired bootstrap (1000 resamples) of the mean corpus-score difference over the "
                   "group's pairs.", ""]
-        lines += group_table(s, me, twin)
+        lines += teacher_table(s, me) if no_twin else group_table(s, me, twin)
+    if sums and no_twin:
+        lines += ["", "The no-KD twin of these weights is not trained yet (the twin in `artifacts/student-nokd` is "
+                  "an earlier student's): `forgetbench distill configs/distill-nokd-corpus.yaml --out "
+                  f"runs/student-nokd-corpus --steps-of runs/{me}` trains it on the same batches and steps."]
     if S:
         lines += ["", f"Metric signatures: chrF `{S['signatures']['chrF']}`; spBLEU `{S['signatures']['spBLEU']}` (the "
                   "teacher's own SPM: comparable within forgetbench only)."]
