@@ -15,8 +15,9 @@ from .conftest import REPO, python
 SHARED = REPO.parent / "shared" / "data"
 
 
-def _run(*args, cwd=REPO) -> str:
-    r = python(*args, cwd=cwd, timeout=300)
+def _run(*args, cwd=REPO, timeout: int = 300) -> str:
+    """A script run as a user runs it; ``timeout`` is a hang's safety net, wide enough for a loaded host."""
+    r = python(*args, cwd=cwd, timeout=timeout)
     assert r.returncode == 0, r.stderr[-3000:]
     return r.stdout
 
@@ -391,7 +392,7 @@ def test_udprlm_study_end_to_end_on_a_tiny_treebank(tmp_path):
     text = _run(REPO / "scripts" / "udprlm_study.py", "--out", out, "--treebanks", "wo_wtb", "--configs", configs,
                 "--data", tmp_path / "ud", "--minutes", "2", "--tagger-minutes", "0.2", "--tagger-epochs", "1",
                 "--max-epochs", "1", "--recipes", "prune-45", "wanda-45-uniform", "ptq-int8", "--refine",
-                "--variants", "mlm", "usl-mlm", "ud-prlm", "--modes", "tuned", "frozen")
+                "--variants", "mlm", "usl-mlm", "ud-prlm", "--modes", "tuned", "frozen", timeout=1200)
     res = json.loads((out / "study.json").read_text())["wo_wtb"]
     parsers = {f"{v}·{m}" for v in ("mlm", "usl-mlm", "ud-prlm") for m in ("tuned", "frozen")}
     refined = {"scratch", "mlm·tuned", "usl-mlm·tuned", "ud-prlm·tuned"}
