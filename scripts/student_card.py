@@ -28,6 +28,11 @@ def _ci(c):
     return "–" if not c or c[0] is None else f"[{c[0]:.2f}, {c[1]:.2f}]"
 
 
+def _diff(d: dict, metric: str, sign: int) -> str:
+    """A contrast's difference and interval, turned round (sign −1) where the run holds it the other way."""
+    return f"{_f(sign * d[metric]['difference'])} {_ci([sign * x for x in d[metric]['ci']][::sign])}"
+
+
 def group_table(S: dict, me: str, twin: str, view: str = "training") -> list[str]:
     groups = S["pair_groups"][view]
     key = f"{me} vs {twin}" if f"{me} vs {twin}" in next(iter(groups.values()))["contrasts"] else f"{twin} vs {me}"
@@ -39,10 +44,10 @@ def group_table(S: dict, me: str, twin: str, view: str = "training") -> list[str
         d = c["contrasts"][key]
         rows.append(" | ".join([f"| {g}", str(c["pairs"]), str(c["sentences"]), _f(c["scores"][S["base"]]["chrF"]),
                                 _f(c["scores"][me]["chrF"]), _f(c["scores"][twin]["chrF"]),
-                                f"{_f(sign * d['chrF']['difference'])} {_ci([sign * x for x in d['chrF']['ci']][::sign])}",
+                                _diff(d, 'chrF', sign),
                                 _f(c["scores"][S["base"]]["spBLEU"]), _f(c["scores"][me]["spBLEU"]),
                                 _f(c["scores"][twin]["spBLEU"]),
-                                f"{_f(sign * d['spBLEU']['difference'])} {_ci([sign * x for x in d['spBLEU']['ci']][::sign])}"])
+                                _diff(d, 'spBLEU', sign)])
                     + " |")
     return rows
 
@@ -62,9 +67,9 @@ def teacher_table(S: dict, me: str, view: str = "training") -> list[str]:
         t_chrf, me_chrf = c["scores"][base]["chrF"], c["scores"][me]["chrF"]
         share = f"{100 * me_chrf / t_chrf:.1f} %" if t_chrf else "–"
         rows.append(" | ".join([f"| {g}", str(c["pairs"]), str(c["sentences"]), _f(t_chrf), _f(me_chrf), share,
-                                f"{_f(sign * d['chrF']['difference'])} {_ci([sign * x for x in d['chrF']['ci']][::sign])}",
+                                _diff(d, 'chrF', sign),
                                 _f(c["scores"][base]["spBLEU"]), _f(c["scores"][me]["spBLEU"]),
-                                f"{_f(sign * d['spBLEU']['difference'])} {_ci([sign * x for x in d['spBLEU']['ci']][::sign])}"])
+                                _diff(d, 'spBLEU', sign)])
                     + " |")
     return rows
 
