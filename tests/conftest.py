@@ -18,6 +18,34 @@ REPO = Path(__file__).resolve().parents[1]
 CALIB = REPO / "data" / "calibration" / "ntrex128-calib.tsv"
 FLORES = REPO / "data" / "flores101"
 MAX_WORKERS = 4  # pytest -n auto (pyproject's addopts): one worker per usable core, at most this many
+# The developers' data folder (the study's corpora, NTREX, UD ...): beside the project's own checkouts and CI's, never
+# in a user's clone. The one place the suite names it: a test that reads it is marked ``shared_data`` and takes the
+# ``shared_data`` fixture; in a clone it skips with the reason below, and CI runs the marked tests beside the folder
+# (.ci/run) after the whole suite in a fresh clone with nothing beside it (tests/test_suite_layout.py).
+SHARED_DATA = REPO.parent / "shared" / "data"
+SHARED_SKIP = ("needs the developers' data folder ../shared/data (the study's full corpora, not distributed); a "
+               "clone runs without it: CI runs this test beside it with -m shared_data")
+
+
+def skip_shared_data_tests(items, folder: Path = SHARED_DATA) -> None:
+    """Every test marked ``shared_data`` skips, with ``SHARED_SKIP``, where ``folder`` is not."""
+    if folder.is_dir():
+        return
+    skip = pytest.mark.skip(reason=SHARED_SKIP)
+    for item in items:
+        if item.get_closest_marker("shared_data"):
+            item.add_marker(skip)
+
+
+def pytest_collection_modifyitems(config, items):
+    skip_shared_data_tests(items)
+
+
+@pytest.fixture
+def shared_data(request) -> Path:
+    """``../shared/data``, for a test marked ``shared_data`` (it skips where the folder is not)."""
+    assert request.node.get_closest_marker("shared_data"), "a test reading ../shared/data is marked shared_data"
+    return SHARED_DATA
 
 
 def pytest_xdist_auto_num_workers(config) -> int:

@@ -12,8 +12,6 @@ import torch
 
 from .conftest import REPO, python
 
-SHARED = REPO.parent / "shared" / "data"
-
 
 def _run(*args, cwd=REPO, timeout: int = 300) -> str:
     """A script run as a user runs it; ``timeout`` is a hang's safety net, wide enough for a loaded host."""
@@ -156,10 +154,10 @@ def test_make_calibration_alternates_directions_from_ntrex_lines(tmp_path):
     assert rows[1] == ["de", "en", f"deu {mc.START + 1}", f"en {mc.START + 1}"]
 
 
-@pytest.mark.skipif(not (SHARED / "ntrex128").is_dir(), reason="needs ../shared/data/ntrex128 (the source of the "
-                    "shipped calibration set); a user's clone has only the result")
-def test_make_calibration_rebuilds_the_shipped_calibration_set(tmp_path):
-    _run(REPO / "scripts" / "make_calibration.py", SHARED / "ntrex128", tmp_path / "c.tsv")
+@pytest.mark.shared_data
+def test_make_calibration_rebuilds_the_shipped_calibration_set(tmp_path, shared_data):
+    """The shipped calibration set is rebuilt from its source, NTREX-128 (a clone ships only the result)."""
+    _run(REPO / "scripts" / "make_calibration.py", shared_data / "ntrex128", tmp_path / "c.tsv")
     assert (tmp_path / "c.tsv").read_bytes() == (REPO / "data" / "calibration" / "ntrex128-calib.tsv").read_bytes()
 
 

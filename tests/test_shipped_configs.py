@@ -11,26 +11,38 @@ import yaml
 from .conftest import REPO
 
 CONFIGS = sorted((REPO / "configs").glob("*.yaml"))
-SHARED = (REPO.parent / "shared" / "data").is_dir()
+
+
+def user_clone(tmp_path: Path) -> Path:
+    """The repository as a user's clone lays it out: nothing beside it, so no config's ``../../shared/data`` exists
+    on any host. ``configs`` is copied (a symlinked folder would resolve ``..`` inside the repository); the rest is
+    linked."""
+    clone = tmp_path / "a" / "clone"
+    clone.mkdir(parents=True)
+    shutil.copytree(REPO / "configs", clone / "configs")
+    for part in ("artifacts", "data", "scripts"):
+        (clone / part).symlink_to(REPO / part)
+    return clone
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=[p.stem for p in CONFIGS])
-def test_shipped_config_loads(path: Path):
+def test_shipped_config_loads(path: Path, tmp_path):
+    """Each shipped config, validated as its command would in a user's clone (the training and distillation configs
+    on the shipped corpus sample where the study's corpora are absent)."""
     raw = yaml.safe_load(path.read_text())
+    path = user_clone(tmp_path) / "configs" / path.name
     if "teacher" in raw and "student" in raw:
-        if not SHARED:
-            pytest.skip("distillation configs read ../shared/data")
         from forgetbench.distill.config import load_distill_config
 
         cfg = load_distill_config(path)
         assert cfg.pairs and len(cfg.pairs) == 2 * len(cfg.data.languages)
+        assert not raw["data"].get("shared") or (cfg.data_note and "corpus-sample" in cfg.data_note)
     elif "spm" in raw:
-        if not SHARED and raw["data"].get("shared", "../shared/data"):
-            pytest.skip("training configs read ../shared/data")
         from forgetbench.train.config import config_record, load_config
 
-        cfg = config_record(load_config(path))
-        assert not raw["data"]["shared"] or Path(cfg["data"]["shared"]).is_dir()
+        loaded = load_config(path)
+        cfg = config_record(loaded)
+        assert not raw["data"]["shared"] or (loaded.data_note and not cfg["data"]["shared"])  # on the sample
         paths = ("shared", "sample", "corpora", "from")  # resolved against the config's folder
         for f in [*cfg["data"]["corpora"].values(), cfg["spm"].get("from", REPO)]:
             assert Path(f).exists() and Path(f).is_absolute()
@@ -127,32 +139,27 @@ def test_the_shipped_training_configs_run_from_a_clone_without_shared_data(comma
     """A clone has no ../shared: the configs fall back to the shipped sample corpus, with a warning line."""
     from forgetbench.cli import main
 
-    clone = tmp_path / "a" / "clone"  # its ../../shared/data does not exist
-    clone.mkdir(parents=True)
-    for part in ("configs", "data/corpus-sample"):  # copies: a symlinked folder would resolve ../.. in the repo
-        shutil.copytree(REPO / part, clone / part)
-    (clone / "artifacts").mkdir()
-    (clone / "artifacts" / "teacher").symlink_to(REPO / "artifacts" / "teacher")
+    clone = user_clone(tmp_path)
     cfg = clone / command[1]
     assert main([command[0], str(cfg), "--steps", "2", "--out", str(clone / "runs" / "x"), "--quiet"]) == 0
     err = capsys.readouterr().err
-    assert "data.shared" in err and "is not here" in err and "corpus-sample" in err
+    assert "data.shared" in err and "are not in" in err and "corpus-sample" in err and "data.corpora" in err
     info = json.loads((clone / "runs" / "x" / "model" / "training.json").read_text())
     assert info["steps"] == 2
 
 
-def test_the_graphmerge_study_arms_differ_only_in_the_embeddings():
+def test_the_graphmerge_study_arms_differ_only_in_the_embeddings(tmp_path):
     """Baseline and GraphMerge arms: the same data, vocabulary, model size, seed, steps and schedule."""
     study = yaml.safe_load((REPO / "configs" / "graphmerge-study" / "study.yaml").read_text())
     arms = {a: yaml.safe_load((REPO / "configs" / "graphmerge-study" / p).read_text()) for a, p in study["arms"].items()}
     emb = arms["graphmerge"]["model"].pop("embeddings")["graphmerge"]
     assert emb["hops"] == 2 and emb["mode"] == "gnn" and "embeddings" not in arms["baseline"]["model"]
     assert arms["baseline"] == arms["graphmerge"]
-    if SHARED:
-        from forgetbench.train.config import load_config
+    from forgetbench.train.config import load_config
 
-        for p in study["arms"].values():
-            assert load_config(REPO / "configs" / "graphmerge-study" / p).train.threads == 1
+    clone = user_clone(tmp_path)
+    for p in study["arms"].values():
+        assert load_config(clone / "configs" / "graphmerge-study" / p).train.threads == 1
 
 
 def test_the_pretraining_configs_differ_only_in_the_variant():
@@ -194,3 +201,25 @@ def test_the_shipped_encoders_are_one_study_pre_trained_from_these_configs():
         shipped = yaml.safe_load((REPO / "configs" / "pretrain" / f"{v}.yaml").read_text())
         assert shipped["train"]["seed"] == cfg["train"]["seed"]  # the configs now run until the held-out loss stops
     assert len(spms) == 1 and configs["mlm"] == configs["usl-mlm"] == configs["ud-prlm"]
+
+
+TRAINING = [p for p in [*CONFIGS, *sorted((REPO / "configs" / "graphmerge-study").glob("*.yaml"))]
+            if str((yaml.safe_load(p.read_text()).get("data") or {}).get("shared", "")).endswith("shared/data")]
+
+
+@pytest.mark.shared_data
+@pytest.mark.parametrize("path", TRAINING, ids=[str(p.relative_to(REPO / "configs")) for p in TRAINING])
+def test_shipped_training_configs_read_the_study_corpora_beside_the_project(path: Path, shared_data):
+    """Beside the developers' data folder the shipped training and distillation configs read it (no warning, the
+    sample unused): the runs of RESULTS and the shipped models' cards."""
+    raw = yaml.safe_load(path.read_text())
+    if "teacher" in raw and "student" in raw:
+        from forgetbench.distill.config import load_distill_config
+
+        cfg = load_distill_config(path)
+        assert cfg.data_note is None and Path(cfg.data.shared).resolve() == shared_data.resolve()
+    else:
+        from forgetbench.train.config import load_config
+
+        cfg = load_config(path)
+        assert cfg.data_note is None and Path(cfg.data.shared).resolve() == shared_data.resolve()

@@ -109,8 +109,6 @@ def cmd_train_mt(args) -> int:
 
     cfg = load_config(args.config)
     resumable_output(args.out, "train-run.json", "train-mt run folder")
-    if cfg.data_note:
-        print(f"forgetbench: warning: {cfg.data_note}", file=sys.stderr)
     override_steps("train-mt", args.steps, cfg.train)
     if args.seed is not None:
         cfg.train.seed = args.seed  # in the fingerprint: a run folder resumes only with its own seed
@@ -119,6 +117,8 @@ def cmd_train_mt(args) -> int:
     if args.warm_start and not (Path(args.warm_start) / "model.safetensors").is_file():
         raise ForgetbenchError(f"train-mt --warm-start {args.warm_start}: no model.safetensors there; give a model "
                                "folder written by train-mt (e.g. artifacts/teacher)")
+    if cfg.data_note:  # the arguments checked first: a refused command says one line, its own
+        print(f"forgetbench: warning: {cfg.data_note}", file=sys.stderr)
     con = Console("train-mt", quiet=args.quiet)
     if args.probe:
         from forgetbench.train.probe import probe
@@ -168,8 +168,6 @@ def cmd_distill(args) -> int:
     cfg.hardware = with_overrides(cfg.hardware, None, **hardware_flags(args))
     place(cfg.hardware, f"{cfg.source}: hardware")  # the machine's answer before any work
     resumable_output(args.out, RUN_MARKER, "distill run folder")
-    if cfg.data_note:
-        print(f"forgetbench: warning: {cfg.data_note}", file=sys.stderr)
     if args.steps_of is not None:
         if args.steps is not None:
             raise ForgetbenchError("distill: give --steps or --steps-of, not both")
@@ -180,6 +178,8 @@ def cmd_distill(args) -> int:
         if cfg.train.cooldown >= args.steps:
             raise ForgetbenchError(f"distill: {args.steps} steps leave no room for {cfg.source}'s train.cooldown "
                                    f"{cfg.train.cooldown}; give more steps")
+    if cfg.data_note:  # the arguments checked first: a refused command says one line, its own
+        print(f"forgetbench: warning: {cfg.data_note}", file=sys.stderr)
     con = Console("distill", quiet=args.quiet)
     if cfg.kd.source != "none" and cfg.train.phase1_steps >= cfg.train.steps:
         print(f"forgetbench: warning: KD starts after train.phase1_steps = {cfg.train.phase1_steps} steps "

@@ -220,8 +220,13 @@ def sample_fallback(d, shared: str, sample: Path, path: Path, doing: str, real: 
         raise ForgetbenchError(f"{path}: data.shared {shared} is not here and data.sample {sample} has no TSV for "
                                f"{missing}")
     d.corpora = {x: str(sample / f"{x}.tsv") for x in d.languages} | d.corpora
-    return (f"{path}: data.shared {shared} is not here: {doing} on the shipped sample {sample} (a few hundred pairs "
-            f"per language, for trying the command; give data.shared or data.corpora for {real})")
+    sizes = sorted({sum(1 for _ in open(f, encoding="utf-8", errors="replace")) for f in d.corpora.values()
+                    if Path(f).is_file()})
+    n = f"{sizes[0]}" if len(sizes) == 1 else f"{sizes[0]}–{sizes[-1]}" if sizes else "a few hundred"
+    return (f"{path}: the study's training corpora (data.shared: Tatoeba + WMT news per language, not distributed "
+            f"with forgetbench) are not in {shared}: {doing} on the shipped sample {sample} ({n} pairs per language, "
+            f"for trying the command); for {real} give your own parallel text as data.corpora: {{LANG: FILE.tsv}} "
+            "(English<TAB>other lines; README, 'Training data')")
 
 
 def resolve_corpus(d, path: Path) -> str | None:
