@@ -26,7 +26,7 @@ Steps, cheapest first (the model: the shipped teacher on a GPU; a tiny random M2
    one-device run's. CUDA only.
 6. ``distill``: a toy distillation on the device, killed after a checkpoint and resumed: the resumed student's
    weights equal an uninterrupted run's.
-7. ``parse``: ``parse train`` (SynTr, 1 minute, UD Wolof) and ``parse compress`` (prune-30, ptq-int8): where it ran.
+7. ``parse``: ``parse train`` (SynTr, 400 steps, UD Wolof) and ``parse compress`` (prune-30, ptq-int8): where it ran.
 8. ``probes``: ``train-mt --probe`` and ``pretrain-encoder --probe`` on the device: tokens/s.
 
 What a step finds broken is written and the next step runs. Each step logs, time-stamped, every command it starts
@@ -459,17 +459,17 @@ def step_probes(ctx: dict) -> dict:
 
 
 def step_parse(ctx: dict) -> dict:
-    """A SynTr parser trained for a bounded time on UD Wolof on the device (``parse train --device``), evaluated and
+    """A SynTr parser trained for a budget in steps on UD Wolof on the device (``parse train --device``), evaluated and
     compressed there (prune-30, ptq-int8: ``parse compress --device``)."""
     import torch
 
     work, dev = Path(ctx["work"]) / "parse", ctx["device"]
     work.mkdir(parents=True, exist_ok=True)
     tb = REPO / "data" / "ud" / "UD_Wolof-WTB" / "wo_wtb-ud"
-    minutes = "0.15" if ctx["dry_run"] else "1"
+    budget = ["--max-steps", "4", "--eval-every", "2"] if ctx["dry_run"] else ["--max-steps", "400", "--eval-every", "100"]
     t0 = time.perf_counter()
     must(cli("parse", "train", "--arch", "syntr", "--train", f"{tb}-train.conllu", "--dev", f"{tb}-dev.conllu",
-             "--tags", "gold", "--minutes", minutes, "--max-epochs", "1" if ctx["dry_run"] else "200",
+             "--tags", "gold", *budget, "--patience", "0", "--minutes", "2",
              "--device", dev, "--out", str(work / "syntr"), timeout=ctx["timeout"]), "parse train")
     train_s = time.perf_counter() - t0
     must(cli("parse", "compress", "--models", str(work / "syntr"), "--test", f"{tb}-test.conllu", "--dev",

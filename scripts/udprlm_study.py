@@ -3,8 +3,8 @@ pre-trained encoder's features beside its own inputs (Sun, Li, Zhao §4), frozen
 treebank; the paper's ablations (Table 6) side by side; then who pays when each is compressed.
 
     python scripts/udprlm_study.py --out RUN [--stage pretrain|parsers|eval|compress|table|all]
-        [--treebanks en_lines tr_imst wo_wtb af_afribooms ta_ttb] [--pretrain-steps N] [--minutes 15]
-        [--max-epochs N] [--recipes prune-30 prune-45 wanda-45 ptq-int8] [--refine]
+        [--treebanks en_lines tr_imst wo_wtb af_afribooms ta_ttb] [--pretrain-steps N] [--max-steps 30000]
+        [--patience 5000 | --max-epochs N] [--recipes prune-30 prune-45 wanda-45 ptq-int8] [--refine]
         [--variants mlm usl-mlm usi-mlm ud-prlm] [--modes tuned frozen] [--encoders DIR [--at-step N]]
 
 Stages (each skips what its output folder already holds, so a rerun resumes):
@@ -19,9 +19,10 @@ Stages (each skips what its output folder already holds, so a rerun resumes):
    the parser's rate; ``frozen``: beside, ``--encoder-lr-scale 0``; ``replace``: the encoder's states replace the
    parser's inputs and BiLSTM, fine-tuned), with the scratch parser's tagger and training tags: the same UPOS for
    all; with ``--refine`` an RNGTr refiner on the scratch parser and on each tuned one (trained from empty graphs,
-   its initial parser that biaffine parser, its encoder read as that parser's). Every parser ``--minutes`` (and
-   ``--max-epochs``), 1 thread, seed 1; the scratch run gets its three taggers' time on top (``--minutes`` + 3 ×
-   ``--tagger-minutes``), so that its parser trains as long as the others.
+   its initial parser that biaffine parser, its encoder read as that parser's). Every parser by the same budget
+   in steps (Dozat's rule, ``parse train``'s: at most ``--max-steps``, stopped after ``--patience`` steps without a
+   dev improvement) or, with ``--max-epochs``, the same number of epochs; the scratch parser's taggers by steps
+   too; 1 thread, seed 1; no wall-clock budget, so the parsers are the same on any host and load.
 3. **eval**: test LAS (CoNLL 2018) of every parser and of the trained USL heads as parsers (``parse eval
    ENCODER``); ``parsing.evaluate.las_gain`` (paired bootstrap, 1,000 resamples) of each encoder's parser against
    the scratch one, of UD-PrLM against each ablation in the same mode, and of each refiner against its initial
@@ -111,28 +112,28 @@ def stage_pretrain(a, out: Path) -> None:
 
 
 def stage_parsers(a, out: Path) -> None:
-    budget = ["--max-epochs", str(a.max_epochs), "--threads", "1", "--seed", "1", "--quiet"]
-    parser_minutes = ["--minutes", str(a.minutes)]
-    scratch_minutes = ["--minutes", str(a.minutes + (JACKKNIFE + 1) * a.tagger_minutes)]
+    budget = (["--max-epochs", str(a.max_epochs)] if a.max_epochs else
+              ["--max-steps", str(a.max_steps), "--patience", str(a.patience)]) + [
+        "--threads", "1", "--seed", "1", "--quiet"]
     for code in a.treebanks:
         f, sy = files(a.data, code), systems(a, out, code)
         common = ["--train", str(f["train"]), "--dev", str(f["dev"])]
         if not sy["scratch"].exists():
-            cli("parse", "train", *common, "--out", str(sy["scratch"]), "--tags", "predicted", "--tagger-minutes",
-                str(a.tagger_minutes), "--tagger-epochs", str(a.tagger_epochs), "--jackknife", str(JACKKNIFE),
-                *scratch_minutes, *budget)
+            cli("parse", "train", *common, "--out", str(sy["scratch"]), "--tags", "predicted", "--jackknife",
+                str(JACKKNIFE), "--tagger-max-steps", str(a.max_steps),
+                *(["--patience", str(a.patience)] if a.max_epochs else []), *budget)
         for m in a.modes:
             for v in a.variants:
                 if not sy[f"{v}·{m}"].exists():
                     cli("parse", "train", *common, "--out", str(sy[f"{v}·{m}"]), "--tags", "predicted", "--tagger-from",
-                        str(sy["scratch"]), "--encoder", str(encoder(a, out, v)), *MODES[m], *parser_minutes, *budget)
+                        str(sy["scratch"]), "--encoder", str(encoder(a, out, v)), *MODES[m], *budget)
         for k, r in sy.items():
             if k.endswith("+rngtr") and not r.exists():
                 base = k[: -len("+rngtr")]
                 enc = ["--encoder", str(encoder(a, out, base.split("·")[0])), *MODES[a.modes[0]]] if base != "scratch" else []
                 cli("parse", "train", "--arch", "rngtr", *common, "--out", str(r), "--tags", "predicted",
                     "--tagger-from", str(sy["scratch"]), "--initial", str(sy[base]), "--refiner-graphs", "empty", *enc,
-                    *parser_minutes, *budget)
+                    *budget)
 
 
 def stage_eval(a, out: Path) -> dict:
@@ -209,10 +210,9 @@ def main(argv=None) -> None:
     ap.add_argument("--configs", type=Path, default=REPO / "configs" / "pretrain")
     ap.add_argument("--data", type=Path, default=REPO / "data" / "ud")
     ap.add_argument("--pretrain-steps", type=int)
-    ap.add_argument("--minutes", type=float, default=15.0)
-    ap.add_argument("--tagger-minutes", type=float, default=1.5)
-    ap.add_argument("--tagger-epochs", type=int, default=999)
-    ap.add_argument("--max-epochs", type=int, default=200)
+    ap.add_argument("--max-steps", type=int, default=30000, help="every parser's and tagger's cap in steps")
+    ap.add_argument("--patience", type=int, default=5000, help="stop after this many steps without a dev improvement")
+    ap.add_argument("--max-epochs", type=int, help="every parser the same number of epochs instead (taggers by steps)")
     ap.add_argument("--recipes", nargs="+", default=["prune-30", "prune-45", "wanda-45-uniform", "ptq-int8"])
     ap.add_argument("--refine", action="store_true", help="also an RNGTr refiner on every biaffine parser")
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS,

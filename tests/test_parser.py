@@ -1,4 +1,5 @@
 import random
+import re
 
 import torch
 
@@ -114,15 +115,26 @@ def test_parse_cli(tmp_path, capsys):
 
     tr = _toy_treebank(tmp_path / "train.conllu", 40, 0)
     dv = _toy_treebank(tmp_path / "dev.conllu", 10, 1)
-    assert main(["parse", "train", "--train", str(tr), "--dev", str(dv), "--out", str(tmp_path / "a" / "m"), "--minutes",
-                 "0.05", "--tags", "gold", "--quiet"]) == 0  # missing parents are created (mkdir -p)
+    assert main(["parse", "train", "--train", str(tr), "--dev", str(dv), "--out", str(tmp_path / "a" / "m"), "--max-steps",
+                 "4", "--eval-every", "2", "--tags", "gold", "--quiet"]) == 0  # missing parents are created (mkdir -p)
+    out = capsys.readouterr().out
+    assert re.search(r"; step [24] of 4, epoch \d+ of \d+, \d+s; stopped by max_steps: 4 steps\)", out), out
     assert main(["parse", "eval", str(tmp_path / "a" / "m"), str(dv)]) == 0
     assert '"las"' in capsys.readouterr().out
     assert main(["parse", "eval", str(tmp_path / "nope"), str(dv)]) == 2
-    # taggers would eat the whole budget: refused before any work, nothing written
-    assert main(["parse", "train", "--train", str(tr), "--dev", str(dv), "--out", str(tmp_path / "m2"), "--minutes", "2",
-                 "--tags", "predicted", "--tagger-minutes", "1", "--jackknife", "4", "--quiet"]) == 2
-    assert not (tmp_path / "m2").exists()
+    train = ["parse", "train", "--train", str(tr), "--dev", str(dv), "--out", str(tmp_path / "m2"), "--quiet"]
+    for bad, says in [
+            # taggers would eat the whole budget in epochs: refused before any work, nothing written
+            (["--max-epochs", "2", "--minutes", "2", "--tagger-epochs", "5", "--tagger-minutes", "1", "--jackknife", "4"],
+             "(folds + 1) x --tagger-minutes < --minutes"),
+            (["--tagger-minutes", "1"], "--tagger-minutes bounds a tagger budget in epochs"),  # never silently dropped
+            (["--fold-minutes", "1"], "--fold-minutes bounds k-fold parsers trained by epochs"),
+            (["--patience", "-1"], "patience must be a whole number of steps >= 0")]:
+        capsys.readouterr()
+        assert main(train + bad) == 2, bad
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and says in err, err
+        assert not (tmp_path / "m2").exists()
 
 
 def test_parse_compress_report(tmp_path):
@@ -221,3 +233,34 @@ def test_the_parse_report_writes_a_base_las_of_zero(tmp_path):
     write_parse_report(S, tmp_path / "rep")
     row = (tmp_path / "rep" / "parse_compression.csv").read_text().splitlines()[2]
     assert row.startswith("m,m,gold,prune-45,0.80,") and ",– ," in row  # no test file kept: the model's name
+
+
+def test_a_step_budget_trains_byte_identical_weights_on_an_idle_and_a_loaded_host(tmp_path):
+    """``parse train``'s budget in steps reads no clock: the same command, once alone and once beside two busy
+    processes, writes the same bytes (parser and tagger), stops at the same step for the same reason."""
+    import subprocess
+    import sys
+
+    from forgetbench.cli import main
+
+    tr = _toy_treebank(tmp_path / "train.conllu", 60, 0)
+    dv = _toy_treebank(tmp_path / "dev.conllu", 15, 1)
+    args = ["parse", "train", "--train", str(tr), "--dev", str(dv), "--max-steps", "24", "--patience", "8",
+            "--eval-every", "4", "--tagger-max-steps", "6", "--jackknife", "2", "--quiet", "--threads", "1"]
+    assert main([*args, "--out", str(tmp_path / "idle")]) == 0
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        assert main([*args, "--out", str(tmp_path / "loaded")]) == 0
+    finally:
+        for p in busy:
+            p.kill()
+            p.wait()
+    for f in ("model.safetensors", "tagger/model.safetensors"):
+        assert (tmp_path / "idle" / f).read_bytes() == (tmp_path / "loaded" / f).read_bytes(), f
+    import json
+
+    a, b = (json.loads((tmp_path / d / "training.json").read_text()) for d in ("idle", "loaded"))
+    assert a["budget"] == {"steps": {"max_steps": 24, "patience": 8, "eval_every": 4}, "safety_minutes": None}
+    assert (a["steps"], a["best_step"], a["stopped_by"]) == (b["steps"], b["best_step"], b["stopped_by"])
+    assert a["steps"] <= 24 and a["best_step"] % 4 == 0 and a["tagger_steps"] <= 6
+    assert [h["step"] for h in a["history"]] == list(range(4, a["steps"] + 1, 4))

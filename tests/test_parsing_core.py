@@ -163,7 +163,8 @@ def test_a_budget_shorter_than_an_epoch_ends_the_epoch_early(monkeypatch):
     n, history = epochs.train_epochs(model, opt, list(range(20)), None, random.Random(0), 100, loss,
                                      lambda e: (1.0, {"epoch": e}), lambda e, h: saved.append(e), minutes=0.2,
                                      max_epochs=5, t0=0.0, progress=False)
-    assert n == 1 and history == [{"epoch": 1, "partial": True}] and saved == [1]
+    assert n == 1 and saved == [1]
+    assert history == [{"epoch": 1, "step": len(seen), "partial": True, "stop": "minutes: 0.2 (inside an epoch)"}]
     assert 0 < len(seen) < 20  # the epoch ended early: 12 s of budget, about 1 s a batch
 
 
@@ -187,3 +188,78 @@ def test_las_per_relation_class_by_hand():
     assert ch["nominal"]["delta"] == -100 and ch["other"]["delta"] == 0 and ch["core"]["words"] == 2
     lo, hi = ch["core"]["delta_ci"]
     assert np.isfinite(lo) and lo <= -50 <= hi
+
+
+def _scripted_loop(monkeypatch, scores, budget, sentences=7, minutes=None, clock=None):
+    """``train_epochs`` on a toy: one sentence a batch, dev scores read from ``scores`` in turn (a score per
+    measurement); returns (epochs, history, saved (epoch, step) pairs, updates)."""
+    import random
+    import types
+
+    from forgetbench.parsing import epochs
+
+    if clock is not None:
+        monkeypatch.setattr(epochs, "time", types.SimpleNamespace(perf_counter=clock))
+    monkeypatch.setattr(epochs, "batches", lambda sents, *a, **k: [[s] for s in sents])
+    monkeypatch.setattr(epochs, "batchify", lambda bs, vocab, device=None: {"words": torch.full((1, 3), 5)})
+    model = torch.nn.Linear(2, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    updates, saved, it = [], [], iter(scores)
+
+    def loss(b, words):
+        updates.append(1)
+        return model.weight.sum() ** 2
+
+    def evaluate(e):
+        return next(it), {"epoch": e}
+
+    n, history = epochs.train_epochs(model, opt, list(range(sentences)), None, random.Random(0), 100, loss, evaluate,
+                                     lambda e, h: saved.append((e, h[-1]["step"])), minutes=minutes, max_epochs=5,
+                                     t0=0.0, progress=False, steps=budget)
+    return n, history, saved, len(updates)
+
+
+def test_patience_in_steps_stops_a_toy_run_at_the_hand_computed_step(monkeypatch):
+    """Dev every 3 steps; the best at step 6; patience 7: the measurements at 9 and 12 are within it, step 15 is
+    9 past the best (>= 7): the run stops there, across epoch ends (7 batches an epoch), and says why."""
+    from forgetbench.parsing.epochs import StepBudget
+
+    n, history, saved, updates = _scripted_loop(monkeypatch, [1.0, 2.0, 2.0, 1.5, 1.9, 9.9],
+                                                StepBudget(max_steps=100, patience=7, eval_every=3))
+    assert updates == 15 and [h["step"] for h in history] == [3, 6, 9, 12, 15] and n == 3  # epochs 1-2 whole, 3 begun
+    assert saved == [(1, 3), (1, 6)]  # only improvements are saved (2.0 again at step 9 is not one)
+    assert history[-1]["stop"] == "patience: no dev improvement in 7 steps after step 6 (best 2.00)"
+
+
+def test_max_steps_ends_on_a_measurement_and_patience_0_never_stops_early(monkeypatch):
+    from forgetbench.parsing.epochs import StepBudget
+
+    n, history, saved, updates = _scripted_loop(monkeypatch, [5.0, 1.0, 1.0, 1.0, 1.0],
+                                                StepBudget(max_steps=10, patience=0, eval_every=4))
+    assert updates == 10 and [h["step"] for h in history] == [4, 8, 10] and saved == [(1, 4)]
+    assert history[-1]["stop"] == "max_steps: 10 steps"
+
+
+def test_the_minutes_safety_stop_is_reported_not_silent(monkeypatch):
+    """With a budget in steps the clock is only a safety stop: when it fires, the steps since the last measurement
+    are measured and the record names it."""
+    from forgetbench.parsing.epochs import StepBudget
+
+    t = [0.0]
+
+    def tick():
+        t[0] += 1.0
+        return t[0]
+
+    n, history, saved, updates = _scripted_loop(monkeypatch, [1.0, 2.0, 3.0, 4.0], StepBudget(100, 50, 4),
+                                                sentences=50, minutes=0.2, clock=tick)
+    assert 0 < updates < 50 and history[-1]["step"] == updates and history[-1]["partial"] is True
+    assert history[-1]["stop"].startswith(f"safety stop: --minutes 0.2 of wall time at step {updates}")
+
+
+def test_step_budgets_refuse_bad_numbers():
+    from forgetbench.parsing.epochs import StepBudget
+
+    for bad in ({"max_steps": 0}, {"patience": -1}, {"eval_every": 0}, {"max_steps": 1.5}):
+        with pytest.raises(ValueError):
+            StepBudget(**bad)

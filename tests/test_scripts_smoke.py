@@ -388,7 +388,7 @@ def test_udprlm_study_end_to_end_on_a_tiny_treebank(tmp_path):
             "objective: {joint_steps: 2, p: 0.5}\ntrain: {seed: 1, max_tokens: 600, lr: 0.001, warmup: 2, steps: 4}\n")
     out = tmp_path / "run"
     text = _run(REPO / "scripts" / "udprlm_study.py", "--out", out, "--treebanks", "wo_wtb", "--configs", configs,
-                "--data", tmp_path / "ud", "--minutes", "2", "--tagger-minutes", "0.2", "--tagger-epochs", "1",
+                "--data", tmp_path / "ud", "--max-steps", "6", "--patience", "0",
                 "--max-epochs", "1", "--recipes", "prune-45", "wanda-45-uniform", "ptq-int8", "--refine",
                 "--variants", "mlm", "usl-mlm", "ud-prlm", "--modes", "tuned", "frozen", timeout=1200)
     res = json.loads((out / "study.json").read_text())["wo_wtb"]

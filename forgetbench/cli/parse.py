@@ -44,8 +44,9 @@ def cmd_parse(args) -> int:
         cfg = ptrain.ParseTrainConfig.from_options(args, threads=thread_count(args.threads))
         info = ptrain.train_parser(cfg, progress=not args.quiet)
         tags = f", dev UPOS {info['tagger_dev_upos']:.2f}" if "tagger_dev_upos" in info else ""
-        print(f"{args.arch}: best dev LAS {info['dev']['las']:.2f} ({args.tags} tags{tags}; epoch {info['best_epoch']} of "
-              f"{info['epochs']}, {info['train_seconds']:.0f}s); wrote {args.out}")
+        print(f"{args.arch}: best dev LAS {info['dev']['las']:.2f} ({args.tags} tags{tags}; step {info['best_step']} of "
+              f"{info['steps']}, epoch {info['best_epoch']} of {info['epochs']}, {info['train_seconds']:.0f}s; stopped "
+              f"by {info['stopped_by']}); wrote {args.out}")
     elif args.action == "eval":
         from forgetbench.parsing.evaluate import evaluate_parser
         from forgetbench.parsing.layers.pretrained import is_encoder_folder
@@ -120,15 +121,22 @@ def add_commands(sub) -> None:
     pt.add_argument("--dev", help="dev CoNLL-U for model selection; without it every 10th training sentence is "
                                   "held out as dev (documented in training.json)")
     pt.add_argument("--out", required=True, help="output folder (must not exist)")
-    pt.add_argument("--minutes", type=positive_minutes, help="time budget of the whole run, taggers included (default per "
-                                                      "architecture: biaffine 15, syntr 6, rngtr 6, g2gtr 10)")
+    pt.add_argument("--max-steps", type=positive, help="the budget in steps, Dozat's rule: at most this many updates "
+                                                       "(default 30000), the best dev LAS kept")
+    pt.add_argument("--patience", type=int, help="stop once this many steps pass without a dev improvement (default "
+                                                 "5000; 0: run --max-steps)")
+    pt.add_argument("--eval-every", type=positive, help="dev LAS every this many steps (default 100)")
+    pt.add_argument("--max-epochs", type=positive, help="a budget in epochs instead of steps (dev after each epoch)")
+    pt.add_argument("--minutes", type=positive_minutes, help="a safety stop of the parser's wall time, reported in "
+                                                             "training.json when it fires (with --max-epochs: the "
+                                                             "whole run's budget, taggers included); default none")
     pt.add_argument("--seed", type=int, default=1, help="seed")
     pt.add_argument("--tags", choices=["gold", "predicted"], default="predicted",
                     help="UPOS input: predicted by the parser's own tagger (trained on jackknifed tags), or gold")
-    pt.add_argument("--tagger-minutes", type=positive_minutes, default=1.5, help="time budget of each tagger (predicted tags)")
-    pt.add_argument("--max-epochs", type=positive, default=200,
-                    help="the parser's epoch budget; with a --minutes too large to bind, the run is deterministic")
-    pt.add_argument("--tagger-epochs", type=positive, default=999, help="each tagger's epoch budget (predicted tags)")
+    pt.add_argument("--tagger-max-steps", type=positive, help="each tagger's cap in steps (default: --max-steps; "
+                                                              "--patience and --eval-every shared)")
+    pt.add_argument("--tagger-epochs", type=positive, help="each tagger's budget in epochs instead of steps")
+    pt.add_argument("--tagger-minutes", type=positive_minutes, help="with --tagger-epochs: each tagger's time budget")
     pt.add_argument("--jackknife", type=int, default=2, help="folds for the jackknifed training tags")
     pt.add_argument("--arch", choices=["biaffine", "syntr", "rngtr", "g2gtr"], default="biaffine",
                     help="biaffine (BiLSTM), syntr (Transformer + biaffine), rngtr (graph-to-graph refiner of an initial "
@@ -151,10 +159,11 @@ def add_commands(sub) -> None:
                     help="rngtr: refinement iterations per training batch (the measured setting)")
     pt.add_argument("--refiner-graphs", choices=["empty", "kfold"],
                     help="rngtr: the first training iteration's input graphs: empty, or k-fold predictions of the "
-                         "initial parser's architecture (--folds parsers of --fold-minutes each, trained first); "
+                         "initial parser's architecture (--folds parsers, trained first with the run's budget); "
                          "default kfold with --initial (the measured setting), else empty")
     pt.add_argument("--folds", type=positive, default=2, help="rngtr with --refiner-graphs kfold: folds")
-    pt.add_argument("--fold-minutes", type=positive_minutes, default=6.0, help="rngtr with --refiner-graphs kfold: budget per fold parser")
+    pt.add_argument("--fold-minutes", type=positive_minutes, help="rngtr with --refiner-graphs kfold and --max-epochs: "
+                                                                  "time budget per fold parser (steps: the run's)")
     pt.add_argument("--warm-start", help="rngtr: initialise the refiner from this syntr folder (relation embeddings new)")
     pt.add_argument("--attention", choices=["g2g", "syng2g"], help="graph-input attention: relations on key and value "
                                                                    "(g2g, default) or on query and key (syng2g)")

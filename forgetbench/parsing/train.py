@@ -27,11 +27,11 @@ from forgetbench.io import atomic_directory, atomic_write_json, sha256_file
 from forgetbench.models.hardware import resolve_device
 from forgetbench.parsing.data.batching import Vocab, with_initial_graphs
 from forgetbench.parsing.data.conll import Sentence, read_conllu, with_predictions, write_conllu
-from forgetbench.parsing.epochs import train_epochs
+from forgetbench.parsing.epochs import StepBudget, train_epochs
 from forgetbench.parsing.layers.pretrained import memo_frozen
 from forgetbench.parsing.metrics import ParseScores, score
 from forgetbench.parsing.parsers import interface as parsers
-from forgetbench.parsing.parsers.architectures import architecture, check_initial_parser
+from forgetbench.parsing.parsers.architectures import check_initial_parser
 from forgetbench.parsing.parsers.model import BiaffineParser, ParserConfig
 from forgetbench.parsing.parsers.refine import DEFAULT_ITERATIONS
 from forgetbench.parsing.parsers.tagger import (
@@ -59,10 +59,12 @@ def evaluate(model, vocab, sents: list[Sentence], tagger=None) -> ParseScores:
     return score([(s.heads, s.deprels) for s in sents], predict(model, vocab, sents, tagger=tagger))
 
 
-def kfold_graphs(tr: list[Sentence], dv: list[Sentence], initial: parsers.Parser, work: Path, folds: int, minutes: float,
-                 seed: int, threads: int, progress: bool, device: str = "cpu") -> tuple[list, dict]:
+def kfold_graphs(tr: list[Sentence], dv: list[Sentence], initial: parsers.Parser, work: Path, folds: int,
+                 minutes: float | None, seed: int, threads: int, progress: bool, device: str = "cpu",
+                 steps: StepBudget | None = None, max_epochs: int = 200) -> tuple[list, dict]:
     """k-fold predictions of the initial parser's architecture on the training sentences (folds by position mod k):
-    parser k is trained (same sizes, the sentences' own UPOS, dev ``dv``) on the other folds and parses fold k."""
+    parser k is trained (same sizes, the sentences' own UPOS, dev ``dv``; the run's ``steps``, else ``max_epochs``
+    within ``minutes``) on the other folds and parses fold k."""
     work.mkdir()
     dev_file = work / "dev.conllu"
     write_conllu(dev_file, [with_predictions(s, s.heads, s.deprels, s.upos) for s in dv])
@@ -74,24 +76,27 @@ def kfold_graphs(tr: list[Sentence], dv: list[Sentence], initial: parsers.Parser
         f = work / f"train{k}.conllu"
         write_conllu(f, [with_predictions(s, s.heads, s.deprels, s.upos) for i, s in enumerate(tr) if i % folds != k])
         info = train(f, dev_file, work / f"fold{k}", minutes=minutes, seed=seed + k, threads=threads, progress=progress,
-                     tags="gold", arch=initial.arch, label=f"fold {k + 1}/{folds}: ", device=device, **sizes)
+                     tags="gold", arch=initial.arch, label=f"fold {k + 1}/{folds}: ", device=device, steps=steps,
+                     max_epochs=max_epochs, **sizes)
         fold_dev.append(round(info["dev"]["las"], 2))
         for i, p in zip(held, parsers.load(work / f"fold{k}").to(device).parse([tr[i] for i in held]), strict=True):
             preds[i] = p
     g0 = score([(s.heads, s.deprels) for s in tr], preds)
-    return preds, {"kfold": {"folds": folds, "fold_minutes": minutes, "fold_dev_las": fold_dev,
+    budget = {"fold_steps": steps.to_dict()} if steps else {"fold_minutes": minutes, "fold_max_epochs": max_epochs}
+    return preds, {"kfold": {"folds": folds, **budget, "fold_dev_las": fold_dev,
                              "train_graph_las": round(g0.las, 2), "train_graph_uas": round(g0.uas, 2)}}
 
 
-def jackknife_tags(tr: list[Sentence], dv: list[Sentence], vocab: Vocab, work: Path, folds: int, minutes: float,
-                   seed: int, progress: bool, max_epochs: int = 999, device: str = "cpu") -> list[list[str]]:
+def jackknife_tags(tr: list[Sentence], dv: list[Sentence], vocab: Vocab, work: Path, folds: int, minutes: float | None,
+                   seed: int, progress: bool, max_epochs: int = 999, device: str = "cpu",
+                   steps: StepBudget | None = None) -> list[list[str]]:
     """UPOS for every training sentence from a tagger trained on the other folds (folds by position mod k)."""
     tags: list[list[str] | None] = [None] * len(tr)
     for k in range(folds):
         held = [i for i in range(len(tr)) if i % folds == k]
         rest = [s for i, s in enumerate(tr) if i % folds != k]
         train_tagger(rest, dv, vocab, work / f"fold{k}", minutes, seed=seed + k, progress=progress, max_epochs=max_epochs,
-                     desc=f"jackknife tagger {k + 1}/{folds}", device=device)
+                     desc=f"jackknife tagger {k + 1}/{folds}", device=device, steps=steps)
         tg = load_tagger_dir(work / f"fold{k}").to(device)
         for i, t in zip(held, tag(tg, vocab, [tr[i] for i in held]), strict=True):
             tags[i] = t
@@ -160,13 +165,17 @@ class ParseTrainConfig:
     out: str
     dev: str | None = None
     arch: str = "biaffine"
-    minutes: float | None = None  # None: the architecture's budget (``architectures``)
-    max_epochs: int = 200
+    minutes: float | None = None  # steps: a safety stop (None: none); epochs: their wall-time budget (None: none)
+    max_epochs: int | None = None  # a budget in epochs (dev after each) instead of steps
+    max_steps: int = 30000  # Dozat's rule (thesis §6.3): up to 30,000 steps, dev every 100,
+    patience: int = 5000  # stop when 5,000 steps pass without a dev improvement
+    eval_every: int = 100
     seed: int = 1
     threads: int = 1
     tags: str = "predicted"
-    tagger_minutes: float = 1.5
-    tagger_epochs: int = 999
+    tagger_max_steps: int | None = None  # each tagger's cap in steps (None: max_steps; patience and eval_every shared)
+    tagger_epochs: int | None = None  # a tagger budget in epochs instead of steps,
+    tagger_minutes: float | None = None  # within this wall time (None: none)
     jackknife: int = 2
     tagger_from: str | None = None
     initial: str | None = None
@@ -175,7 +184,7 @@ class ParseTrainConfig:
     warm_start: str | None = None
     refiner_graphs: str | None = None  # None: k-fold graphs with an initial parser, else empty ones
     folds: int = 2
-    fold_minutes: float = 6.0
+    fold_minutes: float | None = None  # epochs only (steps: each fold parser has the run's budget)
     encoder: str | None = None  # a pretrain-encoder model folder the parser reads
     encoder_mode: str = "beside"  # beside: its features join the parser's own inputs; replace: instead of them
     encoder_lr_scale: float = 1.0  # the encoder's learning rate relative to the parser's (0: frozen)
@@ -185,35 +194,56 @@ class ParseTrainConfig:
 
     @classmethod
     def from_options(cls, options, **given) -> ParseTrainConfig:
-        """From parsed command-line options (an ``argparse.Namespace``); ``given`` overrides by name."""
+        """From parsed command-line options (an ``argparse.Namespace``; None leaves a default); ``given``
+        overrides by name."""
         names = {f.name for f in fields(cls)} - {"model"} - set(given)
         model = {k: getattr(options, k) for k in MODEL_OPTIONS if getattr(options, k, None) is not None}
-        return cls(**{k: getattr(options, k) for k in names if hasattr(options, k)}, model=model, **given)
+        return cls(**{k: v for k in names if (v := getattr(options, k, None)) is not None}, model=model, **given)
+
+    def budgets(self) -> tuple[StepBudget | None, StepBudget | None]:
+        """The parser's and each tagger's ``StepBudget`` (None, None: a budget in epochs)."""
+        if self.tagger_minutes is not None and self.tagger_epochs is None:
+            raise ForgetbenchError("parse train --tagger-minutes bounds a tagger budget in epochs: give --tagger-epochs "
+                                   "too, or drop it (taggers train by steps: --tagger-max-steps)")
+        if self.fold_minutes is not None and self.max_epochs is None:
+            raise ForgetbenchError("parse train --fold-minutes bounds k-fold parsers trained by epochs: give "
+                                   "--max-epochs too, or drop it (by steps each fold parser has the run's budget)")
+        try:
+            return (None if self.max_epochs else StepBudget(self.max_steps, self.patience, self.eval_every),
+                    None if self.tagger_epochs else StepBudget(self.tagger_max_steps or self.max_steps, self.patience,
+                                                               self.eval_every))
+        except ValueError as e:
+            raise ForgetbenchError(f"parse train: {e}") from None
 
 
 def train_parser(cfg: ParseTrainConfig, progress: bool = True) -> dict:
     """``parse train``: ``train`` with the config's settings and the command's defaults resolved."""
-    settings = {f.name: getattr(cfg, f.name) for f in fields(cfg)} | {
-        "refiner_graphs": cfg.refiner_graphs or ("kfold" if cfg.initial else "empty")}
-    kfold = settings["refiner_graphs"] == "kfold"
-    # --minutes bounds the whole run, k-fold parsers included; its default leaves the refiner its own budget
-    settings["minutes"] = cfg.minutes or architecture(cfg.arch).minutes + (cfg.folds * cfg.fold_minutes if kfold else 0)
+    steps, tagger_steps = cfg.budgets()
+    settings = {f.name: getattr(cfg, f.name) for f in fields(cfg)
+                if f.name not in ("max_steps", "patience", "eval_every", "tagger_max_steps")} | {
+        "refiner_graphs": cfg.refiner_graphs or ("kfold" if cfg.initial else "empty"),
+        "max_epochs": cfg.max_epochs or 200, "tagger_epochs": cfg.tagger_epochs or 999, "steps": steps,
+        "tagger_steps": tagger_steps}
     files = [settings.pop(k) for k in ("train", "dev", "out")]
     return train(*files, progress=progress, **settings.pop("model"), **settings)
 
 
-def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Path, minutes: float = 15.0,
+def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Path, minutes: float | None = 15.0,
           max_epochs: int = 200, seed: int = 1, threads: int = 1, max_tokens: int | None = None, lr: float | None = None,
-          progress: bool = True, tags: str = "gold", tagger_minutes: float = 1.0, tagger_epochs: int = 999,
-          jackknife: int = 4,
+          progress: bool = True, tags: str = "gold", tagger_minutes: float | None = 1.0, tagger_epochs: int = 999,
+          jackknife: int = 4, steps: StepBudget | None = None, tagger_steps: StepBudget | None = None,
           arch: str = "biaffine", tagger_from: str | Path | None = None, initial: str | Path | None = None,
           iterations: int = DEFAULT_ITERATIONS, train_iterations: int | None = None, warm_start: str | Path | None = None,
-          refiner_graphs: str = "empty", folds: int = 2, fold_minutes: float = 6.0, label: str = "",
+          refiner_graphs: str = "empty", folds: int = 2, fold_minutes: float | None = 6.0, label: str = "",
           encoder: str | Path | None = None, encoder_lr_scale: float = 1.0, encoder_lr_decay: float = 1.0,
           encoder_mode: str = "beside", device: str = "cpu", **model_kw) -> dict:
     """Train a parser of ``arch`` on ``train_file``, select on ``dev_file`` (None: ``held_out_split`` of the
-    training file); ``minutes`` bounds the whole run (taggers included), ``max_epochs`` the parser's epochs and
-    ``tagger_epochs`` each tagger's (predicted tags): with time budgets too large to bind, a run is deterministic.
+    training file). Budget: ``steps`` (a ``StepBudget``: Dozat's rule; each k-fold parser ``steps`` too;
+    ``minutes`` then only a safety stop of the parser, reported in ``stopped_by`` when it fires) — deterministic
+    on any host and load; or, without ``steps``, ``max_epochs`` of the parser within ``minutes`` for the whole run
+    (taggers included) and ``fold_minutes`` each k-fold parser. Each tagger (predicted tags) likewise by
+    ``tagger_steps``, else ``tagger_epochs`` within ``tagger_minutes``. Deterministic where no time budget binds
+    (None: none).
 
     ``tagger_from``: reuse another parser's tagger and jackknifed training tags (same training file), so that
     architectures are compared on the same tags. RNGTr: ``initial`` is the parser giving G^0 at evaluation (a
@@ -232,11 +262,15 @@ def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Pa
     k-fold parsers, parser) train and parse — cpu, cuda, cuda:N or auto; MST and the transition system decode on
     the host; the record says where it ran."""
     architecture = parsers.architecture(arch)
+    if steps is not None:  # the clock is a safety stop of the parser only
+        fold_minutes = None
+    if tagger_steps is not None:
+        tagger_minutes = None
     _check_settings(architecture, tags, tagger_from, jackknife, tagger_minutes, minutes, refiner_graphs, initial,
                     warm_start, folds, iterations, train_iterations)
     device = resolve_device(device)
     warm, init_parser = _given_parsers(warm_start, initial)
-    if refiner_graphs == "kfold" and folds * fold_minutes >= minutes:
+    if refiner_graphs == "kfold" and None not in (minutes, fold_minutes) and folds * fold_minutes >= minutes:
         raise ForgetbenchError(f"--minutes {minutes} must exceed --folds {folds} x --fold-minutes {fold_minutes} (the "
                                "k-fold parsers run inside it): raise --minutes or lower --fold-minutes")
     settings = architecture.settings | {k: v for k, v in (("lr", lr), ("max_tokens", max_tokens)) if v is not None}
@@ -255,14 +289,17 @@ def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Pa
     t0 = time.perf_counter()
     with atomic_directory(Path(out_dir)) as tmp:
         tr, dv, tag_info = _tag_phase(tmp, tr, dv, vocab, tags, reused, tagger_from, train_file, dev_file, jackknife,
-                                      tagger_minutes, tagger_epochs, seed, progress, t0, device)
+                                      tagger_minutes, tagger_epochs, seed, progress, t0, device, tagger_steps)
         if init_parser is not None:
             shutil.copytree(initial, tmp / "initial", ignore=shutil.ignore_patterns("tagger"))
         kfold_info: dict = {}
         if refiner_graphs == "kfold":
-            tr, kfold_info = _kfold_phase(tmp, tr, dv, init_parser, folds, fold_minutes, seed, threads, progress, device)
-        record = {"arch": arch, "device": device, "threads": threads, "seed": seed, "train": str(train_file), "minutes": minutes,
-                  "optimiser": settings,
+            tr, kfold_info = _kfold_phase(tmp, tr, dv, init_parser, folds, fold_minutes, seed, threads, progress, device,
+                                          steps, max_epochs)
+        budget = ({"steps": steps.to_dict(), "safety_minutes": minutes} if steps else
+                  {"max_epochs": max_epochs, "minutes": minutes})
+        record = {"arch": arch, "device": device, "threads": threads, "seed": seed, "train": str(train_file),
+                  "budget": budget, "optimiser": settings,
                   "dev_data": str(dev_file) if dev_file else f"held out: every {HELD_OUT_EVERY}th training sentence",
                   "environment": environment()} | tag_info | ({"encoder": {
                       "folder": str(encoder), "weights_sha256": sha256_file(Path(encoder) / "model.safetensors"),
@@ -270,7 +307,7 @@ def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Pa
                       "lr_decay": encoder_lr_decay}} if encoder else {}) | \
             architecture.training_record(
                       initial, iterations, t_iter, warm_start, refiner_graphs, folds, kfold_info)
-        return _fit(tmp, parser, tr, dv, settings, t_iter, record, minutes, max_epochs, seed, t0, progress, label)
+        return _fit(tmp, parser, tr, dv, settings, t_iter, record, minutes, max_epochs, seed, t0, progress, label, steps)
 
 
 def _pretrained_encoder(encoder, lr_scale: float, lr_decay: float, architecture, vocab: Vocab, model_kw: dict,
@@ -302,7 +339,8 @@ def _check_settings(architecture, tags, tagger_from, jackknife, tagger_minutes, 
     """Every training option checked before any work, one line each."""
     if tags not in ("gold", "predicted"):
         raise ForgetbenchError(f"tags must be 'gold' or 'predicted', got {tags!r}")
-    if tags == "predicted" and tagger_from is None and (jackknife < 2 or (jackknife + 1) * tagger_minutes >= minutes):
+    if tags == "predicted" and tagger_from is None and (jackknife < 2 or (
+            None not in (tagger_minutes, minutes) and (jackknife + 1) * tagger_minutes >= minutes)):
         raise ForgetbenchError(f"predicted tags need --jackknife >= 2 folds and (folds + 1) x --tagger-minutes < "
                                f"--minutes; got {jackknife} folds x {tagger_minutes} min of {minutes} min: raise "
                                "--minutes, or lower --tagger-minutes or --jackknife")
@@ -353,7 +391,8 @@ def _build(architecture, vocab: Vocab, model_kw: dict, warm, warm_start):
 
 
 def _tag_phase(tmp: Path, tr, dv, vocab, tags, reused, tagger_from, train_file, dev_file, jackknife, tagger_minutes,
-               tagger_epochs, seed, progress, t0, device: str = "cpu") -> tuple[list[Sentence], list[Sentence], dict]:
+               tagger_epochs, seed, progress, t0, device: str = "cpu",
+               tagger_steps: StepBudget | None = None) -> tuple[list[Sentence], list[Sentence], dict]:
     """The UPOS the parser trains and selects on: gold; another parser's tagger and training tags; or its own
     tagger (in ``tmp/tagger``) with jackknifed training tags. Returns the tagged sentences and their record."""
     tag_info: dict = {"tags": tags}
@@ -365,23 +404,27 @@ def _tag_phase(tmp: Path, tr, dv, vocab, tags, reused, tagger_from, train_file, 
     if tags != "predicted":
         return tr, dv, tag_info
     work = tmp / "_jackknife"
-    tr_tags = jackknife_tags(tr, dv, vocab, work, jackknife, tagger_minutes, seed, progress, tagger_epochs, device)
+    tr_tags = jackknife_tags(tr, dv, vocab, work, jackknife, tagger_minutes, seed, progress, tagger_epochs, device,
+                             tagger_steps)
     shutil.rmtree(work)
     jk_acc = upos_accuracy(tr, tr_tags)
     tinfo = train_tagger(tr, dv, vocab, tmp / "tagger", tagger_minutes, seed=seed, progress=progress,
-                         max_epochs=tagger_epochs, device=device)
+                         max_epochs=tagger_epochs, device=device, steps=tagger_steps)
     tagger = load_tagger(tmp).to(device)
     save_training_tags(tmp / "tagger", train_file, dev_file, tr_tags, jackknife)
     tag_info |= {"jackknife_folds": jackknife, "train_upos_jackknifed": round(jk_acc, 2),
-                 "tagger_dev_upos": round(tinfo["dev_upos"], 2), "tagger_seconds": round(time.perf_counter() - t0, 1)}
+                 "tagger_dev_upos": round(tinfo["dev_upos"], 2), "tagger_steps": tinfo["steps"],
+                 "tagger_best_step": tinfo["best_step"], "tagger_stopped_by": tinfo["stopped_by"],
+                 "tagger_seconds": round(time.perf_counter() - t0, 1)}
     return with_tags(tr, tr_tags), with_tags(dv, tag(tagger, vocab, dv)), tag_info  # dev tagged once
 
 
-def _kfold_phase(tmp: Path, tr, dv, init_parser, folds, fold_minutes, seed, threads, progress, device: str = "cpu"):
+def _kfold_phase(tmp: Path, tr, dv, init_parser, folds, fold_minutes, seed, threads, progress, device: str = "cpu",
+                 steps: StepBudget | None = None, max_epochs: int = 200):
     """The refiner's first training graphs: k-fold predictions of its initial parser's architecture."""
     t_k = time.perf_counter()
     preds, kfold_info = kfold_graphs(tr, dv, init_parser, tmp / "_kfold", folds, fold_minutes, seed, threads, progress,
-                                     device)
+                                     device, steps, max_epochs)
     shutil.rmtree(tmp / "_kfold")
     kfold_info["kfold"]["seconds"] = round(time.perf_counter() - t_k, 1)
     return with_initial_graphs(tr, preds), kfold_info
@@ -413,9 +456,10 @@ def encoder_groups(model, lr: float, scale: float, decay: float) -> list[dict]:
 
 
 def _fit(tmp: Path, parser, tr, dv, settings: dict, t_iter: int, record: dict, minutes, max_epochs, seed, t0,
-         progress, label: str = "") -> dict:
-    """The epoch loop: Adam with linear warm-up, dev LAS after every epoch (the parser's own decoding), the best
-    model saved in ``tmp`` with ``record``; returns the final training record."""
+         progress, label: str = "", steps: StepBudget | None = None) -> dict:
+    """The training loop: Adam with linear warm-up, dev LAS every ``steps.eval_every`` steps or after every epoch
+    (the parser's own decoding), the best model saved in ``tmp`` with ``record``; returns the final training
+    record."""
     model, architecture = parser.model, parser.architecture
     enc_rec = record.get("encoder", {})
     groups = encoder_groups(model, settings["lr"], enc_rec.get("lr_scale", 1.0), enc_rec.get("lr_decay", 1.0))
@@ -438,15 +482,18 @@ def _fit(tmp: Path, parser, tr, dv, settings: dict, t_iter: int, record: dict, m
                          "parser_tokens_per_s": round(tokens / (time.perf_counter() - t_parser), 1)}
 
     def save(epoch, history):
-        parsers.save(parser, tmp, {"arch": record["arch"], "best_epoch": epoch, "dev": dev.to_dict(), "history": history}
+        parsers.save(parser, tmp, {"arch": record["arch"], "best_epoch": epoch, "best_step": history[-1]["step"],
+                                   "dev": dev.to_dict(), "history": history}
                      | {k: v for k, v in record.items() if k != "arch"})
 
     with memo_frozen(model):  # a frozen encoder reads each training and dev sentence once
         epoch, history = train_epochs(model, opt, tr, parser.vocab, random.Random(seed), settings["max_tokens"],
                                       batch_loss, dev_las, save, minutes, max_epochs, t0, t_first=t_parser,
-                                      desc=f"{label}{parser.arch} parser", progress=progress, scheduler=sched)
-    info = json.loads((tmp / "training.json").read_text()) | {"history": history, "epochs": epoch,
-                                                                "train_seconds": round(time.perf_counter() - t0, 1)}
+                                      desc=f"{label}{parser.arch} parser", progress=progress, scheduler=sched,
+                                      steps=steps)
+    info = json.loads((tmp / "training.json").read_text()) | {
+        "history": history, "epochs": epoch, "steps": history[-1]["step"], "stopped_by": history[-1]["stop"],
+        "train_seconds": round(time.perf_counter() - t0, 1)}
     atomic_write_json(tmp / "training.json", info)
     return info
 

@@ -9,8 +9,7 @@ place, behind one registry (``ARCHITECTURES``, ``architecture(name)``).
 | ``g2gtr`` | ``g2gtr.G2GTransitionParser`` | forgetbench-g2gtr | transition CE | greedy transitions |
 
 Each object holds its build, its training loss, its decoding of a batch, the inputs calibration feeds it,
-its default training settings (Adam rate, betas, warm-up steps, token budget; the time budget of
-``parse train``) and the options only it accepts. ``parsers.Parser`` and ``train.train`` call these and never
+its default training settings (Adam rate, betas, warm-up steps, token budget) and the options only it accepts. ``parsers.Parser`` and ``train.train`` call these and never
 switch on an architecture's name.
 """
 
@@ -49,7 +48,6 @@ class Architecture:
     model_type = ""
     network = "parser"  # the network's name among a parser's compressible networks
     refines = False  # takes an initial graph and iterates (its parse can record every iteration)
-    minutes = 15.0  # `parse train`'s default time budget
     settings: dict = {}
 
     def build(self, cfg: dict) -> nn.Module:
@@ -104,7 +102,7 @@ class Architecture:
 
 
 class Biaffine(Architecture):
-    name, model_type, minutes = "biaffine", "forgetbench-biaffine", 15.0
+    name, model_type = "biaffine", "forgetbench-biaffine"
     settings = {"lr": 2e-3, "betas": (0.9, 0.9), "warmup": 0, "max_tokens": 3000}
 
     def build(self, cfg: dict) -> nn.Module:
@@ -112,7 +110,7 @@ class Biaffine(Architecture):
 
 
 class SynTr(Architecture):
-    name, model_type, minutes = "syntr", "forgetbench-graph-parser", 6.0
+    name, model_type = "syntr", "forgetbench-graph-parser"
     settings = {"lr": 1e-3, "betas": (0.9, 0.98), "warmup": 100, "max_tokens": 1000}
 
     def build(self, cfg: dict) -> nn.Module:
@@ -128,7 +126,7 @@ class SynTr(Architecture):
 
 
 class RNGTr(SynTr):
-    name, network, refines, minutes = "rngtr", "refiner", True, 6.0
+    name, network, refines = "rngtr", "refiner", True
 
     def matches(self, cfg: dict) -> bool:
         return cfg.get("model_type") == self.model_type and cfg.get("graph", "none") != "none"
@@ -190,7 +188,7 @@ class RNGTr(SynTr):
 
 
 class G2GTr(Architecture):
-    name, model_type, minutes = "g2gtr", "forgetbench-g2gtr", 10.0
+    name, model_type = "g2gtr", "forgetbench-g2gtr"
     settings = {"lr": 1e-3, "betas": (0.9, 0.98), "warmup": 200, "max_tokens": 150}
 
     def build(self, cfg: dict) -> nn.Module:

@@ -20,7 +20,7 @@ from torch import nn
 from forgetbench.io import atomic_write_json
 from forgetbench.parsing.data.batching import batches, batchify
 from forgetbench.parsing.data.conll import Sentence
-from forgetbench.parsing.epochs import train_epochs
+from forgetbench.parsing.epochs import StepBudget, train_epochs
 from forgetbench.parsing.layers.modules import char_features
 from forgetbench.parsing.saving import load_module_dir, save_module_dir
 
@@ -106,11 +106,12 @@ def with_tags(sents: list[Sentence], tags: list[list[str]]) -> list[Sentence]:
     return out
 
 
-def train_tagger(tr: list[Sentence], dv: list[Sentence], vocab, out_dir: Path, minutes: float, seed: int = 1,
+def train_tagger(tr: list[Sentence], dv: list[Sentence], vocab, out_dir: Path, minutes: float | None, seed: int = 1,
                  max_tokens: int = 1000, lr: float = 5e-3, progress: bool = True, max_epochs: int = 999,
-                 desc: str = "tagger", device: torch.device | str = "cpu") -> dict:
-    """Dev-selected tagger in ``out_dir`` within ``minutes`` and ``max_epochs``, whichever ends first (no epoch
-    starts that would end past the time budget; an epoch budget alone makes the run deterministic).
+                 desc: str = "tagger", device: torch.device | str = "cpu", steps: StepBudget | None = None) -> dict:
+    """Dev-selected tagger in ``out_dir``: within ``steps`` (a ``StepBudget``: the parser's rule; ``minutes`` a
+    safety stop) or within ``minutes`` and ``max_epochs``, whichever ends first (no epoch starts that would end
+    past the time budget; an epoch budget alone makes the run deterministic).
     Small batches and a high rate: measured on English-LinES, 95.0 % dev UPOS after 87 s (1000 tokens,
     5e-3) against 90.2 % after 79 s (3000 tokens, 2e-3). ``device``: where it trains (``parse train --device``)."""
     torch.manual_seed(seed)
@@ -130,12 +131,15 @@ def train_tagger(tr: list[Sentence], dv: list[Sentence], vocab, out_dir: Path, m
         return acc, {"epoch": epoch, "dev_upos": round(acc, 2), "elapsed_s": round(time.perf_counter() - t0, 1)}
 
     def save(epoch, history):
-        save_tagger(tagger, out_dir, {"best_epoch": epoch, "dev_upos": acc, "history": history, "seed": seed})
+        save_tagger(tagger, out_dir, {"best_epoch": epoch, "best_step": history[-1]["step"], "dev_upos": acc,
+                                      "history": history, "seed": seed})
 
     epoch, history = train_epochs(tagger, opt, tr, vocab, rng, max_tokens, batch_loss, dev_upos, save, minutes, max_epochs,
-                                  t0, desc=desc, progress=progress)
-    info = json.loads((out_dir / "training.json").read_text()) | {"history": history, "epochs": epoch,
-                                                                  "train_seconds": round(time.perf_counter() - t0, 1)}
+                                  t0, desc=desc, progress=progress, steps=steps)
+    info = json.loads((out_dir / "training.json").read_text()) | {
+        "history": history, "epochs": epoch, "steps": history[-1]["step"], "stopped_by": history[-1]["stop"],
+        "budget": steps.to_dict() if steps else {"minutes": minutes, "max_epochs": max_epochs},
+        "train_seconds": round(time.perf_counter() - t0, 1)}
     atomic_write_json(out_dir / "training.json", info)
     return info
 
