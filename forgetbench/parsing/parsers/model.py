@@ -21,6 +21,7 @@ from forgetbench.parsing.layers.modules import (
     read_words,
     word_inputs,
 )
+from forgetbench.parsing.layers.regularise import SharedDropout, VariationalLSTM, word_tag_dropout
 
 
 @dataclass
@@ -30,6 +31,23 @@ class ParserConfig(TokenFeatureConfig):
     arc_mlp: int = 300
     rel_mlp: int = 100
     dropout: float = 0.33
+    embed_dropout: float = 0.0  # whole-word and whole-tag dropout (thesis §5.4: 0.33); 0: none
+    recurrent_dropout: float = 0.0  # the same mask at every step on the LSTM's recurrent connections (§6.3: 0.33);
+    # above 0 the dropout on the LSTM's inputs and outputs keeps its mask over time too (``regularise``)
+
+    def to_dict(self) -> dict:
+        d = super().to_dict()
+        for k in ("embed_dropout", "recurrent_dropout"):
+            if not d.get(k):
+                d.pop(k, None)  # a parser's config.json as before the option
+        return d
+
+    @property
+    def tag_columns(self) -> slice:
+        """The UPOS embedding's columns in what ``read_words`` gives (the rest is the word's)."""
+        start = self.pretrained["d_model"] if self.pretrained and self.pretrained_mode == "replace" else \
+            self.word_dim + self.char_hidden
+        return slice(start, start + self.tag_dim)
 
 
 class BiaffineParser(nn.Module):
@@ -48,12 +66,12 @@ class BiaffineParser(nn.Module):
             self.lstm, d = None, cfg.feature_dim                  # UPOS) feed the MLPs
             self.forgetbench_units = units + self.forgetbench_units[len(TOKEN_UNITS) + 1:]
         else:
-            self.lstm = nn.LSTM(cfg.built_dim, cfg.lstm_hidden, num_layers=cfg.lstm_layers, batch_first=True,
-                                bidirectional=True, dropout=cfg.dropout)
+            self.lstm = VariationalLSTM(cfg.built_dim, cfg.lstm_hidden, num_layers=cfg.lstm_layers, batch_first=True,
+                                        bidirectional=True, dropout=cfg.dropout, recurrent_dropout=cfg.recurrent_dropout)
             d = 2 * cfg.lstm_hidden
             self.forgetbench_units = units + self.forgetbench_units[len(TOKEN_UNITS):]
         self.mlp, self.scorer = biaffine_heads(d, cfg.arc_mlp, cfg.rel_mlp, cfg.n_rels, cfg.dropout)
-        self.drop = nn.Dropout(cfg.dropout)
+        self.drop = SharedDropout(cfg.dropout) if cfg.recurrent_dropout > 0 else nn.Dropout(cfg.dropout)
         beside_inputs(self, cfg, self.lstm)  # beside: the encoder's features join the BiLSTM's inputs
 
     def forward(self, words, chars, tags):
@@ -68,7 +86,8 @@ class BiaffineParser(nn.Module):
     def encode(self, words, chars, tags):
         """Arc scores [B, L(dep), L(head)] and the label MLPs' outputs (dependent, head views)."""
         L = words.shape[1]
-        h = read_words(self, words, chars, tags)
+        h = word_tag_dropout(read_words(self, words, chars, tags), self.cfg.tag_columns, self.cfg.embed_dropout,
+                             self.training)
         if self.lstm is not None:
             lengths = (words != 0).sum(-1).cpu()
             out, _ = self.lstm(nn.utils.rnn.pack_padded_sequence(self.drop(h), lengths, batch_first=True,
