@@ -128,3 +128,37 @@ def test_a_parser_with_the_thesis_regularisation_trains_parses_and_reloads(tmp_p
     assert "embed_dropout" not in ParserConfig(1, 1, 1, 1).to_dict()
     with pytest.raises(ValueError, match="PackedSequence"):
         model.lstm.train()(torch.zeros(1, 2, model.lstm.input_size))
+
+
+def test_the_thesis_network_from_the_command_line(tmp_path):
+    """``parse train --network thesis``: the parser's sizes and dropouts, the tagger's two layers and recurrent
+    dropout, the annealed rate in the record; refused for another architecture."""
+    import json
+
+    from forgetbench.cli import main
+
+    from .test_parser import _toy_treebank
+
+    tr = _toy_treebank(tmp_path / "train.conllu", 40, 0)
+    dv = _toy_treebank(tmp_path / "dev.conllu", 10, 1)
+    args = ["parse", "train", "--train", str(tr), "--dev", str(dv), "--max-steps", "4", "--eval-every", "2",
+            "--network", "thesis", "--jackknife", "2", "--quiet"]
+    assert main([*args, "--out", str(tmp_path / "m")]) == 0
+    cfg = json.loads((tmp_path / "m" / "config.json").read_text())
+    assert (cfg["lstm_layers"], cfg["lstm_hidden"], cfg["arc_mlp"], cfg["rel_mlp"]) == (3, 200, 400, 100)
+    assert cfg["embed_dropout"] == cfg["recurrent_dropout"] == 0.33
+    tagger = json.loads((tmp_path / "m" / "tagger" / "config.json").read_text())
+    assert (tagger["lstm_layers"], tagger["recurrent_dropout"]) == (2, 0.5)
+    rec = json.loads((tmp_path / "m" / "training.json").read_text())
+    assert rec["optimiser"]["anneal"] == [0.75, 5000]
+    assert main([*args, "--arch", "syntr", "--out", str(tmp_path / "s")]) == 2 and not (tmp_path / "s").exists()
+
+
+def test_the_annealed_rate_by_hand():
+    from forgetbench.parsing.train import lr_schedule
+
+    f = lr_schedule(0, (0.75, 5000))
+    assert f(0) == 1.0 and abs(f(5000) - 0.75) < 1e-12 and abs(f(10000) - 0.5625) < 1e-12
+    g = lr_schedule(100, None)
+    assert g(0) == 0.01 and g(99) == 1.0 and g(20000) == 1.0
+    assert abs(lr_schedule(100, (0.75, 5000))(49) - 0.5 * 0.75 ** (49 / 5000)) < 1e-15

@@ -130,6 +130,9 @@ def add_commands(sub) -> None:
     pt.add_argument("--minutes", type=positive_minutes, help="a safety stop of the parser's wall time, reported in "
                                                              "training.json when it fires (with --max-epochs: the "
                                                              "whole run's budget, taggers included); default none")
+    pt.add_argument("--network", choices=["today", "thesis"], help="biaffine: today's network (default) or Dozat's UD "
+                                                                   "setting (3 x 200 BiLSTM, MLPs 400/100, word/tag and "
+                                                                   "recurrent dropout, annealing; its 2-layer tagger)")
     pt.add_argument("--seed", type=int, default=1, help="seed")
     pt.add_argument("--tags", choices=["gold", "predicted"], default="predicted",
                     help="UPOS input: predicted by the parser's own tagger (trained on jackknifed tags), or gold")

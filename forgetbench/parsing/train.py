@@ -89,14 +89,14 @@ def kfold_graphs(tr: list[Sentence], dv: list[Sentence], initial: parsers.Parser
 
 def jackknife_tags(tr: list[Sentence], dv: list[Sentence], vocab: Vocab, work: Path, folds: int, minutes: float | None,
                    seed: int, progress: bool, max_epochs: int = 999, device: str = "cpu",
-                   steps: StepBudget | None = None) -> list[list[str]]:
+                   steps: StepBudget | None = None, network: dict | None = None) -> list[list[str]]:
     """UPOS for every training sentence from a tagger trained on the other folds (folds by position mod k)."""
     tags: list[list[str] | None] = [None] * len(tr)
     for k in range(folds):
         held = [i for i in range(len(tr)) if i % folds == k]
         rest = [s for i, s in enumerate(tr) if i % folds != k]
         train_tagger(rest, dv, vocab, work / f"fold{k}", minutes, seed=seed + k, progress=progress, max_epochs=max_epochs,
-                     desc=f"jackknife tagger {k + 1}/{folds}", device=device, steps=steps)
+                     desc=f"jackknife tagger {k + 1}/{folds}", device=device, steps=steps, network=network)
         tg = load_tagger_dir(work / f"fold{k}").to(device)
         for i, t in zip(held, tag(tg, vocab, [tr[i] for i in held]), strict=True):
             tags[i] = t
@@ -154,6 +154,15 @@ def _reused_tags(tagger_from: Path, train_file, dev_file) -> dict:
 
 
 MODEL_OPTIONS = ("attention", "relation_norm", "value_relations", "graph")  # network settings `parse train` sets
+# ``parse train --network``: today's biaffine network, or the thesis's UD setting (Dozat §6.3, Table 5.1): 3 × 200
+# BiLSTM, arc MLP 400, label MLP 100, word and tag dropout 0.33, same-mask recurrent dropout 0.33, the rate annealed
+# by 0.75^(t/5000); its tagger 2 BiLSTM layers with recurrent dropout 0.5
+NETWORKS = {
+    "today": {"model": {}, "tagger": {}, "anneal": None},
+    "thesis": {"model": {"lstm_layers": 3, "lstm_hidden": 200, "arc_mlp": 400, "rel_mlp": 100, "embed_dropout": 0.33,
+                         "recurrent_dropout": 0.33},
+               "tagger": {"lstm_layers": 2, "lstm_hidden": 200, "recurrent_dropout": 0.5}, "anneal": (0.75, 5000)},
+}
 
 
 @dataclass(frozen=True)
@@ -190,6 +199,7 @@ class ParseTrainConfig:
     encoder_lr_scale: float = 1.0  # the encoder's learning rate relative to the parser's (0: frozen)
     encoder_lr_decay: float = 1.0  # layer-wise: each encoder layer down gets this factor more
     device: str = "cpu"  # cpu, cuda, cuda:N or auto (a GPU where torch sees one)
+    network: str = "today"  # NETWORKS: today's biaffine network or the thesis's (its tagger and annealing too)
     model: dict = field(default_factory=dict)  # network settings given (MODEL_OPTIONS); the rest are defaults
 
     @classmethod
@@ -219,8 +229,15 @@ class ParseTrainConfig:
 def train_parser(cfg: ParseTrainConfig, progress: bool = True) -> dict:
     """``parse train``: ``train`` with the config's settings and the command's defaults resolved."""
     steps, tagger_steps = cfg.budgets()
+    if cfg.network not in NETWORKS:
+        raise ForgetbenchError(f"parse train --network {cfg.network!r}: use one of {sorted(NETWORKS)}")
+    net = NETWORKS[cfg.network]
+    if cfg.network != "today" and cfg.arch != "biaffine":
+        raise ForgetbenchError(f"parse train --network {cfg.network} is the biaffine parser's setting; --arch is "
+                               f"{cfg.arch}")
     settings = {f.name: getattr(cfg, f.name) for f in fields(cfg)
-                if f.name not in ("max_steps", "patience", "eval_every", "tagger_max_steps")} | {
+                if f.name not in ("max_steps", "patience", "eval_every", "tagger_max_steps", "network")} | {
+        "model": net["model"] | cfg.model, "tagger_network": net["tagger"], "anneal": net["anneal"]} | {
         "refiner_graphs": cfg.refiner_graphs or ("kfold" if cfg.initial else "empty"),
         "max_epochs": cfg.max_epochs or 200, "tagger_epochs": cfg.tagger_epochs or 999, "steps": steps,
         "tagger_steps": tagger_steps}
@@ -236,14 +253,16 @@ def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Pa
           iterations: int = DEFAULT_ITERATIONS, train_iterations: int | None = None, warm_start: str | Path | None = None,
           refiner_graphs: str = "empty", folds: int = 2, fold_minutes: float | None = 6.0, label: str = "",
           encoder: str | Path | None = None, encoder_lr_scale: float = 1.0, encoder_lr_decay: float = 1.0,
-          encoder_mode: str = "beside", device: str = "cpu", **model_kw) -> dict:
+          encoder_mode: str = "beside", device: str = "cpu", tagger_network: dict | None = None,
+          anneal: tuple[float, int] | None = None, **model_kw) -> dict:
     """Train a parser of ``arch`` on ``train_file``, select on ``dev_file`` (None: ``held_out_split`` of the
     training file). Budget: ``steps`` (a ``StepBudget``: Dozat's rule; each k-fold parser ``steps`` too;
     ``minutes`` then only a safety stop of the parser, reported in ``stopped_by`` when it fires) — deterministic
     on any host and load; or, without ``steps``, ``max_epochs`` of the parser within ``minutes`` for the whole run
     (taggers included) and ``fold_minutes`` each k-fold parser. Each tagger (predicted tags) likewise by
     ``tagger_steps``, else ``tagger_epochs`` within ``tagger_minutes``. Deterministic where no time budget binds
-    (None: none).
+    (None: none). ``tagger_network``: the taggers' ``TaggerConfig`` settings; ``anneal`` (rate, every): the
+    learning rate × rate^(step / every) (the thesis's 0.75, 5000).
 
     ``tagger_from``: reuse another parser's tagger and jackknifed training tags (same training file), so that
     architectures are compared on the same tags. RNGTr: ``initial`` is the parser giving G^0 at evaluation (a
@@ -273,7 +292,8 @@ def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Pa
     if refiner_graphs == "kfold" and None not in (minutes, fold_minutes) and folds * fold_minutes >= minutes:
         raise ForgetbenchError(f"--minutes {minutes} must exceed --folds {folds} x --fold-minutes {fold_minutes} (the "
                                "k-fold parsers run inside it): raise --minutes or lower --fold-minutes")
-    settings = architecture.settings | {k: v for k, v in (("lr", lr), ("max_tokens", max_tokens)) if v is not None}
+    settings = architecture.settings | {k: v for k, v in (("lr", lr), ("max_tokens", max_tokens), ("anneal", anneal))
+                                        if v is not None}
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
     tr, dv = _read_split(train_file, dev_file)
@@ -289,7 +309,8 @@ def train(train_file: str | Path, dev_file: str | Path | None, out_dir: str | Pa
     t0 = time.perf_counter()
     with atomic_directory(Path(out_dir)) as tmp:
         tr, dv, tag_info = _tag_phase(tmp, tr, dv, vocab, tags, reused, tagger_from, train_file, dev_file, jackknife,
-                                      tagger_minutes, tagger_epochs, seed, progress, t0, device, tagger_steps)
+                                      tagger_minutes, tagger_epochs, seed, progress, t0, device, tagger_steps,
+                                      tagger_network)
         if init_parser is not None:
             shutil.copytree(initial, tmp / "initial", ignore=shutil.ignore_patterns("tagger"))
         kfold_info: dict = {}
@@ -392,7 +413,8 @@ def _build(architecture, vocab: Vocab, model_kw: dict, warm, warm_start):
 
 def _tag_phase(tmp: Path, tr, dv, vocab, tags, reused, tagger_from, train_file, dev_file, jackknife, tagger_minutes,
                tagger_epochs, seed, progress, t0, device: str = "cpu",
-               tagger_steps: StepBudget | None = None) -> tuple[list[Sentence], list[Sentence], dict]:
+               tagger_steps: StepBudget | None = None,
+               tagger_network: dict | None = None) -> tuple[list[Sentence], list[Sentence], dict]:
     """The UPOS the parser trains and selects on: gold; another parser's tagger and training tags; or its own
     tagger (in ``tmp/tagger``) with jackknifed training tags. Returns the tagged sentences and their record."""
     tag_info: dict = {"tags": tags}
@@ -405,11 +427,11 @@ def _tag_phase(tmp: Path, tr, dv, vocab, tags, reused, tagger_from, train_file, 
         return tr, dv, tag_info
     work = tmp / "_jackknife"
     tr_tags = jackknife_tags(tr, dv, vocab, work, jackknife, tagger_minutes, seed, progress, tagger_epochs, device,
-                             tagger_steps)
+                             tagger_steps, tagger_network)
     shutil.rmtree(work)
     jk_acc = upos_accuracy(tr, tr_tags)
     tinfo = train_tagger(tr, dv, vocab, tmp / "tagger", tagger_minutes, seed=seed, progress=progress,
-                         max_epochs=tagger_epochs, device=device, steps=tagger_steps)
+                         max_epochs=tagger_epochs, device=device, steps=tagger_steps, network=tagger_network)
     tagger = load_tagger(tmp).to(device)
     save_training_tags(tmp / "tagger", train_file, dev_file, tr_tags, jackknife)
     tag_info |= {"jackknife_folds": jackknife, "train_upos_jackknifed": round(jk_acc, 2),
@@ -455,6 +477,16 @@ def encoder_groups(model, lr: float, scale: float, decay: float) -> list[dict]:
     return [{"params": own}] + [{"params": ps, "lr": lr * scale * decay ** d} for d, ps in sorted(depth.items())]
 
 
+def lr_schedule(warmup: int, anneal: tuple[float, int] | None):
+    """The learning rate's factor at update k: linear warm-up over ``warmup`` updates, times ``rate^(k / every)``
+    with ``anneal`` = (rate, every) (the thesis's Table 5.1: 0.75^(t/5000))."""
+    def factor(k: int) -> float:
+        f = min(1.0, (k + 1) / warmup) if warmup else 1.0
+        return f * anneal[0] ** (k / anneal[1]) if anneal else f
+
+    return factor
+
+
 def _fit(tmp: Path, parser, tr, dv, settings: dict, t_iter: int, record: dict, minutes, max_epochs, seed, t0,
          progress, label: str = "", steps: StepBudget | None = None) -> dict:
     """The training loop: Adam with linear warm-up, dev LAS every ``steps.eval_every`` steps or after every epoch
@@ -464,8 +496,8 @@ def _fit(tmp: Path, parser, tr, dv, settings: dict, t_iter: int, record: dict, m
     enc_rec = record.get("encoder", {})
     groups = encoder_groups(model, settings["lr"], enc_rec.get("lr_scale", 1.0), enc_rec.get("lr_decay", 1.0))
     opt = torch.optim.Adam(groups, lr=settings["lr"], betas=settings["betas"])
-    steps_up = settings["warmup"]
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda k: min(1.0, (k + 1) / steps_up)) if steps_up else None
+    steps_up, anneal = settings["warmup"], settings.get("anneal")
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_schedule(steps_up, anneal)) if steps_up or anneal else None
     dv_initial = parser.initial.parse(dv) if parser.initial is not None else None  # G^0 of dev, computed once
     t_parser, tokens, dev = time.perf_counter(), 0, None
 

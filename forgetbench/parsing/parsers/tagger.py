@@ -22,6 +22,7 @@ from forgetbench.parsing.data.batching import batches, batchify
 from forgetbench.parsing.data.conll import Sentence
 from forgetbench.parsing.epochs import StepBudget, train_epochs
 from forgetbench.parsing.layers.modules import char_features
+from forgetbench.parsing.layers.regularise import SharedDropout, VariationalLSTM
 from forgetbench.parsing.saving import load_module_dir, save_module_dir
 
 
@@ -35,6 +36,8 @@ class TaggerConfig:
     char_hidden: int = 100
     lstm_hidden: int = 150
     dropout: float = 0.33
+    lstm_layers: int = 1  # the thesis's tagger (§6.3): 2
+    recurrent_dropout: float = 0.0  # the thesis's tagger: 0.5, the same mask at every step (``regularise``)
 
 
 class UposTagger(nn.Module):
@@ -52,9 +55,12 @@ class UposTagger(nn.Module):
         self.embed = nn.ModuleDict({"word": nn.Embedding(cfg.n_words, cfg.word_dim, padding_idx=0),
                                     "char": nn.Embedding(cfg.n_chars, cfg.char_dim, padding_idx=0)})
         self.char_lstm = nn.LSTM(cfg.char_dim, cfg.char_hidden // 2, batch_first=True, bidirectional=True)
-        self.lstm = nn.LSTM(cfg.word_dim + cfg.char_hidden, cfg.lstm_hidden, batch_first=True, bidirectional=True)
+        self.lstm = VariationalLSTM(cfg.word_dim + cfg.char_hidden, cfg.lstm_hidden, num_layers=cfg.lstm_layers,
+                                    batch_first=True, bidirectional=True,
+                                    dropout=cfg.dropout if cfg.lstm_layers > 1 else 0.0,
+                                    recurrent_dropout=cfg.recurrent_dropout)
         self.out = nn.Linear(2 * cfg.lstm_hidden, cfg.n_tags)
-        self.drop = nn.Dropout(cfg.dropout)
+        self.drop = SharedDropout(cfg.dropout) if cfg.recurrent_dropout > 0 else nn.Dropout(cfg.dropout)
 
     def forward(self, words, chars):
         """words [B, L] (position 0 = root), chars [B, L, C] → tag scores [B, L, n_tags]."""
@@ -108,15 +114,17 @@ def with_tags(sents: list[Sentence], tags: list[list[str]]) -> list[Sentence]:
 
 def train_tagger(tr: list[Sentence], dv: list[Sentence], vocab, out_dir: Path, minutes: float | None, seed: int = 1,
                  max_tokens: int = 1000, lr: float = 5e-3, progress: bool = True, max_epochs: int = 999,
-                 desc: str = "tagger", device: torch.device | str = "cpu", steps: StepBudget | None = None) -> dict:
+                 desc: str = "tagger", device: torch.device | str = "cpu", steps: StepBudget | None = None,
+                 network: dict | None = None) -> dict:
     """Dev-selected tagger in ``out_dir``: within ``steps`` (a ``StepBudget``: the parser's rule; ``minutes`` a
     safety stop) or within ``minutes`` and ``max_epochs``, whichever ends first (no epoch starts that would end
     past the time budget; an epoch budget alone makes the run deterministic).
     Small batches and a high rate: measured on English-LinES, 95.0 % dev UPOS after 87 s (1000 tokens,
-    5e-3) against 90.2 % after 79 s (3000 tokens, 2e-3). ``device``: where it trains (``parse train --device``)."""
+    5e-3) against 90.2 % after 79 s (3000 tokens, 2e-3). ``device``: where it trains (``parse train --device``);
+    ``network``: ``TaggerConfig`` settings (the thesis's tagger: ``train.NETWORKS``)."""
     torch.manual_seed(seed)
     rng = random.Random(seed)
-    tagger = UposTagger(TaggerConfig(len(vocab.words), len(vocab.chars), len(vocab.tags))).to(device)
+    tagger = UposTagger(TaggerConfig(len(vocab.words), len(vocab.chars), len(vocab.tags), **(network or {}))).to(device)
     opt = torch.optim.Adam(tagger.parameters(), lr=lr, betas=(0.9, 0.9))
     t0 = time.perf_counter()
 
