@@ -74,9 +74,13 @@ def token_embeddings(cfg: TokenFeatureConfig, **extra: nn.Module) -> tuple[nn.Mo
 
 PRETRAINED_TOKEN_UNITS = [{"unit": "embeddings", "module": "embed"},
                          {"unit": "pretrained.embeddings", "module": "words.encoder.embed"},
+                         {"unit": "pretrained.positions", "module": "words.encoder.positions"},
                          {"unit": "pretrained.layers.{0}", "module": "words.encoder.layers.*"},
                          {"unit": "pretrained.usl", "module": "words.encoder.mlp"},
                          {"unit": "pretrained.usl_biaffine", "module": "words.encoder.scorer"},
+                         # USI (§3.4): its per-label maps W [D, H, H] (3-D: magnitude over the unit, as every weight)
+                         # and its Linear (H·D → H); then its Transformer layer
+                         {"unit": "pretrained.usi_integration", "module": "words.encoder.usi"},
                          {"unit": "pretrained.usi", "module": "words.encoder.usi_layer"}]  # the globs a variant lacks match nothing
 
 
