@@ -406,3 +406,58 @@ def test_a_run_keeps_its_graph_over_its_own_subwords_and_rebuilds_one_made_over_
     setup(cfg, tmp_path / "run", log=said.append)
     assert sum("graphmerge: graph of" in x for x in said) == 1
     assert json.loads(rec_path.read_text())["key"]["vocabulary"] == spm
+
+
+def test_isotropy_of_a_hand_table():
+    """Rows (1, 0), (0, 1), (1, 0): norms 1; pairs' cosines 0, 1, 0 (mean 1/3); singular values √2 and 1, so the
+    effective rank is exp(H(√2/(1+√2), 1/(1+√2)))."""
+    import math
+
+    from forgetbench.train.graphmerge import isotropy
+
+    r = isotropy(torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]]))
+    p = [math.sqrt(2) / (1 + math.sqrt(2)), 1 / (1 + math.sqrt(2))]
+    assert r["rows"] == 3 and r["mean_row_norm"] == 1.0 and abs(r["random_pair_cosine"] - 1 / 3) < 1e-6
+    assert abs(r["effective_rank"] - math.exp(-sum(x * math.log(x) for x in p))) < 1e-4
+    big = isotropy(torch.randn(500, 16, generator=torch.Generator().manual_seed(0)), pairs=2000)
+    assert abs(big["random_pair_cosine"]) < 0.02 and big["effective_rank"] > 14  # a random table: no floor
+
+
+def test_the_identity_start_keeps_the_table_and_the_torch_start_collapses_it():
+    """The step-0 probe on a toy graph model with an M2M-100-scale table (std 0.02): identity init gives T = E with
+    one hop (norm ratio 1, the same floor) and T = ELU(E) with two (by hand); nn.Linear's default start gives rows
+    several times E's norm at a high random-pair cosine (the earlier, collapsed start)."""
+    import torch.nn.functional as F
+
+    from forgetbench.train.graphmerge import isotropy
+
+    _, sparse = _five_word_graph()
+    torch.manual_seed(0)
+    E = torch.randn(5, 64) * 0.02
+    one = GraphMerge(sparse, 64, GraphSettings(hops=1, dropout=0.0)).eval()
+    assert torch.equal(one(E), E)
+    two = GraphMerge(sparse, 64, GraphSettings(hops=2, dropout=0.0)).eval()
+    assert torch.allclose(two(E), F.elu(E), atol=1e-7)
+    base, t = isotropy(E), isotropy(two(E))
+    assert abs(t["mean_row_norm"] / base["mean_row_norm"] - 1) < 0.02
+    assert abs(t["random_pair_cosine"] - base["random_pair_cosine"]) < 0.01
+    torch.manual_seed(0)
+    old = GraphMerge(sparse, 64, GraphSettings(hops=2, dropout=0.0, init="torch")).eval()
+    with torch.no_grad():
+        c = isotropy(old(E))
+    assert c["mean_row_norm"] > 2 * base["mean_row_norm"] and c["random_pair_cosine"] > 0.5
+
+
+def test_a_graphmerge_run_records_its_table_at_step_0_and_at_the_end(tmp_path):
+    import json
+
+    from forgetbench.train.mt import load_config, train
+
+    _shared(tmp_path / "shared")
+    cfg = load_config(_gm_config(tmp_path, "g"))
+    lines = []
+    out = train(cfg, tmp_path / "run", progress=False, log=lines.append)
+    probe = json.loads((out / "training.json").read_text())["table_probe"]
+    assert set(probe) == {"step0", "final"} and probe["step0"]["rows"] == probe["final"]["rows"]
+    assert abs(probe["step0"]["random_pair_cosine"]) < 0.3  # the identity start: no collapsed table
+    assert any(ln.startswith("table at step 0: mean row norm") for ln in lines)

@@ -40,6 +40,9 @@ MODES = ("gnn", "weighted-sum")
 MAX_HOPS = 5
 
 
+INITS = ("identity", "torch")
+
+
 @dataclass(frozen=True)
 class GraphSettings:
     """``model.embeddings.graphmerge`` of a train-mt config."""
@@ -54,6 +57,7 @@ class GraphSettings:
     chunk: int = 20000  # pairs per aligner call
     tie: bool = True  # the output projection is T (the paper's main setting); False: "w/o Tie", the original table
     dropout: float = 0.1
+    init: str = "identity"  # the hop layers at step 0: identity (T ≈ E, METHOD §5b) | torch (nn.Linear's default)
 
     def check(self, where: str) -> GraphSettings:
         if not isinstance(self.hops, int) or not 1 <= self.hops <= MAX_HOPS:
@@ -86,6 +90,9 @@ class GraphSettings:
                                    "out for the whole bitext")
         if not 0 <= float(self.dropout) < 1:
             raise ForgetbenchError(f"{where}.dropout: {self.dropout!r}; in [0, 1)")
+        if self.init not in INITS:
+            raise ForgetbenchError(f"{where}.init: {self.init!r}; identity (the table starts as the model's own) or "
+                                   "torch (nn.Linear's default: the earlier, collapsed start)")
         return self
 
 

@@ -13,6 +13,11 @@ Rules:
    calls the model with ``inputs_embeds``. With ``tie: false`` (the paper's "w/o Tie" ablation, §5 Table 3) the
    output projection is the original table E instead (logits = h Eᵀ), the inputs still T. The hop layers are the model's submodule ``graphmerge`` (checkpointed
    and optimised with it); the adjacency is a buffer rebuilt from ``graph.npz``, not stored in checkpoints.
+   **Start** (``init``): ``identity`` sets each hop's W_self = I, W_nb = 0 and both biases 0, so T at step 0 is E
+   itself (one hop) or E through the ELUs between hops (≈ E at an embedding's scale): both arms begin with the same
+   table, the graph's mixing learnt from there; ``torch`` keeps nn.Linear's default, under which the biases
+   dominate a table of M2M-100's scale (rows ≈ 3× E's norm, random rows at cosine ≈ 0.96). ``isotropy`` measures
+   a table: mean row norm, the random-pair cosine (the isotropy floor) and the effective rank.
 3. **Inference unchanged.** ``bake`` writes T (eval mode: no dropout) into the shared embedding (tied to the
    output projection) and removes ``graphmerge``: the exported folder is a plain
    ``M2M100ForConditionalGeneration``. "w/o Tie" exports two tables: T as the input embedding (the shared table
@@ -42,6 +47,13 @@ class GraphMerge(nn.Module):
         if self.mode == "gnn":
             self.neighbour = nn.ModuleList(nn.Linear(dim, dim) for _ in range(self.hops))
             self.own = nn.ModuleList(nn.Linear(dim, dim) for _ in range(self.hops))
+            if settings.init == "identity":
+                with torch.no_grad():
+                    for nb, own in zip(self.neighbour, self.own, strict=True):
+                        nb.weight.zero_()
+                        nb.bias.zero_()
+                        own.weight.copy_(torch.eye(dim))
+                        own.bias.zero_()
 
     def forward(self, E: torch.Tensor) -> torch.Tensor:
         H = E
@@ -56,6 +68,33 @@ class GraphMerge(nn.Module):
             if h < self.hops - 1:
                 H = F.elu(H)
         return H
+
+
+@torch.no_grad()
+def isotropy(T: torch.Tensor, pairs: int = 20000, seed: int = 0) -> dict:
+    """A table's shape: ``mean_row_norm``; ``random_pair_cosine``, the mean cosine of ``pairs`` seeded random pairs
+    of distinct rows (every pair where there are fewer; the isotropy floor an alignment score must clear);
+    ``effective_rank``, exp of the entropy of the normalised singular values (Roy & Vetterli 2007)."""
+    T = T.detach().float()
+    n = T.shape[0]
+    if n * (n - 1) // 2 <= pairs:
+        i, j = torch.triu_indices(n, n, 1)
+    else:
+        g = torch.Generator().manual_seed(seed)
+        i = torch.randint(0, n, (pairs,), generator=g)
+        j = (i + torch.randint(1, n, (pairs,), generator=g)) % n  # never i itself
+    cos = F.cosine_similarity(T[i], T[j], dim=-1)
+    s = torch.linalg.svdvals(T.double())
+    p = s / s.sum()
+    p = p[p > 0]
+    return {"rows": n, "mean_row_norm": round(float(T.norm(dim=-1).mean()), 6),
+            "random_pair_cosine": round(float(cos.mean()), 6),
+            "effective_rank": round(float(torch.exp(-(p * p.log()).sum())), 4)}
+
+
+def probe(model) -> dict:
+    """``isotropy`` of the table the model translates with: T (GraphMerge, eval mode) or its own E."""
+    return isotropy(final_table(model) if hasattr(model, "graphmerge") else model.model.shared.weight)
 
 
 def attach(model, adjacency: torch.Tensor, settings: GraphSettings) -> GraphMerge:

@@ -153,6 +153,11 @@ def warm_start(model, folder: Path, spm_sha256: str, log=print) -> dict:
     return {"from": str(folder), "weights_sha256": sha256_file(weights), "optimiser": "restarted"}
 
 
+def _probe_line(p: dict) -> str:
+    return (f"mean row norm {p['mean_row_norm']:.4f}, random-pair cosine {p['random_pair_cosine']:.4f}, effective "
+            f"rank {p['effective_rank']:.1f} of {p['rows']} rows")
+
+
 def train(cfg: TrainMTConfig, out_dir: str | Path, progress: bool = True, log=print,
           warm_from: str | Path | None = None) -> Path:
     out = Path(out_dir)
@@ -169,8 +174,14 @@ def train(cfg: TrainMTConfig, out_dir: str | Path, progress: bool = True, log=pr
         log(f"--warm-start {warm_from} ignored: the run resumes from its own checkpoint at step {state['step']}")
 
     graph = S.meta.get("graph")
-    if graph is not None:
-        from forgetbench.train import graphmerge
+    from forgetbench.train import graphmerge
+
+    probe_file = out / "table_probe.json"  # the table at step 0 (before any update; a resume keeps the first)
+    if state["step"] == 0 and not probe_file.is_file():
+        atomic_write_json(probe_file, {"step0": graphmerge.probe(model)})
+    step0 = json.loads(probe_file.read_text())["step0"] if probe_file.is_file() else None
+    if step0:
+        log(f"table at step 0: {_probe_line(step0)}")
     table_of = graphmerge.materialised if graph is not None else contextlib.nullcontext
 
     def on_log(step):
@@ -189,13 +200,15 @@ def train(cfg: TrainMTConfig, out_dir: str | Path, progress: bool = True, log=pr
     stopping = early_stop.finish(model, state, out, tc.patience)
     if graph is not None:
         graphmerge.bake(model)
+    final_probe = graphmerge.probe(model)
+    log(f"table at step {state['step']}: {_probe_line(final_probe)}")
     final = export_model(model, tok, out, {
         "config": config_record(cfg), "stopped_by": stopped, "steps": state["step"], "epochs": state["epoch"],
         "warm_start": warm,
         "early_stop": stopping,
         "tokens": state["tokens"], "train_seconds": round(state["elapsed"], 1),
         "threads": tc.threads, "arithmetic": arith.record(), "corpus": S.meta["corpus"], "spm_sha256": S.meta["spm_sha256"],
-        "environment": environment(),
+        "environment": environment(), "table_probe": {"step0": step0, "final": final_probe},
     } | ({"graphmerge": {"settings": asdict(cfg.model.embeddings["graphmerge"]), "graph": graph}}
          if graph is not None else {}))
     log(f"stopped by {stopped} at step {state['step']}; model in {final}")
