@@ -12,8 +12,8 @@ Rules (docs/METHOD.md §1.5):
    references; the cross-attention key/value projections, the encoder's outputs — which the hooks record as
    they are. Padding positions are left out (the sources' attention mask on the encoder side and for the
    cross-attention key/value projections; the references' non-padding labels on the decoder side).
-3. A unit's weights that are not linear maps (LSTM matrices, a parser's biaffine tensors; the shared embedding,
-   tied with the output projection, whose input is a lookup) are pruned by magnitude within the unit at the same
+3. A unit's weights that are not linear maps run as modules (LSTM matrices, a parser's biaffine tensors, UD-PrLM's
+   USI maps and its fused Linear; the shared embedding, tied with the output projection, whose input is a lookup) are pruned by magnitude within the unit at the same
    sparsity, the tie kept (one storage); biases and layer norms are never unit weights (``compress.units``). Counts are
    exact per scope: per output row (Wanda's default; or its ``scope``: per matrix, per unit, per attention / FFN
    part of a unit), per block (SparseGPT), per unit for the rest; N:M patterns per group of M input columns.
@@ -80,8 +80,11 @@ def position_masks(model: nn.Module):
 
 
 def linear_of(model: nn.Module) -> dict[str, tuple[str, nn.Linear]]:
-    """``<module>.weight`` -> (module name, module) for every ``nn.Linear`` (a meta skeleton's too)."""
-    return {f"{name}.weight": (name, m) for name, m in model.named_modules() if isinstance(m, nn.Linear)}
+    """``<module>.weight`` -> (module name, module) for every ``nn.Linear`` (a meta skeleton's too) that runs as a
+    module; one whose weight a fused forward reads instead (``forgetbench_fused``: UD-PrLM's USI Linear) gets no
+    calibration input and is pruned by magnitude with the unit's other weights (rule 3)."""
+    return {f"{name}.weight": (name, m) for name, m in model.named_modules()
+            if isinstance(m, nn.Linear) and not getattr(m, "forgetbench_fused", False)}
 
 
 def unit_linears(u, linears: dict) -> list[tuple]:

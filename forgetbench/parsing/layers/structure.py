@@ -39,6 +39,7 @@ class StructureIntegration(nn.Module):
         self.maps = nn.Parameter(torch.empty(n_rels, d, d))
         nn.init.uniform_(self.maps, -1 / math.sqrt(d), 1 / math.sqrt(d))  # each W_k as an H → H Linear's weight
         self.linear = nn.Linear(d * n_rels, d)
+        self.linear.forgetbench_fused = True  # ``forward`` reads its weight: no input to calibrate on (compression)
 
     def forward(self, s_us: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
         """S_US [B, N, N, D], H^(L) [B, N, H] → H_US [B, N, H].
