@@ -167,6 +167,15 @@ def speed_lines(speed_json: str, me: str, S: dict | None) -> list[str]:
     return out + [_batched_line(batched, me, S["base"])]
 
 
+def sampling_phrase(data: dict) -> str:
+    """How the card's student saw the directions: uniform (SMaLL-100's language-balanced sampling, thesis §6.2.3) or
+    at a temperature (not balanced: the shares follow the corpus sizes, flattened)."""
+    if data.get("sampling") == "temperature":
+        return (f"its directions sampled at temperature T = {data.get('temperature'):g} (shares ∝ corpus size^(1/T); "
+                "not SMaLL-100's uniform sampling)")
+    return "language-balanced data (every direction the same budget, SMaLL-100's uniform sampling)"
+
+
 def main(model_dir: str, me: str, twin: str, wall_s: str, speed_json: str, *evals: str) -> None:
     m = Path(model_dir)
     t = json.loads((m / "training.json").read_text())
@@ -194,7 +203,7 @@ def main(model_dir: str, me: str, twin: str, wall_s: str, speed_json: str, *eval
         f"({'with word-level KD' if is_kd else 'without KD — the no-KD twin, the study' + chr(39) + 's Finetuned-100'})", "",
         f"{cfg['student']['encoder_layers']} encoder / {cfg['student']['decoder_layers']} decoder layer(s) copied from "
         "`artifacts/teacher` (4 / 3), target-language code on the encoder side (SMaLL-100 format; `forgetbench` loads it "
-        "with its SMaLL-100 tokenizer), trained on language-balanced data "
+        f"with its SMaLL-100 tokenizer), trained on {sampling_phrase(cfg['data'])} "
         + (f"with L = L_ce + {kd['alpha']}·T²·L_kd (T = {kd['temperature']}) from a top-{kd['top_k']} + "
            f"{kd['tail_samples']}-sample-tail teacher cache." if is_kd else "with L_ce only (same data, batches and steps as "
                                                                                 "its KD twin)."), "",
