@@ -177,9 +177,10 @@ def train(cfg: TrainMTConfig, out_dir: str | Path, progress: bool = True, log=pr
     from forgetbench.train import graphmerge
 
     probe_file = out / "table_probe.json"  # the table at step 0 (before any update; a resume keeps the first)
-    if state["step"] == 0 and not probe_file.is_file():
-        atomic_write_json(probe_file, {"step0": graphmerge.probe(model)})
     step0 = json.loads(probe_file.read_text())["step0"] if probe_file.is_file() else None
+    if step0 is None and state["step"] == 0:
+        step0 = graphmerge.probe(model)
+        atomic_write_json(probe_file, {"step0": step0})
     if step0:
         log(f"table at step 0: {_probe_line(step0)}")
     table_of = graphmerge.materialised if graph is not None else contextlib.nullcontext
