@@ -372,6 +372,11 @@ def test_students_go_through_the_sweep_with_contrasts_speed_and_compression(tiny
         generation: {{num_beams: 1, max_new_tokens: 8, batch_size: 8}}
         analysis: {{bleu_filter: 0, resamples: 100}}
         tiers: {{training: {{counts: counts.json, thresholds: [10, 20, 30]}}}}
+        bias:
+          mt_gender: {{path: {REPO / 'data' / 'mt_gender'}, languages: [de], sentences: 4,
+                      aligner_context: {REPO / 'data' / 'flores101'}}}
+          mucow: {{path: {REPO / 'data' / 'mucow'}, pairs: [en-de], sentences: 3}}
+          mt_geneval: {{path: {REPO / 'data' / 'mt_geneval'}, languages: [de], sentences: 2}}
         """))
     cfg = load_sweep(tmp_path / "sweep.yaml")
     summary = run_sweep(cfg, tmp_path / "sw", progress=False)
@@ -404,6 +409,24 @@ def test_students_go_through_the_sweep_with_contrasts_speed_and_compression(tiny
     assert all(v["form"] == "ctranslate2 int8" for v in S["speed"].values())
     assert set(S["distillation_signals"]) == {"kd", "nokd", "kd-p30"}  # the students' probes, read at sweep time
     assert "## Distillation signal per pair group" in md
+    # who pays for distillation beyond chrF: the students' SMaLL-100 inputs (target code on the encoder side) read by
+    # both gender aligners, word sense and MT-GenEval beside the teacher's, each with its change from the teacher
+    b = S["bias"]
+    assert set(b["gender"]) == set(b["word_sense"]["en-de"]) == set(b["mt_geneval"]["average"]) == set(S["speed"])
+    assert all(b["gender"][v]["languages"]["de"]["n"] == 4 and b["gender"][v]["change_ci"] for v in ("kd", "nokd"))
+    assert b["aligner_comparison"]["items"] == 4 * 4 and "fast_align" in b["aligner_comparison"]["kd"]
+    assert b["mt_geneval"]["languages"]["de"]["nokd"]["pairs"] == 2 and "gap_change_ci" in b["mt_geneval"]["average"]["kd"]
+    assert "## Gender accuracy on human references (MT-GenEval)" in md and "## Gender bias (MT-Gender)" in md
+    c = b["contrasts"]["kd vs nokd"]  # KD − twin on every benchmark, paired, with intervals
+    acc = c["gender"]["accuracy"]  # (ψ, ψ* are undefined where a random model reads no gender right)
+    assert acc["difference"] == pytest.approx(b["gender"]["kd"]["average"]["accuracy"]
+                                              - b["gender"]["nokd"]["average"]["accuracy"])
+    assert acc["ci"][0] <= acc["difference"] <= acc["ci"][1] and set(c["gender_languages"]) == {"de"}
+    assert set(c["word_sense"]) == {"en-de"} and set(c["mt_geneval"]) >= {"feminine", "masculine", "gap"}
+    assert c["mt_geneval"]["gap"]["difference"] == pytest.approx(b["mt_geneval"]["average"]["kd"]["gap"]
+                                                                  - b["mt_geneval"]["average"]["nokd"]["gap"])
+    assert "psi_star_change_ci" in b["gender"]["kd"]["languages"]["de"]
+    assert "## Bias benchmarks, series against series" in md
 
 
 def test_online_kd_matches_the_cached_estimate_and_learned_alpha_moves(tiny_dir, tmp_path):
@@ -928,3 +951,55 @@ def test_a_teacher_cache_keyed_where_its_sample_lay_is_still_read_and_a_foreign_
     man_f.write_text(json.dumps(json.loads(man_f.read_text()) | {"data_key": "0" * 16}))
     with pytest.raises(ForgetbenchError, match="made by other data or sampling settings"):
         distill(load_distill_config(reader), tmp_path / "reader" / "again", progress=False, log=lambda *_: None)
+
+
+def test_the_thesis_protocol_beam_5_and_the_teacher_score_filter(tiny_dir, tmp_path, capsys):
+    """A student evaluated with beam 5 gives what Hugging Face ``generate(num_beams=5)`` gives on its SMaLL-100
+    inputs (the target code first on the encoder side, no forced BOS); the teacher-score filter keeps exactly the
+    directions whose base spBLEU reaches it (the report recomputed with the threshold between two of them)."""
+    import torch
+
+    from forgetbench.cli import main
+    from forgetbench.distill.config import load_distill_config
+    from forgetbench.distill.run import distill
+    from forgetbench.eval.store import Store
+    from forgetbench.models.load import load
+
+    kd = distill(load_distill_config(toy_setup(tmp_path, tiny_dir)), tmp_path / "kd", progress=False, log=lambda *_: None)
+    cfg = tmp_path / "beam5.yaml"
+    cfg.write_text(textwrap.dedent(f"""\
+        name: beam5
+        model: {tiny_dir}
+        variants: {{teacher: null, kd: {{model: {kd}}}}}
+        benchmarks: [{{name: flores101, kind: flores101, path: {REPO / 'data' / 'flores101'}}}]
+        pairs: [en-de, en-sw, de-en, sw-en]
+        sentences: 3
+        generation: {{num_beams: 5, max_new_tokens: 8, batch_size: 8}}
+        analysis: {{bleu_filter: 0, resamples: 50}}
+        """))
+    run = tmp_path / "run"
+    assert main(["sweep", str(cfg), "--out", str(run), "--quiet"]) == 0
+    model, tok, _ = load(str(kd))
+    st = Store(run / "store.sqlite")
+    iso = {"en": "eng", "sw": "swh"}
+    for s, t in (("en", "de"), ("sw", "en")):
+        rows = sorted(st.translations("kd", "flores101", s, t), key=lambda r: r["idx"])
+        srcs = (REPO / "data" / "flores101" / f"{iso[s]}.devtest").read_text(encoding="utf-8").splitlines()[:3]
+        tok.src_lang = tok.tgt_lang = t  # SMaLL-100: the source starts with the target's code
+        enc = tok(srcs, return_tensors="pt", padding=True)
+        assert enc["input_ids"][0, 0].item() == tok.get_lang_id(t)
+        with torch.no_grad():
+            out = model.generate(**enc, num_beams=5, do_sample=False, max_new_tokens=8)
+        assert [r["hyp"] for r in rows] == [x.strip() for x in tok.batch_decode(out, skip_special_tokens=True)]
+    st.close()
+    S = json.loads((run / "report" / "summary.json").read_text())
+    base = {(p["src"], p["tgt"]): p["scores"]["teacher"]["spBLEU"] for p in S["pairs"]}
+    values = sorted(set(base.values()))
+    assert len(values) >= 2 and all(p["kept"] for p in S["pairs"])
+    threshold = (values[0] + values[1]) / 2
+    filtered = tmp_path / "filtered.yaml"
+    filtered.write_text(cfg.read_text().replace("bleu_filter: 0", f"bleu_filter: {threshold}"))
+    assert main(["report", str(run), "--config", str(filtered)]) == 0
+    S = json.loads((run / "report" / "summary.json").read_text())
+    assert {(p["src"], p["tgt"]) for p in S["pairs"] if p["kept"]} == {k for k, v in base.items() if v >= threshold}
+    assert S["thresholds"]["bleu_filter"] == threshold

@@ -62,7 +62,8 @@ def test_scores_by_hand(tmp_path):
     assert [(i.set, i.gender, i.index) for i in items[:2]] == [("counterfactual", "feminine", 0),
                                                                 ("counterfactual", "masculine", 0)]
     assert items[0].source == "a F en" and items[0].right == "a F" and items[0].wrong == "a M"
-    assert items[-1].set == "contextual" and items[-1].source == "He won. <sep> Y." and items[-1].right == "der Z"
+    last = [i for i in items if i.set == "contextual"][-1]
+    assert last.index == 1 and last.source == "He won. <sep> Y." and last.right == "der Z"
     right = {("feminine", 0), ("feminine", 1), ("masculine", 1), ("masculine", 2)}
     judged = [(i, (i.gender, i.index) in right) if i.set == "counterfactual" else (i, i.index == 0) for i in items]
     s = mg.scores(judged)

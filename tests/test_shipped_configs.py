@@ -70,11 +70,28 @@ def test_shipped_config_loads(path: Path, tmp_path):
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
         assert mod.load_queue(path)
+    elif not (path.parent / str((raw.get("bias") or {}).get("mt_geneval", {}).get("path", "."))).exists():
+        from forgetbench.errors import ForgetbenchError
+        from forgetbench.sweep import load_sweep
+
+        with pytest.raises(ForgetbenchError, match=r"mt-geneval.yaml: bias.mt_geneval: MT-GenEval: .* not found \(the "
+                                                   r"MT-GenEval test split's layout"):
+            load_sweep(path)  # the whole test split is not shipped: one line saying what the folder must hold
     else:
         from forgetbench.sweep import load_sweep
 
         cfg = load_sweep(path)
         assert cfg.jobs
+
+
+@pytest.mark.shared_data
+def test_the_whole_mt_geneval_split_config_loads_beside_the_data(shared_data):
+    from forgetbench.sweep import load_sweep
+
+    cfg = load_sweep(REPO / "configs" / "mt-geneval.yaml")
+    assert {lang: sum(it.set == "counterfactual" for it in its) // 2 for lang, (its, _) in cfg.bias.mt_geneval.items()} \
+        == dict.fromkeys(["ar", "de", "es", "fr", "hi", "it", "ru"], 300)
+    assert cfg.bias.mt_geneval_skipped == {"pt": "not a language the model was trained on (teacher/training.json)"}
 
 
 @pytest.mark.parametrize("suffix", ["", "-long"])

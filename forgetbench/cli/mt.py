@@ -216,12 +216,24 @@ def cmd_sweep(args) -> int:
 
 
 def cmd_gender_score(args) -> int:
+    from forgetbench.errors import ForgetbenchError
     from forgetbench.eval.gender_score import score_translations
     from forgetbench.io import atomic_write_json
     from forgetbench.outputs import new_output
 
     out = new_output(args.out) if args.out else None  # checked before any work
-    res = score_translations(args.translations, args.lang, args.data)
+    if args.mt_geneval:
+        from forgetbench.eval.mt_geneval import score_files
+
+        if args.translations:
+            raise ForgetbenchError("gender-score --mt-geneval reads --feminine/--masculine/--contextual files, not a "
+                                   f"'source ||| translation' file ({args.translations})")
+        res = score_files(args.mt_geneval, args.lang, args.feminine, args.masculine, args.contextual)
+    elif not args.translations:
+        raise ForgetbenchError("gender-score: give the MT-Gender translations file (or --mt-geneval DATA with "
+                               "--feminine/--masculine/--contextual)")
+    else:
+        res = score_translations(args.translations, args.lang, args.data)
     if out is not None:
         atomic_write_json(out, res)
     print(json.dumps(res, indent=1, ensure_ascii=False))
@@ -356,8 +368,15 @@ def add_commands(sub) -> None:
     c.set_defaults(func=cmd_compress)
 
     gs = sub.add_parser("gender-score", help="MT-Gender (WinoMT) scores of given translations ('source ||| "
-                        "translation' lines, the official format): accuracy, ΔG, ΔS, ψ, ψ*; nothing translated")
-    gs.add_argument("translations", help="one 'source ||| translation' line per MT-Gender en.txt row, in its order")
+                        "translation' lines, the official format): accuracy, ΔG, ΔS, ψ, ψ*; or MT-GenEval's accuracy "
+                        "(--mt-geneval); nothing translated")
+    gs.add_argument("translations", nargs="?", help="one 'source ||| translation' line per MT-Gender en.txt row, in "
+                    "its order")
+    gs.add_argument("--mt-geneval", metavar="DATA", help="score MT-GenEval translations instead: its test split's "
+                    "folder (sentences/test/, context/)")
+    gs.add_argument("--feminine", help="MT-GenEval: translations of the feminine English sources, a line each")
+    gs.add_argument("--masculine", help="MT-GenEval: translations of the masculine English sources, a line each")
+    gs.add_argument("--contextual", help="MT-GenEval: translations of the contextual set's second sentences")
     gs.add_argument("--lang", required=True, help="the translations' language (de, fr, es, it, ru, uk, pl, cs, he, ar)")
     gs.add_argument("--data", default=str(Path(__file__).resolve().parents[2] / "data" / "mt_gender"),
                     help="the MT-Gender folder (en.txt, en_pro.txt, en_anti.txt; default: the shipped one)")

@@ -1,14 +1,15 @@
-"""Gender (MT-Gender) and word-sense (MuCoW) benchmarks inside a sweep.
+"""Gender (MT-Gender, MT-GenEval) and word-sense (MuCoW, DiBiMT) benchmarks inside a sweep.
 
     bias:
       mt_gender: {path: ../data/mt_gender, languages: [de, fr, es, it, ru, uk], sentences: 200}
       mucow: {path: ../data/mucow, pairs: [en-de, en-ru], sentences: 300}
       dibimt: {path: /licensed/dibimt.jsonl, languages: [de, es, it, ru, zh], sentences: 500}
+      mt_geneval: {path: ../data/mt_geneval, languages: [ar, de, es, fr, hi, it, ru], sentences: 12}
 
 MT-Gender: en.txt (gold gender, profession index, sentence, profession; items also in en_pro.txt /
 en_anti.txt are pro- / anti-stereotypical) is translated into each language; the profession is
 aligned with the model's own cross-attention (so is the sentence's pronoun, which refers to it) and its gender
-read by ``gender_readers``. Items
+read by ``gender_readers``. MT-GenEval: ``eval.mt_geneval_suite``. Items
 with gold "neutral" are skipped (the metrics are over male and female entities).
 MuCoW: the pair's source sentences are translated and scored against the sense keys.
 DiBiMT (closed: the user's licensed copy, ``word_sense.read_dibimt``'s JSONL with ``sentence`` and ``lang``):
@@ -30,8 +31,10 @@ from forgetbench.eval.alignment import attention_links, fastalign_links, source_
 from forgetbench.eval.gender_metrics import GenderItem, gender_scores, resampled_scores
 from forgetbench.eval.gender_readers import read_gender
 from forgetbench.eval.gender_readers import version as readers_version
+from forgetbench.eval.mt_geneval_suite import METRICS as MT_GENEVAL_METRICS
+from forgetbench.eval.mt_geneval_suite import results as mt_geneval_results
 from forgetbench.eval.store import Store
-from forgetbench.eval.translate import Job, pair_batches
+from forgetbench.eval.translate import Job, SourceSet, pair_batches
 from forgetbench.eval.word_sense import (
     DIBIMT_METRICS,
     dibimt_metrics,
@@ -48,21 +51,6 @@ GENDER_STATS = ("gender_pred", FASTALIGN_STAT)
 READERS_META = "gender_readers"
 GENDER_CODE = {"unknown": 0.0, "male": 1.0, "female": 2.0, "neutral": 3.0}
 GENDER_NAME = {v: k for k, v in GENDER_CODE.items()}
-
-
-@dataclass(frozen=True)
-class SourceSet:
-    """A benchmark of sources only (references are not used); quacks like ``Benchmark`` for the runner."""
-
-    name: str
-    sources: tuple[str, ...]
-    digest: str
-
-    def pair(self, src, tgt):
-        return list(self.sources), list(self.sources)
-
-    def sha256(self, src, tgt):
-        return self.digest
 
 
 @dataclass(frozen=True)
@@ -111,6 +99,9 @@ class BiasConfig:
     mucow: dict  # pair -> (items, job)
     aligner_context: object = None  # a FLORES-101 Benchmark: co-occurrence statistics for the second aligner, or None
     dibimt: dict = field(default_factory=dict)  # lang -> (items, job)
+    mt_geneval: dict = field(default_factory=dict)  # lang -> (items, job) (``mt_geneval_suite.jobs``)
+    mt_geneval_skipped: dict = field(default_factory=dict)  # lang -> why it is not scored
+    mt_geneval_settings: dict = field(default_factory=dict)  # path, sentences, sets (for the report)
 
 
 def gender_jobs(folder: Path, languages: list[str], sentences: int | None) -> tuple[list[GenderRow], list[Job]]:
@@ -160,7 +151,7 @@ def dibimt_jobs(path: Path, languages: list[str] | None, sentences: int | None) 
 
 def jobs(bias: BiasConfig | None) -> list[Job]:
     return [] if bias is None else [*bias.gender_jobs, *(j for _, j in bias.mucow.values()),
-                                    *(j for _, j in bias.dibimt.values())]
+                                    *(j for _, j in bias.dibimt.values()), *(j for _, j in bias.mt_geneval.values())]
 
 
 def renew_readings(store: Store) -> int:
@@ -268,20 +259,28 @@ def gender_intervals(items: dict[str, dict[str, dict[int, GenderItem]]], base: s
             for k in keys:
                 vals[v][k][:, li] = scores[k]
     out = {}
+
+    def ci(x):
+        return bs.percentile_interval(x).to_dict() if np.isfinite(x).any() else [None, None]
+
     for v in variants:
         avg = {k: bs.nanmean(vals[v][k], axis=1) if langs else np.array([]) for k in keys}
         b = (bases or {}).get(v, base)
         base_avg = {k: bs.nanmean(vals[b][k], axis=1) if langs else np.array([]) for k in keys}
-        out[v] = {"ci": {k: bs.percentile_interval(avg[k]).to_dict() for k in keys}}
+        out[v] = {"ci": {k: bs.percentile_interval(avg[k]).to_dict() for k in keys},
+                  "by_language": {lang: {f"{k}_ci": ci(vals[v][k][:, li]) for k in keys} for li, lang in enumerate(langs)}}
         if v != base:
             out[v]["change_ci"] = {k: bs.percentile_interval(avg[k] - base_avg[k]).to_dict() for k in keys}
+            for li, lang in enumerate(langs):
+                out[v]["by_language"][lang] |= {f"{k}_change_ci": ci(vals[v][k][:, li] - vals[b][k][:, li]) for k in keys}
     return out
 
 
 def analyse_bias(store: Store, bias: BiasConfig | None, base: str, variants: list[str], resamples: int = 1000,
-                 seed: int = 12345, bases: dict[str, str] | None = None) -> dict:
+                 seed: int = 12345, bases: dict[str, str] | None = None, contrasts: list | None = None) -> dict:
     """Gender and word-sense results per variant, each with its bootstrap interval and its change from the base
-    (``bases``: variant -> the base series of its backend where not ``base``)."""
+    (``bases``: variant -> the base series of its backend where not ``base``); ``contrasts``: (a, b) pairs of series
+    whose difference a − b is given on every benchmark (``bias_contrasts``)."""
     if bias is None:
         return {}
     bases = bases or {}
@@ -323,41 +322,90 @@ def analyse_bias(store: Store, bias: BiasConfig | None, base: str, variants: lis
         out["gender"][v]["relative_to_base"] = {k: rel(c[k], b[k]) for k in ("accuracy", "psi", "psi_star", "delta_g")}
     if by_item and base in by_item:
         for v, iv in gender_intervals(by_item, base, resamples, seed, bases).items():
+            for lang, cis in iv.pop("by_language").items():  # each language's intervals beside its scores
+                out["gender"][v]["languages"][lang] |= cis
             out["gender"][v] |= iv
+    for pair, (items, job) in bias.mucow.items():
+        out["word_sense"][pair] = mucow_results(store, items, job, base, variants, resamples, seed, bases)
+    if bias.mt_geneval or bias.mt_geneval_skipped:
+        out["mt_geneval"] = mt_geneval_results(store, bias.mt_geneval, base, variants, resamples, seed, bases,
+                                               bias.mt_geneval_skipped, bias.mt_geneval_settings)
+    if bias.dibimt:
+        out["dibimt"] = {lang: dibimt_results(store, items, job, base, variants, resamples, seed, bases)
+                         for lang, (items, job) in bias.dibimt.items()}
+    if contrasts := [(a, b) for a, b in contrasts or () if a in variants and b in variants]:
+        out["contrasts"] = bias_contrasts(store, bias, out, by_item, contrasts, resamples, seed)
+    return out
+
+
+def _minus(x, y):
+    return None if x is None or y is None else x - y
+
+
+def bias_contrasts(store: Store, bias: BiasConfig, out: dict, by_item: dict, contrasts: list, resamples: int,
+                   seed: int) -> dict:
+    """Per contrast (a, b): a − b on MT-Gender (accuracy, ψ, ψ*; the language average and each language), MuCoW
+    (accuracy) and MT-GenEval (its metrics, averaged over languages), each with its 95 % interval, paired as a
+    variant's change from its base is (b in the base's place: the same items, the same draws)."""
+    res = {}
+    for a, b in contrasts:
+        rec: dict = {}
+        if a in by_item and b in by_item:
+            iv = gender_intervals({b: by_item[b], a: by_item[a]}, b, resamples, seed)[a]
+            ga, gb = out["gender"][a], out["gender"][b]
+            keys = ("accuracy", "psi", "psi_star")
+            rec["gender"] = {k: {"difference": _minus(ga["average"][k], gb["average"][k]), "ci": iv["change_ci"][k]}
+                             for k in keys}
+            rec["gender_languages"] = {lang: {k: {"difference": _minus(ga["languages"][lang][k], gb["languages"][lang][k]),
+                                                  "ci": cis[f"{k}_change_ci"]} for k in keys}
+                                       for lang, cis in iv["by_language"].items()}
+        for pair, (items, job) in bias.mucow.items():
+            r = mucow_results(store, items, job, b, [b, a], resamples, seed, {})
+            if "accuracy_change_ci" in r.get(a, {}):
+                rec.setdefault("word_sense", {})[pair] = {"accuracy": {
+                    "difference": _minus(r[a]["accuracy"], r[b]["accuracy"]), "ci": r[a]["accuracy_change_ci"]}}
+        if bias.mt_geneval:
+            av = mt_geneval_results(store, bias.mt_geneval, b, [b, a], resamples, seed)["average"]
+            if a in av and b in av:
+                rec["mt_geneval"] = {m: {"difference": _minus(av[a].get(m), av[b].get(m)), "ci": av[a][f"{m}_change_ci"]}
+                                     for m in MT_GENEVAL_METRICS if f"{m}_change_ci" in av[a]}
+        res[f"{a} vs {b}"] = rec
+    return res
+
+
+def mucow_results(store: Store, items: list, job: Job, base: str, variants: list[str], resamples: int, seed: int,
+                  bases: dict[str, str]) -> dict:
+    """One MuCoW pair's scores per variant, the accuracy's interval over the items and, paired, its change from the
+    base series."""
     import numpy as np
 
     from forgetbench.eval import bootstrap as bs
 
-    for pair, (items, job) in bias.mucow.items():
-        res, outcomes = {}, {}
-        for v in variants:
-            hyps = {r["idx"]: r["hyp"] for r in store.translations(v, job.benchmark.name, below=len(items))}
-            idx = sorted(hyps)
-            if not idx:
-                continue
-            s = mucow_scores([items[i] for i in idx], [hyps[i] for i in idx], job.tgt)
-            outcomes[v] = dict(zip(idx, s.pop("outcomes"), strict=True))
-            res[v] = s
-        common = sorted(set.intersection(*(set(o) for o in outcomes.values()))) if outcomes else []
-        weights = bs.counts(len(common), resamples, [seed, 11]) if common else None
-        for v in res:
-            if weights is None:
-                break
-            correct = np.array([outcomes[v][i] == "correct" for i in common], dtype=float)
-            decided = correct + np.array([outcomes[v][i] == "wrong" for i in common], dtype=float)
-            acc = bs.resample_ratio(correct, decided, weights)
-            res[v]["accuracy_ci"] = bs.percentile_interval(acc).to_dict()
-            b = bases.get(v, base)
-            if v != base and b in res:
-                res[v]["relative_accuracy"] = rel(res[v]["accuracy"], res[b]["accuracy"])
-                cb = np.array([outcomes[b][i] == "correct" for i in common], dtype=float)
-                db = cb + np.array([outcomes[b][i] == "wrong" for i in common], dtype=float)
-                res[v]["accuracy_change_ci"] = bs.percentile_interval(acc - bs.resample_ratio(cb, db, weights)).to_dict()
-        out["word_sense"][pair] = res
-    if bias.dibimt:
-        out["dibimt"] = {lang: dibimt_results(store, items, job, base, variants, resamples, seed, bases)
-                         for lang, (items, job) in bias.dibimt.items()}
-    return out
+    res, outcomes = {}, {}
+    for v in variants:
+        hyps = {r["idx"]: r["hyp"] for r in store.translations(v, job.benchmark.name, below=len(items))}
+        idx = sorted(hyps)
+        if not idx:
+            continue
+        s = mucow_scores([items[i] for i in idx], [hyps[i] for i in idx], job.tgt)
+        outcomes[v] = dict(zip(idx, s.pop("outcomes"), strict=True))
+        res[v] = s
+    common = sorted(set.intersection(*(set(o) for o in outcomes.values()))) if outcomes else []
+    weights = bs.counts(len(common), resamples, [seed, 11]) if common else None
+    for v in res:
+        if weights is None:
+            break
+        correct = np.array([outcomes[v][i] == "correct" for i in common], dtype=float)
+        decided = correct + np.array([outcomes[v][i] == "wrong" for i in common], dtype=float)
+        acc = bs.resample_ratio(correct, decided, weights)
+        res[v]["accuracy_ci"] = bs.percentile_interval(acc).to_dict()
+        b = bases.get(v, base)
+        if v != base and b in res:
+            res[v]["relative_accuracy"] = rel(res[v]["accuracy"], res[b]["accuracy"])
+            cb = np.array([outcomes[b][i] == "correct" for i in common], dtype=float)
+            db = cb + np.array([outcomes[b][i] == "wrong" for i in common], dtype=float)
+            res[v]["accuracy_change_ci"] = bs.percentile_interval(acc - bs.resample_ratio(cb, db, weights)).to_dict()
+    return res
 
 
 def dibimt_results(store: Store, items: list, job: Job, base: str, variants: list[str], resamples: int, seed: int,

@@ -10,6 +10,7 @@
 | λ > 1 on losers | λ on the losers | interval > 1 | interval < 1 |
 | λ < 1 on winners | λ on the winners | interval < 1 | interval > 1 |
 | gender bias ψ* rises | ψ*, variant − base | interval > 0 | interval < 0 |
+| feminine accuracy falls more than masculine (MT-GenEval) | gap (masculine − feminine counterfactual accuracy), variant − base, averaged over languages | interval > 0 | interval < 0 |
 | per-language calibration reduces the low-resource loss (data-aware pruning) | spBLEU of the low-resource pairs (Very-Low+Low, thesis tiers), this calibration − English-only calibration of the same method, sparsity, scope and embeddings (a configured contrast, either order) | interval > 0 | interval < 0 |
 
 Anything else is inconclusive. **Decision:** "small" is |relative change| ≤ 10 % (``SMALL``); the study
@@ -92,6 +93,17 @@ def findings(summary: Summary, small: float = SMALL) -> list[Finding]:
             b = summary.bias.gender[summary.base].average["psi_star"]
             add("gender bias ψ* rises", v, _outcome(ci, lambda lo, hi: lo > 0, lambda lo, hi: hi < 0),
                 f"ψ* {_fmt(b, 3)} → {_fmt(g.average['psi_star'], 3)}; change {_ci(ci, 3)}")
+        mg = summary.bias.mt_geneval if summary.bias else None
+        a = mg.average.get(v, {}) if mg else {}
+        if "gap_change_ci" in a:
+            ci, b = a["gap_change_ci"], mg.average[summary.base_of(v)]
+            langs = [x for x, res in mg.languages.items()
+                     if ((res.get(v, {}).get("gap_change_ci") or [None])[0] or 0) > 0]
+            add("feminine accuracy falls more than masculine (MT-GenEval)", v,
+                _outcome(ci, lambda lo, hi: lo > 0, lambda lo, hi: hi < 0),
+                f"feminine {_fmt(b.get('feminine'), 1)} → {_fmt(a.get('feminine'), 1)} %, masculine "
+                f"{_fmt(b.get('masculine'), 1)} → {_fmt(a.get('masculine'), 1)} %; gap change {_ci(ci, 1)} pp over "
+                f"{len(a['languages'])} languages" + (f"; significant in {', '.join(langs)}" if langs else ""))
     out += calibration_findings(summary)
     return out
 

@@ -100,19 +100,21 @@ class Item:
 
 
 def items(path: str | Path, lang: str, sets: tuple[str, ...] = SETS, limit: int | None = None) -> list[Item]:
-    """The items of ``lang`` in ``sets``, the first ``limit`` lines (pairs) of each set (None: all)."""
+    """The items of ``lang`` in ``sets``, the first ``limit`` lines (pairs) of each set (None: all), line by line:
+    line i's feminine and masculine counterfactual items, then its contextual item, so that the items of a smaller
+    ``limit`` are the start of a larger one's."""
     if lang not in LANGUAGES + CONTEXT_ONLY:
         raise ForgetbenchError(f"MT-GenEval has no {lang!r}; its languages: {', '.join(LANGUAGES + CONTEXT_ONLY)}")
+    c = _aligned(counterfactual_files(path, lang)) if "counterfactual" in sets and lang in LANGUAGES else None
+    x = _aligned(context_files(path, lang)) if "contextual" in sets else None
+    n_c, n_x = len(c[f"feminine.{lang}"]) if c else 0, len(x["source"]) if x else 0
     out: list[Item] = []
-    if "counterfactual" in sets and lang in LANGUAGES:
-        c = _aligned(counterfactual_files(path, lang))
-        for i in range(len(c[f"feminine.{lang}"]) if limit is None else min(limit, len(c[f"feminine.{lang}"]))):
+    for i in range(max(n_c, n_x) if limit is None else min(limit, max(n_c, n_x))):
+        if i < n_c:
             for g, other in (("feminine", "masculine"), ("masculine", "feminine")):
                 out.append(Item("counterfactual", g, i, c[f"{g}.en"][i], c[f"{g}.{lang}"][i], c[f"{other}.{lang}"][i]))
-    if "contextual" in sets:
-        c = _aligned(context_files(path, lang))
-        for i in range(len(c["source"]) if limit is None else min(limit, len(c["source"]))):
-            out.append(Item("contextual", None, i, c["source"][i], c["original"][i], c["flipped"][i]))
+        if i < n_x:
+            out.append(Item("contextual", None, i, x["source"][i], x["original"][i], x["flipped"][i]))
     return out
 
 
@@ -131,4 +133,47 @@ def scores(judged: list[tuple[Item, bool]]) -> dict:
     cx = [ok for it, ok in judged if it.set == "contextual"]
     if cx:
         out["contextual"] = {"items": len(cx), "accuracy": 100.0 * sum(cx) / len(cx)}
+    return out
+
+
+def score_files(path: str | Path, lang: str, feminine: str | None = None, masculine: str | None = None,
+                contextual: str | None = None, resamples: int = 1000, seed: int = 12345) -> dict:
+    """``gender-score --mt-geneval``: translations made elsewhere, one line per line of the test split (the paper's
+    files: the feminine and the masculine English sources' translations; the contextual set's second sentences),
+    judged by rules 1-4; each accuracy with its 95 % bootstrap interval (pairs resampled together)."""
+    import numpy as np
+
+    from forgetbench.eval import bootstrap as bs
+
+    if (feminine is None) != (masculine is None) or (feminine is None and contextual is None):
+        raise ForgetbenchError("gender-score --mt-geneval: give --feminine and --masculine (the counterfactual set), "
+                               "--contextual, or all three")
+    sets = (("counterfactual",) if feminine else ()) + (("contextual",) if contextual else ())
+    its = items(path, lang, sets)
+    given = {"feminine": feminine, "masculine": masculine, "contextual": contextual}
+    hyps = {}
+    for name, f in given.items():
+        if f is None:
+            continue
+        want = sum(1 for it in its if (it.gender or "contextual") == name)
+        hyps[name] = read_lines(f)
+        if len(hyps[name]) != want:
+            raise ForgetbenchError(f"gender-score --mt-geneval: {f} has {len(hyps[name])} lines; the {lang} {name} "
+                                   f"references have {want} (one translation per line, in the files' order)")
+    judged = [(it, correct(hyps[it.gender or "contextual"][it.index], it.right, it.wrong)) for it in its]
+    out = {"language": lang, "data": str(path), "rule": "MT-GenEval accuracy_metric (Currey et al. 2022)",
+           "empty": {k: sum(not h.strip() for h in v) for k, v in hyps.items()}} | scores(judged)
+    rng = np.random.default_rng(seed)
+    if "counterfactual" in out:
+        n = out["counterfactual"]["pairs"]
+        w = bs.tally(rng.integers(0, n, size=(resamples, n)), n)
+        by = {g: np.array([float(ok) for it, ok in judged if it.gender == g]) for g in GENDERS}
+        draws = {g: 100 * bs.resample_mean(by[g], w) for g in GENDERS}
+        draws["combined"] = 100 * bs.resample_mean(by["feminine"] * by["masculine"], w)
+        draws["gap"] = draws["masculine"] - draws["feminine"]
+        out["counterfactual"] |= {f"{k}_ci": bs.percentile_interval(x).to_dict() for k, x in draws.items()}
+    if "contextual" in out:
+        c = np.array([float(ok) for it, ok in judged if it.set == "contextual"])
+        w = bs.tally(rng.integers(0, len(c), size=(resamples, len(c))), len(c))
+        out["contextual"]["accuracy_ci"] = bs.percentile_interval(100 * bs.resample_mean(c, w)).to_dict()
     return out

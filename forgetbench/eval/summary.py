@@ -52,6 +52,17 @@ class AlignerComparison:
 
 
 @dataclass
+class MTGenEvalResult:
+    """MT-GenEval (``eval.mt_geneval_suite``): per language and series the accuracies (%), the gap and their
+    intervals and changes from the base; their average over the languages every series has; what was skipped."""
+
+    languages: dict[str, dict[str, dict]]  # language -> series -> feminine, masculine, combined, gap, contextual, *_ci
+    average: dict[str, dict]  # series -> the same over languages (each equally weighted), with intervals
+    skipped: dict[str, str]  # language -> why it is not scored
+    settings: dict  # path, sentences, sets
+
+
+@dataclass
 class BiasSummary:
     """The bias benchmarks of a run (``eval.bias.analyse_bias``)."""
 
@@ -60,6 +71,8 @@ class BiasSummary:
     aligner_comparison: AlignerComparison | None = None
     dibimt: dict[str, dict[str, dict]] | None = None  # language -> series -> DiBiMT metrics with intervals
     gender_readers: str | None = None  # the readers' version the items were read with
+    mt_geneval: MTGenEvalResult | None = None
+    contrasts: dict[str, dict] | None = None  # "a vs b" -> benchmark -> metric -> difference a − b and its interval
 
     def to_dict(self) -> dict:
         return {f.name: plain(getattr(self, f.name)) for f in fields(self)
@@ -72,7 +85,8 @@ class BiasSummary:
             return None
         ac = d.get("aligner_comparison")
         return cls({v: GenderResult(**g) for v, g in d.get("gender", {}).items()}, d.get("word_sense", {}),
-                   AlignerComparison.from_record(ac) if ac else None, d.get("dibimt"), d.get("gender_readers"))
+                   AlignerComparison.from_record(ac) if ac else None, d.get("dibimt"), d.get("gender_readers"),
+                   MTGenEvalResult(**d["mt_geneval"]) if d.get("mt_geneval") else None, d.get("contrasts"))
 
 
 @dataclass

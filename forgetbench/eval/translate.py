@@ -17,7 +17,7 @@ from forgetbench.eval.store import Store
 
 @dataclass(frozen=True)
 class Job:
-    benchmark: Benchmark  # or any object with pair(src, tgt) and sha256(src, tgt), e.g. bias.SourceSet
+    benchmark: Benchmark  # or any object with pair(src, tgt) and sha256(src, tgt), e.g. SourceSet
     src: str
     tgt: str
     limit: int | None = None
@@ -25,6 +25,21 @@ class Job:
     def lines(self) -> tuple[list[str], list[str]]:
         s, r = self.benchmark.pair(self.src, self.tgt)
         return (s, r) if self.limit is None else (s[: self.limit], r[: self.limit])
+
+
+@dataclass(frozen=True)
+class SourceSet:
+    """A benchmark of sources only (references are not used); quacks like ``Benchmark`` for the runner."""
+
+    name: str
+    sources: tuple[str, ...]
+    digest: str
+
+    def pair(self, src, tgt):
+        return list(self.sources), list(self.sources)
+
+    def sha256(self, src, tgt):
+        return self.digest
 
 
 def length_batches(indices: list[int], texts, batch_size: int) -> list[list[int]]:

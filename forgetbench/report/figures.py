@@ -26,7 +26,8 @@ def figures(summary: Summary) -> dict[str, str]:
     import matplotlib
 
     matplotlib.use("Agg")
-    return _scatter(summary) | _tier_bars(summary) | _delta_histograms(summary) | _family_figures(summary) | _attention_figures(summary)
+    return (_scatter(summary) | _tier_bars(summary) | _delta_histograms(summary) | _family_figures(summary) | _attention_figures(summary)
+            | _mt_geneval_figure(summary))
 
 
 def _attention_figures(summary: Summary) -> dict[str, str]:
@@ -120,6 +121,34 @@ def _scatter(summary: Summary) -> dict[str, str]:
         ax.legend(fontsize=8)
     out["scatter"] = _png(fig)
     return out
+
+
+def _mt_geneval_figure(summary: Summary) -> dict[str, str]:
+    """MT-GenEval's counterfactual accuracy per language, feminine and masculine side by side for each variant, with
+    their 95 % intervals."""
+    import matplotlib.pyplot as plt
+
+    mg = summary.bias.mt_geneval if summary.bias else None
+    langs = [x for x in (mg.languages if mg else {}) if any("feminine" in d for d in mg.languages[x].values())]
+    if not langs:
+        return {}
+    variants = list(mg.average)
+    fig, ax = plt.subplots(figsize=(max(6.4, 1.1 * len(langs) * len(variants) / 2), 3.2))
+    w = 0.8 / (2 * len(variants))
+    for k, (v, g) in enumerate((v, g) for v in variants for g in ("feminine", "masculine")):
+        ds = [mg.languages[x].get(v, {}) for x in langs]
+        vals = [d.get(g) or 0 for d in ds]
+        cis = [d.get(f"{g}_ci") or [None, None] for d in ds]
+        err = [[max(0.0, val - ci[0]) if ci[0] is not None else 0 for val, ci in zip(vals, cis, strict=True)],
+               [max(0.0, ci[1] - val) if ci[1] is not None else 0 for val, ci in zip(vals, cis, strict=True)]]
+        ax.bar([i + k * w for i in range(len(langs))], vals, width=w, yerr=err, capsize=2, label=f"{v} {g}",
+               hatch="//" if g == "feminine" else None, error_kw={"elinewidth": 0.8})
+    ax.set_xticks([i + 0.4 - w / 2 for i in range(len(langs))], langs)
+    ax.set_ylabel("counterfactual accuracy (%) ± 95 % CI")
+    ax.set_ylim(0, 105)
+    ax.set_title(f"MT-GenEval, en→xx ({mg.settings.get('sentences') or 'all'} pairs per language)", fontsize=9)
+    ax.legend(fontsize=7, ncol=2)
+    return {"mt_geneval": _png(fig)}
 
 
 def _tier_bars(summary: Summary) -> dict[str, str]:

@@ -92,6 +92,18 @@ def mucow_note(summary: Summary) -> str:
             f"({judged}{', …' if len(full) > 6 else ''}) and says little.")
 
 
+def mt_geneval_note(summary: Summary) -> str:
+    mg = summary.bias.mt_geneval
+    skipped = "; ".join(f"{x}: {why}" for x, why in mg.skipped.items())
+    return ("A translation is correct when it has no word of the other gender's reference that the right one lacks "
+            "(the paper's rule: lower-cased, punctuation to spaces). Counterfactual: each English sentence in its "
+            "feminine and masculine form; gap = masculine − feminine; combined: both of a pair correct. Contextual: "
+            "the two sentences translated as one input, the second's translation judged; 'unsplit' translations (no "
+            "sentence break where one is due) are left out. "
+            f"{mg.settings.get('sentences') or 'All'} items per set and language. Intervals: bootstrap over the "
+            "pairs and items, changes paired with the base." + (f" Not scored: {skipped}." if skipped else ""))
+
+
 def sections(summary: Summary, table_map: dict, examples_html, languages_html, aligners_html) -> list[Section]:
     """The report's sections in order. ``examples_html(v)``, ``languages_html()`` and ``aligners_html()`` give
     the HTML-only content built from model text (escaped there)."""
@@ -145,6 +157,14 @@ def sections(summary: Summary, table_map: dict, examples_html, languages_html, a
             blocks += [Block("heading", "Aligners compared (cross-attention vs fast_align)"),
                        Block("raw", aligners_html(), HTML_ONLY), Block("table", "aligners")]
         out.append(Section("Gender bias (MT-Gender)", blocks, html_note=GENDER_NOTE))
+    if "mt_geneval" in table_map:
+        out.append(Section("Gender accuracy on human references (MT-GenEval)", [
+            Block("figure", "mt_geneval", HTML_ONLY), Block("table", "mt_geneval"), Block("table", "mt_geneval_languages")],
+            note=mt_geneval_note(summary)))
+    if "bias_contrasts" in table_map:
+        out.append(Section("Bias benchmarks, series against series", [Block("table", "bias_contrasts")], note=(
+            "Each configured contrast a vs b: a − b on every bias benchmark, paired (the same items and draws); ψ and "
+            "ψ* per language too. Positive ψ / ψ*: a more biased; positive accuracy: a more accurate.")))
     if "word_sense" in table_map:
         out.append(Section("Word sense (MuCoW)", [Block("table", "word_sense")], note=mucow_note(summary)))
     if "dibimt" in table_map:

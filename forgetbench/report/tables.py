@@ -108,10 +108,24 @@ def _gender_tables(summary: Summary) -> dict[str, Table]:
                          "–" if g.change_ci is None else interval(g.change_ci.get("psi_star"), 3),
                          num((g.relative_to_base or {}).get("psi")),
                          num((g.relative_to_base or {}).get("accuracy"))] for v, g in bias.gender.items()])
-        table_map["gender_languages"] = (["variant", "language", "n", "accuracy", "F1 male", "F1 female", "ψ", "ψ*"],
+        table_map["gender_languages"] = (["variant", "language", "n", "accuracy", "F1 male", "F1 female", "ψ [95 % CI]",
+                                          "ψ* [95 % CI]", "ψ* change [95 % CI]"],
                                  [[v, lang, d["n"], num(d["accuracy"], 3), num(d["f1_male"], 3), num(d["f1_female"], 3),
-                                   num(d["psi"], 3), num(d["psi_star"], 3)]
+                                   num_interval(d["psi"], d.get("psi_ci"), 3),
+                                   num_interval(d["psi_star"], d.get("psi_star_ci"), 3),
+                                   interval(d["psi_star_change_ci"], 3) if "psi_star_change_ci" in d else "–"]
                                   for v, g in bias.gender.items() for lang, d in g.languages.items()])
+    if bias and bias.contrasts:
+        rows = []
+        for key, rec in bias.contrasts.items():
+            rows += [[key, "MT-Gender", k, num_interval(x["difference"], x["ci"], 3)] for k, x in rec.get("gender", {}).items()]
+            rows += [[key, f"MT-Gender {lang}", k, num_interval(x["difference"], x["ci"], 3)]
+                     for lang, d in rec.get("gender_languages", {}).items() for k, x in d.items() if k != "accuracy"]
+            rows += [[key, f"MuCoW {pair}", k, num_interval(x["difference"], x["ci"], 3)]
+                     for pair, d in rec.get("word_sense", {}).items() for k, x in d.items()]
+            rows += [[key, "MT-GenEval", k, num_interval(x["difference"], x["ci"], 1)]
+                     for k, x in rec.get("mt_geneval", {}).items()]
+        table_map["bias_contrasts"] = (["contrast", "benchmark", "metric", "difference a − b [95 % CI]"], rows)
     if bias and bias.aligner_comparison:
         by = bias.aligner_comparison.by_variant
         table_map["aligners"] = (["variant", "aligner", "accuracy", "ψ", "ψ*"],
@@ -130,6 +144,33 @@ def _word_sense_table(summary: Summary) -> dict[str, Table]:
                              interval(d.get("accuracy_change_ci"), 3) if "accuracy_change_ci" in d else "–",
                              num(d["wrong_rate"], 3), num(d["miss_rate"], 3),
                              num(d.get("relative_accuracy"))] for pair, res in ws.items() for v, d in res.items()])}
+
+
+def _mt_geneval_tables(summary: Summary) -> dict[str, Table]:
+    """MT-GenEval: per variant its accuracies averaged over the languages, then per language and variant; each with
+    its interval, changes from the base paired."""
+    mg = summary.bias.mt_geneval if summary.bias else None
+    if not mg or not mg.average:
+        return {}
+
+    def cell(d, m):
+        return num_interval(d.get(m), d.get(f"{m}_ci"), 1) if m in d else "–"
+
+    def change(d, m):
+        return interval(d[f"{m}_change_ci"], 1) if f"{m}_change_ci" in d else "–"
+
+    ms = ("feminine", "masculine", "gap", "combined", "contextual")
+    return {"mt_geneval": (["variant", "languages", *(f"{m} % [95 % CI]" for m in ms),
+                            *(f"{m} change [95 % CI]" for m in ("feminine", "masculine", "gap", "contextual"))],
+                           [[v, " ".join(d["languages"]), *(cell(d, m) for m in ms),
+                             *(change(d, m) for m in ("feminine", "masculine", "gap", "contextual"))]
+                            for v, d in mg.average.items()]),
+            "mt_geneval_languages": (["language", "variant", "pairs", "feminine %", "masculine %", "gap [95 % CI]",
+                                      "gap change [95 % CI]", "contextual % [95 % CI]", "unsplit", "empty"],
+                                     [[lang, v, d["pairs"], cell(d, "feminine"), cell(d, "masculine"), cell(d, "gap"),
+                                       change(d, "gap"), cell(d, "contextual"),
+                                       f"{d['unsplit']} of {d['contextual_items']}", d["empty"]]
+                                      for lang, res in mg.languages.items() for v, d in res.items()])}
 
 
 def _movement_tables(summary: Summary) -> dict[str, Table]:
@@ -319,7 +360,8 @@ def _most_affected_table(summary: Summary) -> dict[str, Table]:
                               + [f"{v} ({method_of(summary, v)}): rel. spBLEU % [95 % CI] (rank)" for v in comps], rows)}
 
 
-TABLES = (_variants_table, _pair_scores_table, _tier_tables, _delta_tables, _gender_tables, _word_sense_table, _dibimt_table, _deploy_table,
+TABLES = (_variants_table, _pair_scores_table, _tier_tables, _delta_tables, _gender_tables, _mt_geneval_tables, _word_sense_table,
+          _dibimt_table, _deploy_table,
           _group_tables, _signals_table, _lid_table, _parity_tables, _pair_tables, _family_tables, _most_affected_table,
           _movement_tables, _attention_texts)
 

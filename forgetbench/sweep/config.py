@@ -218,7 +218,7 @@ def load_sweep(path: str | Path, hardware: dict | None = None, sentences: int | 
     threads, processes = _positive(raw, "threads", src), _positive(raw, "processes", src)
     name = str(raw.get("name") or src.stem)
     confined_name(name, "name", str(src))  # it names the default run folder
-    bias = load_bias(raw.get("bias"), base_dir, src)
+    bias = load_bias(raw.get("bias"), base_dir, src, model)
     backend = parse_backend(raw.get("backend"), f"{src}: backend")
     _check_backend(backend, variants, variant_models, model, src)
     hw = with_overrides(parse_hardware(raw.get("hardware"), f"{src}: hardware", base_dir), None, **(hardware or {}))
@@ -520,14 +520,16 @@ def _check_backend(backend: BackendConfig, variants: dict, variant_models: dict,
                           f"(variant {v}, {m}); set backend: torch")
 
 
-def load_bias(spec: dict | None, base_dir: Path, src: Path | str = "<config>") -> BiasConfig | None:
-    """The ``bias`` block: MT-Gender (balanced pro/anti sample) and MuCoW jobs; paths through ``resolve_path``."""
+def load_bias(spec: dict | None, base_dir: Path, src: Path | str = "<config>", model=None) -> BiasConfig | None:
+    """The ``bias`` block: MT-Gender (balanced pro/anti sample), MuCoW, DiBiMT and MT-GenEval jobs; paths through
+    ``resolve_path``; ``model``: the sweep's model folder (MT-GenEval's languages it was not trained on skipped)."""
     spec = mapping(spec, f"{src}: bias")
     if not spec:
         return None
-    known_keys(spec, {"mt_gender", "mucow", "dibimt"}, f"{src}: bias")
+    known_keys(spec, {"mt_gender", "mucow", "dibimt", "mt_geneval"}, f"{src}: bias")
     allowed = {"mt_gender": {"path", "languages", "sentences", "aligner_context", "eflomal_context"},
-               "mucow": {"path", "pairs", "sentences"}, "dibimt": {"path", "languages", "sentences"}}
+               "mucow": {"path", "pairs", "sentences"}, "dibimt": {"path", "languages", "sentences"},
+               "mt_geneval": {"path", "languages", "sentences", "sets"}}
     for block, keys in allowed.items():
         if block in spec:
             b = mapping(spec[block], f"{src}: bias.{block}")
@@ -535,7 +537,7 @@ def load_bias(spec: dict | None, base_dir: Path, src: Path | str = "<config>") -
                 raise ForgetbenchError(f"{src}: bias.{block} needs 'path' (the benchmark folder)")
             known_keys(b, keys, f"{src}: bias.{block}")
             for k, kind in (("path", str), ("languages", list), ("pairs", list), ("aligner_context", str),
-                            ("eflomal_context", str)):
+                            ("eflomal_context", str), ("sets", list)):
                 if k in b:
                     expect(b[k], kind, f"{src}: bias.{block}.{k}")
             if "sentences" in b and (not is_type(b["sentences"], int) or b["sentences"] < 1):
@@ -568,6 +570,17 @@ def load_bias(spec: dict | None, base_dir: Path, src: Path | str = "<config>") -
         for lang in d.get("languages") or []:
             language(lang, f"{src}: bias.dibimt.languages")
         dibimt = dibimt_jobs(path, d.get("languages"), d.get("sentences"))
-    return BiasConfig(rows, gjobs, mucow, ctx, dibimt)
+    cfg = BiasConfig(rows, gjobs, mucow, ctx, dibimt)
+    if "mt_geneval" in spec:
+        _mt_geneval(cfg, spec["mt_geneval"], base_dir, src, model)
+    return cfg
 
 
+def _mt_geneval(cfg: BiasConfig, g: dict, base_dir: Path, src, model) -> None:
+    """``bias.mt_geneval`` (``mt_geneval_suite.configure``), the model's training languages applied."""
+    from forgetbench.compress.calibration import trained_languages
+    from forgetbench.eval.mt_geneval_suite import configure
+
+    trained = trained_languages(model) if model is not None else None
+    cfg.mt_geneval, cfg.mt_geneval_skipped, cfg.mt_geneval_settings = configure(
+        g, resolve_path(base_dir, g["path"]), trained, f"{Path(str(model)).name}/training.json", f"{src}: bias.mt_geneval")

@@ -53,7 +53,7 @@ def summarise(cfg: SweepConfig, run_dir: str | Path, run_info: dict | None = Non
     speed, signals, hardware, batches, maps = ({v: x for v in series if (x := store.meta(f"{kind}:{v}")) is not None}
                                                for kind in ("speed", "signals", "hardware", "batch_size", "attention"))
     bias_summary = biasmod.analyse_bias(store, cfg.bias, cfg.base, series, cfg.thresholds.resamples,
-                                        cfg.thresholds.seed, bases)
+                                        cfg.thresholds.seed, bases, cfg.contrasts)
     if bias_summary and store.stats_count(biasmod.GENDER_STATS):
         bias_summary["gender_readers"] = biasmod.readers_version()
     backends = {s: known[s].get("backend", "torch") for s in series}

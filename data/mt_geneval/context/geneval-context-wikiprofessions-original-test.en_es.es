@@ -1,0 +1,24 @@
+Después de estas victorias, la carrera de Brodovitch como artista aplicado despegó.
+A principios de 1776, Hewes fue nombrado el nuevo secretario del Comité de Asuntos Navales.
+Poyntz fue el autor de los siguientes panfletos:
+Por lo tanto, el autor creó un héroe impotente y sin poderes.
+Piggy era un genio como profesor...
+Sin las conexiones para conseguir contratos en teatros parisinos, Lecocq pasó la siguiente década en la oscuridad y la rutina de un trabajo como profesor, acompañante y répétiteur.
+Fue revisado por el autor en 1993 para corregir errores y omisiones en la edición original.
+El concepto original era pintar la imagen de orilla a orilla, sin sangría, título o crédito del artista; un concepto que iba en contra de las prácticas de la industria musical y fue vetado inmediatamente por EMI.
+Siento una gran culpa por la libertad que ofrece ser un artista.
+A pesar de que muchos hábiles lingüistas han trabajado en el problema de traducir la obra de Nostradamus, todos han batallado con el formato que el autor usó.
+Según un estudiante, Medvedev era un profesor popular, estricto pero no severo.
+Gilovich fue un autor precoz de la ilusión de series, que se relaciona estrechamente con la falacia de la mano caliente, y explica la tendencia a ver series de datos en una secuencia de datos aleatoria como no aleatorias.
+El primer diseño estaba listo en 1970 pero, debido a eventos históricos, no fue inaugurado hasta 1983 en presencia del artista, quien para entonces ya estaba muy enfermo.
+Como artista joven en Bagdad en 1980, Alfraji trabajó como animador para la televisión infantil.
+Kahnweiler fue muy prolífico como autor, pero nunca produjo una autobiografía completa.
+Antes de hacer música, Perretta fue un artista de grafitis.
+Maznashvili es el autor de las populares Memorias del soldado.
+A diferencia de la novela, el autor no se estaba despidiendo en ese momento.
+El deber de advertir es una de las pocas excepciones al derecho de confidencialidad de un cliente y la obligación ética del terapeuta es mantener confidencial la información relacionada en contexto de la relación terapéutica.
+Como diseñador, Kravitz lanzó una colección de muebles en colaboración con CB2 en 2015.
+La exposición de las obras de Gauguin de 1906 hizo que este artista cautivara a Picasso más que nunca.
+Interiors (1991-1992) es una serie de obras que representan entornos domésticos banales inspirados por anuncios de mobiliario que el artista encontró en guías telefónicas o vallas publicitarias.
+Mientras trabajaba a tiempo completo como autor, Busch continuó escribiendo artículos y columnas mensuales para revistas como HomePc, MacWorld, Internet World, NetGuide, Windows Magazine, Windows Sources y muchas otras publicaciones.
+Posteriormente, Parkinson fue secretario de Estado de Energía, y después, secretario de Estado de Transporte.
