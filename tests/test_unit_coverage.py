@@ -102,3 +102,39 @@ def test_prune_30_on_a_ud_prlm_parser_zeros_30_percent_of_every_covered_weight_u
         assert n == 0 or abs(z / n - 0.3) < 0.005 + 1 / n, u.name
     for n in usi:
         assert abs(float((weights[n] == 0).float().mean()) - 0.3) < 0.05, n
+
+
+def test_ptq_reaches_the_usi_its_input_site_and_each_labels_map_per_output_channel(tmp_path):
+    """PTQ on a UD-PrLM parser: an activation site on H^(L) where the USI's maps read it (calibrated like every
+    linear input), the maps fake-quantised per (label, output channel) to at most 255 levels, the fused Linear's
+    weight per output row; the int8 artefact holds the maps as int8 and loads back to the fake-quantised values."""
+    from forgetbench.compress import QuantConfig, quantize
+    from forgetbench.compress.artefacts import load_int8, save_int8
+
+    torch.manual_seed(0)
+    arch, cfg = KINDS["biaffine beside ud-prlm"]
+    model = parsers.build(arch, cfg).eval()
+    words, chars = torch.randint(2, 30, (3, 7)), torch.randint(2, 20, (3, 7, 4))
+    tags, pieces = torch.randint(2, 6, (3, 7)), torch.randint(4, 40, (3, 7, 2))  # a word: two pieces
+    usi = model.words.encoder.usi
+    seen = []
+    usi.input.register_forward_hook(lambda _m, a, _o: seen.append(a[0].shape))
+
+    def calibrate(m):
+        with torch.no_grad():
+            m(words, (chars, pieces), tags)
+
+    state = quantize(model, QuantConfig(), calibrate)
+    assert seen and "words.encoder.usi.input.input" in state.activation_amax
+    maps = usi.maps.detach()
+    D, H, _ = maps.shape
+    for k in range(D):
+        for m in range(H):
+            assert len(torch.unique(maps[k, :, m])) <= 255
+    amax = state.weight_amax["words.encoder.usi.maps"]
+    assert amax.shape == (D, 1, H)
+    assert torch.allclose(amax, usi.maps.abs().amax(dim=1, keepdim=True))
+    save_int8(model, state.weight_amax, tmp_path / "q.safetensors")
+    sd = load_int8(tmp_path / "q.safetensors")
+    assert torch.allclose(sd["words.encoder.usi.maps"], maps, atol=1e-6)
+    assert torch.allclose(sd["words.encoder.usi.linear.weight"], usi.linear.weight, atol=1e-6)

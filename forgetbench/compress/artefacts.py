@@ -69,7 +69,8 @@ def save_int8(model: nn.Module, weight_amax: dict[str, torch.Tensor], path: str 
             tensors[name] = t.cpu()  # files are written from the host: a GPU model's tensors copied here
             continue
         scale = scale_from_amax(a).float()
-        q = quantize(t, scale.reshape(-1, *([1] * (t.ndim - 1))).to(t.device))
+        b = scale if scale.ndim == t.ndim else scale.reshape(-1, *([1] * (t.ndim - 1)))  # stacked maps: as given
+        q = quantize(t, b.to(t.device))
         tensors[f"{name}.int8"], tensors[f"{name}.scale"] = q.cpu(), scale.cpu()
         quant_bytes += q.numel() + scale.numel() * 4
         quant_fp32_bytes += t.numel() * 4
@@ -121,7 +122,7 @@ def load_int8(path: str | Path) -> dict[str, torch.Tensor]:
         if k.endswith(".int8"):
             name = k[: -len(".int8")]
             q, scale = f.get_tensor(k), f.get_tensor(f"{name}.scale")
-            sd[name] = q.float() * scale.reshape(-1, *([1] * (q.ndim - 1)))
+            sd[name] = q.float() * (scale if scale.ndim == q.ndim else scale.reshape(-1, *([1] * (q.ndim - 1))))
         else:
             sd[k] = f.get_tensor(k)
     for name, al in meta.get("aliases", {}).items():

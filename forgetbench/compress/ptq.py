@@ -158,6 +158,8 @@ def weight_matrices(model: nn.Module, exclude: tuple | list = ()) -> list[tuple[
             weights = [("weight", mod.weight)]
         elif isinstance(mod, nn.RNNBase):
             weights = [(p, w) for p, w in mod.named_parameters(recurse=False) if p.startswith(("weight_ih_l", "weight_hh_l"))]
+        elif hasattr(mod, "forgetbench_weight_matrices"):  # stacked matrices a fused forward reads (UD-PrLM's USI maps)
+            weights = [(p, getattr(mod, p)) for p in mod.forgetbench_weight_matrices]
         else:
             continue
         for pname, w in weights:
@@ -180,8 +182,16 @@ def quantize_weights(model: nn.Module, exclude: tuple | list = (),
     amaxes = {}
     for full, w, mod in weight_matrices(model, exclude):
         with (open_tensors or in_place)([(full, w)]) as (t,):
-            amax = per_channel_amax(t, axis=0)
-            t.copy_(fake_quant(t, amax, axis=0))
+            if t.ndim == 3:  # [D, H_in, H_out] maps: a row per (map, output channel), quantised as a Linear's
+                out_axis = getattr(mod, "forgetbench_weight_matrices", {}).get(full.rsplit(".", 1)[-1], -1)
+                rows = t.movedim(out_axis, 1)
+                flat = rows.reshape(-1, rows.shape[-1])
+                amax = per_channel_amax(flat, axis=0)
+                t.copy_(fake_quant(flat, amax, axis=0).view(rows.shape).movedim(1, out_axis))
+                amax = amax.view(rows.shape[:2] + (1,)).movedim(1, out_axis)  # broadcasts against the maps
+            else:
+                amax = per_channel_amax(t, axis=0)
+                t.copy_(fake_quant(t, amax, axis=0))
         amaxes[full] = amax
         if open_tensors is None and isinstance(mod, nn.RNNBase):
             mod.flatten_parameters()

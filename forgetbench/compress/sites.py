@@ -268,7 +268,8 @@ def attach_sites(model: nn.Module, registry: SiteRegistry, kinds: set[str], excl
     modules = dict(model.named_modules())
     if "linear_input" in kinds:
         for name, mod in modules.items():
-            if isinstance(mod, (nn.Linear, nn.RNNBase)) and not excluded(f"{name}.input", exclude):
+            tagged = getattr(mod, "forgetbench_site", None) == "linear_input"  # a fused forward's input (UD-PrLM's USI)
+            if (isinstance(mod, (nn.Linear, nn.RNNBase)) or tagged) and not excluded(f"{name}.input", exclude):
                 site = f"{name}.input"
 
                 def pre_hook(_m, args, _site=site):

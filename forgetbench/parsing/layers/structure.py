@@ -40,6 +40,9 @@ class StructureIntegration(nn.Module):
         nn.init.uniform_(self.maps, -1 / math.sqrt(d), 1 / math.sqrt(d))  # each W_k as an H → H Linear's weight
         self.linear = nn.Linear(d * n_rels, d)
         self.linear.forgetbench_fused = True  # ``forward`` reads its weight: no input to calibrate on (compression)
+        self.input = nn.Identity()  # H^(L) as the maps read it: PTQ's activation site (``compress.sites``)
+        self.input.forgetbench_site = "linear_input"
+        self.forgetbench_weight_matrices = {"maps": -1}  # PTQ's weight site: each label's map, per output channel
 
     def forward(self, s_us: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
         """S_US [B, N, N, D], H^(L) [B, N, H] → H_US [B, N, H].
@@ -50,6 +53,7 @@ class StructureIntegration(nn.Module):
         Ĥ and H_O (2.7× faster at B 100, N 41, H 128, D 59 on one CPU thread); the parameters, and so their
         gradients, are the paper's W and Linear (``reference`` is rule 2 term by term; the tests hold the two
         equal)."""
+        h = self.input(h)
         B, N, H = h.shape
         D = self.maps.shape[0]
         v = torch.einsum("khm,nmk->hkn", self.maps, self.linear.weight.view(H, H, D)).reshape(H, D * H)
@@ -58,7 +62,7 @@ class StructureIntegration(nn.Module):
 
     def reference(self, s_us: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
         """Rule 2 as written: Ĥ, H_O, the flatten, Linear, GELU."""
-        h_hat = torch.einsum("bijk,bjh->bihk", s_us, h)
+        h_hat = torch.einsum("bijk,bjh->bihk", s_us, self.input(h))
         h_o = torch.einsum("bihk,khm->bimk", h_hat, self.maps)
         return nn.functional.gelu(self.linear(h_o.flatten(2)))
 
