@@ -26,6 +26,27 @@ def dense(idx, val, shape):
     return torch.sparse_coo_tensor(torch.from_numpy(idx), torch.from_numpy(val), shape, check_invariants=True).to_dense()
 
 
+def test_the_authors_rare_token_rule_by_hand():
+    """A row none of whose counts reaches the threshold keeps its raw counts (the authors' code: its filter leaves
+    an emptied row as it was), weighed against the other directions' ratios by the merged row's normalisation;
+    ``strict`` drops it."""
+    from forgetbench.train.graph import rare_rows
+
+    c = Counter({(1, 5): 12, (1, 6): 3, (2, 7): 4, (2, 8): 2, (3, 7): 10})
+    assert transfer_ratios(c, 10, "strict") == {1: {5: 1.0}, 3: {7: 1.0}}
+    assert transfer_ratios(c, 10, "authors") == {1: {5: 1.0}, 2: {7: 4.0, 8: 2.0}, 3: {7: 1.0}}
+    assert rare_rows(c, 10) == (1, 2)  # row 2, its two links
+    rev = Counter({(j, i): n for (i, j), n in c.items()})
+    R = transfer_ratios(rev, 10, "authors")  # 5: {1: 12} -> 1.0; 6: {1: 3} raw; 7: {2: 4, 3: 10} -> {3: 1.0}; 8: raw
+    assert R == {5: {1: 1.0}, 6: {1: 3.0}, 7: {3: 1.0}, 8: {2: 2.0}}
+    A = dense(*merged_adjacency([transfer_ratios(c, 10, "authors"), R], 10, fixed={0}))
+    assert A[2, 7] == pytest.approx(4 / 6) and A[2, 8] == pytest.approx(2 / 6) and A[6, 1] == 1.0
+    assert torch.allclose(A.sum(1), torch.ones(10))
+    # a row with ratios in one direction and raw counts in another: summed, then normalised (the authors' merge)
+    A = dense(*merged_adjacency([{4: {5: 1.0}}, {4: {6: 3.0}}], 10, fixed={0}))
+    assert A[4, 5] == pytest.approx(1 / 4) and A[4, 6] == pytest.approx(3 / 4)
+
+
 def test_transfer_ratios_and_the_merged_adjacency_by_hand():
     c = link_counts(PAIRS, LINKS)
     assert c == Counter({(10, 20): 3, (10, 23): 1, (11, 21): 3, (12, 22): 2, (13, 22): 1, (13, 23): 1})
@@ -236,7 +257,7 @@ def test_the_eflomal_graph_of_a_toy_bitext_is_the_hand_count():
     g = build_graph({"de": TOY}, 24, GraphSettings(aligner="auto", min_count=10), set(range(4)))
     A = dense(g["indices"], g["values"], g["shape"])
     assert g["record"]["aligner"] == "eflomal" and g["record"]["languages"]["de"] == {
-        "pairs": 48, "links": 144, "kept_pairs": 4}
+        "pairs": 48, "links": 144, "kept_pairs": 4, "rare_rows": {"en": 0, "de": 0}, "rare_links": 0}
     assert all(A[10 + k, 20 + k] == 1 and A[20 + k, 10 + k] == 1 for k in range(4)) and A.sum() == 24
 
 

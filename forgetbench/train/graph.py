@@ -14,7 +14,11 @@ Rules:
 2. **Transfer ratios.** Per direction s→t (both en→x and x→en, from the same links), c(i, j) = how often
    subword i of s is linked to subword j of t; counts below ``min_count`` are dropped (10: the authors' code,
    ``util/graph_merge_v2_sparse.py``, keeps counts ≥ 10); then
-   T_{s→t}[i, j] = c(i, j) / Σ_k c(i, k) (``transfer_ratios``).
+   T_{s→t}[i, j] = c(i, j) / Σ_k c(i, k) (``transfer_ratios``). **Rare rows** (``rare``): a subword i none of
+   whose counts reaches ``min_count`` keeps every link at its raw count c(i, j), unnormalised (``authors``: what
+   their code does — its per-token filter ``continue``s on an empty row and leaves the raw counts in place, which
+   the merged row's normalisation then weighs against the other directions' ratios), or loses them all
+   (``strict``: the row stays identity unless another direction links it).
 3. **Merged adjacency.** R = Σ_{s→t} T_{s→t}, English the pivot; each row of R with links is normalised to sum 1
    and scaled by ``alpha``; a row with links gets 1 − ``alpha`` on its diagonal, a row without links (and every
    special token and language code) gets 1 (``merged_adjacency``). A is row-stochastic.
@@ -41,6 +45,7 @@ MAX_HOPS = 5
 
 
 INITS = ("identity", "torch")
+RARE = ("authors", "strict")
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,7 @@ class GraphSettings:
     tie: bool = True  # the output projection is T (the paper's main setting); False: "w/o Tie", the original table
     dropout: float = 0.1
     init: str = "identity"  # the hop layers at step 0: identity (T ≈ E, METHOD §5b) | torch (nn.Linear's default)
+    rare: str = "authors"  # rows with no count >= min_count: authors (raw counts kept, rule 2) | strict (dropped)
 
     def check(self, where: str) -> GraphSettings:
         if not isinstance(self.hops, int) or not 1 <= self.hops <= MAX_HOPS:
@@ -90,6 +96,9 @@ class GraphSettings:
                                    "out for the whole bitext")
         if not 0 <= float(self.dropout) < 1:
             raise ForgetbenchError(f"{where}.dropout: {self.dropout!r}; in [0, 1)")
+        if self.rare not in RARE:
+            raise ForgetbenchError(f"{where}.rare: {self.rare!r}; authors (a row without a count >= min_count keeps its "
+                                   "raw counts, as the authors' code) or strict (drops them)")
         if self.init not in INITS:
             raise ForgetbenchError(f"{where}.init: {self.init!r}; identity (the table starts as the model's own) or "
                                    "torch (nn.Linear's default: the earlier, collapsed start)")
@@ -116,13 +125,31 @@ def link_counts(pairs: list[tuple[list[int], list[int]]], links: list[set[tuple[
     return c
 
 
-def transfer_ratios(counts: Counter, min_count: int) -> dict[int, dict[int, float]]:
-    """Rule 2: T[i][j] = c(i, j) / Σ_k c(i, k), counts below ``min_count`` dropped first."""
+def transfer_ratios(counts: Counter, min_count: int, rare: str = "strict") -> dict[int, dict[int, float]]:
+    """Rule 2: T[i][j] = c(i, j) / Σ_k c(i, k), counts below ``min_count`` dropped first; a row with none left keeps
+    its raw counts where ``rare`` is ``authors``."""
     rows: dict[int, dict[int, float]] = {}
     for (i, j), n in counts.items():
-        if n >= min_count:
-            rows.setdefault(i, {})[j] = float(n)
-    return {i: {j: n / sum(r.values()) for j, n in r.items()} for i, r in rows.items()}
+        rows.setdefault(i, {})[j] = float(n)
+    out = {}
+    for i, r in rows.items():
+        kept = {j: n for j, n in r.items() if n >= min_count}
+        if kept:
+            out[i] = {j: n / sum(kept.values()) for j, n in kept.items()}
+        elif rare == "authors":
+            out[i] = dict(r)
+    return out
+
+
+def rare_rows(counts: Counter, min_count: int) -> tuple[int, int]:
+    """The rows (subwords) none of whose counts reaches ``min_count``, and their links: what ``authors`` keeps."""
+    best: dict[int, int] = {}
+    links: Counter = Counter()
+    for (i, _), n in counts.items():
+        best[i] = max(best.get(i, 0), n)
+        links[i] += 1
+    rare = [i for i, b in best.items() if b < min_count]
+    return len(rare), sum(links[i] for i in rare)
 
 
 def merged_adjacency(ratios: list[dict[int, dict[int, float]]], size: int, alpha: float = 1.0,
@@ -197,11 +224,17 @@ def build_graph_streamed(chunks: Iterable[tuple[str, list]], languages: list[str
     ratios = []
     for lang in languages:
         uniq, n = np.unique(np.concatenate(keys.pop(lang)), return_counts=True)
-        keep = n >= settings.min_count  # the threshold of both directions (c(j, i) = c(i, j))
+        # strict: the threshold of both directions at once (c(j, i) = c(i, j)); authors: rows decide (rule 2)
+        keep = n >= settings.min_count if settings.rare == "strict" else np.ones(len(n), dtype=bool)
         counts = Counter({(int(u // size), int(u % size)): int(c) for u, c in zip(uniq[keep], n[keep], strict=True)})
         reverse = Counter({(j, i): c for (i, j), c in counts.items()})
-        ratios += [transfer_ratios(counts, settings.min_count), transfer_ratios(reverse, settings.min_count)]
-        per_lang[lang]["kept_pairs"] = len(counts)
+        ratios += [transfer_ratios(counts, settings.min_count, settings.rare),
+                   transfer_ratios(reverse, settings.min_count, settings.rare)]
+        per_lang[lang]["kept_pairs"] = int((n >= settings.min_count).sum())
+        if settings.rare == "authors":
+            fwd, bwd = rare_rows(counts, settings.min_count), rare_rows(reverse, settings.min_count)
+            per_lang[lang]["rare_rows"] = {"en": fwd[0], lang: bwd[0]}  # rows kept at raw counts, per side
+            per_lang[lang]["rare_links"] = fwd[1] + bwd[1]
     idx, val, shape = merged_adjacency(ratios, size, settings.alpha, fixed)
     off = int((idx[0] != idx[1]).sum())
     return {"indices": idx, "values": val, "shape": shape,

@@ -199,7 +199,7 @@ def ensure_graph(out: Path, data, tok, settings: GraphSettings, languages: list[
 
     path, rec_path = out / "graph.npz", out / "graph.json"
     key = {"settings": {k: getattr(settings, k) for k in ("aligner", "symmetrisation", "min_count", "alpha",
-                                                          "pairs_per_language", "chunk")}, "seed": seed}
+                                                          "pairs_per_language", "chunk", "rare")}, "seed": seed}
     if vocabulary:
         key["vocabulary"] = vocabulary
     if path.is_file() and rec_path.is_file():
