@@ -311,7 +311,7 @@ def alignment(cfg: dict, out: Path, b, langs: list[str]) -> dict:
     range."""
     import json
 
-    from forgetbench.eval.embedding_alignment import alignment_scores, independent_aligner
+    from forgetbench.eval.embedding_alignment import alignment_scores, graph_edges, independent_aligner
     from forgetbench.models.load import load
 
     bitext = {}
@@ -325,10 +325,15 @@ def alignment(cfg: dict, out: Path, b, langs: list[str]) -> dict:
             graph_aligners.add(rec["graph"].get("aligner", rec["settings"]["aligner"]))
     # every arm measured by one aligner, the one that built no arm's graph where there is one
     aligner = independent_aligner(next(iter(graph_aligners)) if len(graph_aligners) == 1 else None)
+    graphs = {}  # seed -> the edges of that seed's GraphMerge graph: both arms' pairs split by it (rule 4)
+    for (_arm, seed), run in runs(cfg, out).items():
+        if (run / "graph.npz").is_file():
+            with np.load(run / "graph.npz", allow_pickle=False) as z:
+                graphs.setdefault(seed, graph_edges(z["indices"]))
     per_model = {}
     for (arm, seed), run in runs(cfg, out).items():
         model, tok, _ = load(model_dir(run), with_signature=False)
-        per_model[f"{arm}-s{seed}"] = alignment_scores(model, tok, bitext, aligner=aligner)
+        per_model[f"{arm}-s{seed}"] = alignment_scores(model, tok, bitext, aligner=aligner, edges=graphs.get(seed))
     table = {}
     for arm in cfg["arms"]:
         rows = [per_model[f"{arm}-s{s}"]["script_pairs"] for s in cfg["seeds"]]

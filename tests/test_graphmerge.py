@@ -482,3 +482,21 @@ def test_a_graphmerge_run_records_its_table_at_step_0_and_at_the_end(tmp_path):
     assert set(probe) == {"step0", "final"} and probe["step0"]["rows"] == probe["final"]["rows"]
     assert abs(probe["step0"]["random_pair_cosine"]) < 0.3  # the identity start: no collapsed table
     assert any(ln.startswith("table at step 0: mean row norm") for ln in lines)
+
+
+def test_the_edge_and_non_edge_similarity_and_the_pivot_pairs_by_hand():
+    """On a toy table: two of three linked pairs are graph edges (one of them linked the other way round); the
+    cosine above the floor on each side is the hand mean; the pivot pairs join two languages through English."""
+    import numpy as np
+
+    from forgetbench.eval.embedding_alignment import edge_split, graph_edges, pivot_pairs
+
+    E = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8], [0.8, 0.6], [1.0, 0.0], [-1.0, 0.0]])
+    links = [(0, 2), (0, 3), (1, 5)]  # cosines 0.6, 0.8, 0.0
+    edges = graph_edges(np.array([[2, 0, 4, 1], [0, 3, 4, 1]]))  # 2→0 and 0→3; the diagonal entries are no links
+    assert edges == {(2, 0), (0, 3)}
+    r = edge_split(E, links, edges, floor=0.1)
+    assert r["edge_share"] == round(2 / 3, 4) and (r["edge_pairs"], r["non_edge_pairs"]) == (2, 1)
+    assert r["edge_above_floor"] == pytest.approx(0.6) and r["non_edge_above_floor"] == pytest.approx(-0.1)
+    piv = pivot_pairs({"de": [(0, 2), (1, 3)], "fr": [(0, 4), (0, 2), (7, 5)]}, special={9})
+    assert piv == {"de-fr": [(2, 4)]}  # through English 0: (2, 4); (2, 2) is the same id, left out
