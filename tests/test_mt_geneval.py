@@ -30,6 +30,8 @@ def test_the_papers_decision_on_hand_written_pairs(lang):
     assert mg.correct(hyp_m, masc, fem) and not mg.correct(hyp_m, fem, masc)
     assert mg.correct(fem, fem, masc) and not mg.correct(masc, fem, masc)
     assert mg.correct(neutral, fem, masc) and mg.correct(neutral, masc, fem)  # no gendered word: correct (rule 2)
+    assert not mg.committed(neutral, fem, masc)  # ... and it commits to no gender (the diagnostic beside it)
+    assert mg.committed(hyp_f, fem, masc) and mg.committed(hyp_m, fem, masc) and mg.committed(hyp_m, masc, fem)
     assert mg.correct("", fem, masc)
 
 

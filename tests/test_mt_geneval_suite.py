@@ -70,6 +70,7 @@ def test_statistics_and_paired_intervals_on_known_decisions(tmp_path):
     b, v = res["languages"]["de"]["base"], res["languages"]["de"]["fem-wrong"]
     assert (b["feminine"], b["masculine"], b["gap"], b["combined"], b["contextual"]) == (100, 100, 0, 100, 100)
     assert (v["feminine"], v["masculine"], v["gap"], v["combined"]) == (0, 100, 100, 0)
+    assert b["committed"] == v["committed"] == 100  # every translation holds a word of one gender's reference
     assert v["contextual"] == 100 and v["unsplit"] == 1 and b["unsplit"] == 0 and v["contextual_items"] == 2
     assert v["gap_change_ci"] == [100, 100] and v["feminine_change_ci"] == [-100, -100]
     assert v["masculine_change_ci"] == [0, 0] and "gap_change_ci" not in b

@@ -54,6 +54,13 @@ def correct(hyp: str, right: str, wrong: str) -> bool:
     return not (words(hyp) & (w - r))
 
 
+def committed(hyp: str, right: str, wrong: str) -> bool:
+    """Whether ``hyp`` holds a word unique to either reference: the translation commits to a gender (a diagnostic
+    beside rule 2, which counts a translation without any such word as correct)."""
+    r, w = words(right), words(wrong)
+    return bool(words(hyp) & (r ^ w))
+
+
 def read_lines(path: str | Path) -> list[str]:
     """The lines of a file as the paper's script reads them (universal newlines, ``\\n`` removed)."""
     p = Path(path)

@@ -21,7 +21,9 @@ Rules:
    accuracy and counted per variant, since its first sentence's words would be read against the second's
    references.
 4. **Statistics** per language and variant: feminine and masculine accuracy, their pairs' combined accuracy, the
-   gender gap (masculine − feminine) and the contextual accuracy, in %; empty translations counted. Intervals:
+   gender gap (masculine − feminine) and the contextual accuracy, in %; empty translations counted, and the share
+   of counterfactual translations that commit to a gender (a word unique to either reference: ``committed``; the
+   rest are correct by rule 2 whatever they say — a weak model scores high by saying little). Intervals:
    95 % percentile bootstrap, the pairs (feminine and masculine together) and the contextual items resampled
    within the language, the same draws for every variant; each variant's change from its base on the same draws
    (paired; a contextual mean is over the items of the draw the variant split). The average over languages (each
@@ -42,6 +44,7 @@ import numpy as np
 from forgetbench.errors import ForgetbenchError
 from forgetbench.eval import bootstrap as bs
 from forgetbench.eval.mt_geneval import SETS, Item, context_files, correct, counterfactual_files, items
+from forgetbench.eval.mt_geneval import committed as mg_committed
 from forgetbench.eval.translate import Job, SourceSet
 
 SEP = " <sep> "
@@ -176,8 +179,11 @@ def results(store, suite: dict, base: str, variants: list[str], resamples: int =
         res = {}
         for v, (d, empty) in dec.items():
             a = _arrays(its, d, pairs, ctx)
+            cf_items = [k for k, it in enumerate(its) if it.set == "counterfactual" and it.index in set(pairs)]
+            hyps = {r["idx"]: r["hyp"] for r in store.translations(v, job.benchmark.name, below=len(its))}
+            committed = sum(mg_committed(hyps[k], its[k].right, its[k].wrong) for k in cf_items)
             res[v] = {"pairs": len(pairs), "contextual_items": len(ctx), "unsplit": int(np.isnan(a["c"]).sum()),
-                      "empty": empty} | _point(a)
+                      "empty": empty, "committed": 100 * committed / len(cf_items) if cf_items else None} | _point(a)
             draws.setdefault(v, {})[lang] = _draws(a, wp, wc)
         for v in res:
             for m, x in draws[v][lang].items():

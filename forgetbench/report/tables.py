@@ -165,10 +165,11 @@ def _mt_geneval_tables(summary: Summary) -> dict[str, Table]:
                            [[v, " ".join(d["languages"]), *(cell(d, m) for m in ms),
                              *(change(d, m) for m in ("feminine", "masculine", "gap", "contextual"))]
                             for v, d in mg.average.items()]),
-            "mt_geneval_languages": (["language", "variant", "pairs", "feminine %", "masculine %", "gap [95 % CI]",
-                                      "gap change [95 % CI]", "contextual % [95 % CI]", "unsplit", "empty"],
+            "mt_geneval_languages": (["language", "variant", "pairs", "feminine % [95 % CI]", "masculine % [95 % CI]",
+                                      "gap [95 % CI]", "gap change [95 % CI]", "committed %", "contextual % [95 % CI]",
+                                      "unsplit", "empty"],
                                      [[lang, v, d["pairs"], cell(d, "feminine"), cell(d, "masculine"), cell(d, "gap"),
-                                       change(d, "gap"), cell(d, "contextual"),
+                                       change(d, "gap"), num(d.get("committed"), 1), cell(d, "contextual"),
                                        f"{d['unsplit']} of {d['contextual_items']}", d["empty"]]
                                       for lang, res in mg.languages.items() for v, d in res.items()])}
 

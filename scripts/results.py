@@ -1,0 +1,153 @@
+"""RESULTS.md's tables as data: each marked table is rendered from a committed result file under ``docs/results/``.
+
+    python scripts/results.py render            # rewrite every marked table of docs/RESULTS.md from its file
+    python scripts/results.py check             # exit 1 where a marked table differs from its file's rendering
+    python scripts/results.py mt-geneval RUN    # docs/results/mt-geneval.json from a sweep run with bias.mt_geneval
+
+A marked table sits between ``<!-- results: FILE TABLE -->`` and ``<!-- /results -->`` (FILE: a name under
+``docs/results/`` without ``.json``). A result file holds the command that produced it, the commit, host, date, the
+model's and data's hashes, and ``tables``: TABLE -> {"columns": [{"name", "digits"}], "rows": [[cell, …]]}; a cell
+is text, a number (rounded to the column's digits) or [value, low, high] (a value and its 95 % interval).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+RESULTS = REPO / "docs" / "RESULTS.md"
+FOLDER = REPO / "docs" / "results"
+BLOCK = re.compile(r"(<!-- results: (\S+) (\S+) -->\n)(.*?)(<!-- /results -->)", re.S)
+
+
+def cell(x, digits: int) -> str:
+    if x is None:
+        return "–"
+    if isinstance(x, str):
+        return x
+    if isinstance(x, list):
+        v, lo, hi = x
+        return "–" if v is None else f"{v:.{digits}f}" + ("" if lo is None else f" [{lo:.{digits}f}, {hi:.{digits}f}]")
+    if isinstance(x, int) and not isinstance(x, bool):
+        return f"{x:,}"
+    return f"{x:.{digits}f}"
+
+
+def render_table(table: dict) -> str:
+    cols = table["columns"]
+    lines = ["| " + " | ".join(c["name"] for c in cols) + " |",
+             "|" + "|".join("---" if c.get("align") == "left" else "---:" for c in cols) + "|"]
+    for row in table["rows"]:
+        lines.append("| " + " | ".join(cell(x, c.get("digits", 2)) for x, c in zip(row, cols, strict=True)) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def render(text: str, folder: Path = FOLDER) -> str:
+    """``text`` with every marked table rendered from its result file."""
+
+    def one(m: re.Match) -> str:
+        f = folder / f"{m.group(2)}.json"
+        if not f.is_file():
+            raise SystemExit(f"results: {f} not found (named by a marker in RESULTS.md)")
+        tables = json.loads(f.read_text(encoding="utf-8"))["tables"]
+        if m.group(3) not in tables:
+            raise SystemExit(f"results: {f} has no table {m.group(3)!r} (it has {sorted(tables)})")
+        return m.group(1) + render_table(tables[m.group(3)]) + m.group(5)
+
+    return BLOCK.sub(one, text)
+
+
+def _host() -> dict:
+    import os
+    import platform
+
+    model = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                  if ln.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").is_file() else ""
+    return {"cpu": model, "threads": os.cpu_count(), "load": round(os.getloadavg()[0], 2)}
+
+
+def mt_geneval(run: Path) -> dict:
+    """The result file of a sweep with ``bias.mt_geneval``: per variant the language average, per language and
+    variant the counterfactual accuracies and the gap, with intervals; what was skipped."""
+    import subprocess
+
+    S = json.loads((run / "report" / "summary.json").read_text(encoding="utf-8"))
+    mg = S["bias"]["mt_geneval"]
+
+    def iv(d, m):
+        return [d.get(m), *(d.get(f"{m}_ci") or [None, None])]
+
+    def ch(d, m):
+        c = d.get(f"{m}_change_ci")
+        return None if c is None else f"[{c[0]:.1f}, {c[1]:.1f}]"
+
+    avg = {"columns": [{"name": "variant", "align": "left"}, {"name": "languages", "align": "left"},
+                       *({"name": f"{m} % [95 % CI]", "digits": 1} for m in ("feminine", "masculine", "gap",
+                                                                           "combined", "contextual")),
+                       *({"name": f"{m} change", "align": "left"} for m in ("feminine", "masculine", "gap"))],
+           "rows": [[v, " ".join(d["languages"]), *(iv(d, m) for m in ("feminine", "masculine", "gap", "combined",
+                                                                       "contextual")),
+                     *(ch(d, m) or "–" for m in ("feminine", "masculine", "gap"))] for v, d in mg["average"].items()]}
+    langs = {"columns": [{"name": "language", "align": "left"}, {"name": "variant", "align": "left"},
+                         {"name": "pairs", "digits": 0}, {"name": "feminine % [95 % CI]", "digits": 1},
+                         {"name": "masculine % [95 % CI]", "digits": 1}, {"name": "gap [95 % CI]", "digits": 1},
+                         {"name": "gap change", "align": "left"}, {"name": "committed %", "digits": 1},
+                         {"name": "contextual % [95 % CI]", "digits": 1}, {"name": "unsplit", "align": "left"}],
+             "rows": [[lang, v, d["pairs"], iv(d, "feminine"), iv(d, "masculine"), iv(d, "gap"), ch(d, "gap") or "–",
+                       d.get("committed"), iv(d, "contextual"), f"{d['unsplit']} of {d['contextual_items']}"]
+                      for lang, res in mg["languages"].items() for v, d in res.items()]}
+    from forgetbench.eval.store import Store
+    from forgetbench.sweep import load_sweep
+
+    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    store = Store(run / "store.sqlite")
+    source = Path(store.meta("config_source"))
+    store.close()
+    cfg = load_sweep(source)
+    config = source.resolve().relative_to(REPO) if source.resolve().is_relative_to(REPO) else source
+    return {"command": f"forgetbench sweep {config} --out RUN && python scripts/results.py mt-geneval RUN",
+            "commit": commit, "host": _host(), "models": S["signatures"]["models"],
+            "data": {lang: job.benchmark.digest for lang, (_, job) in cfg.bias.mt_geneval.items()},
+            "settings": mg["settings"], "skipped": mg["skipped"],
+            "findings": [f for f in S["findings"] if "MT-GenEval" in f["claim"]],
+            "tables": {"average": avg, "languages": langs}}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("render")
+    sub.add_parser("check")
+    m = sub.add_parser("mt-geneval")
+    m.add_argument("run", type=Path)
+    m.add_argument("--out", type=Path, default=FOLDER / "mt-geneval.json")
+    a = ap.parse_args()
+    if a.cmd == "mt-geneval":
+        from forgetbench.io import atomic_write_json
+
+        atomic_write_json(a.out, mt_geneval(a.run))
+        print(f"{a.out}")
+        return 0
+    text = RESULTS.read_text(encoding="utf-8")
+    new = render(text)
+    if a.cmd == "check":
+        if new != text:
+            bad = [m.group(2) + " " + m.group(3) for m, n in zip(BLOCK.finditer(text), BLOCK.finditer(new), strict=True)
+                   if m.group(0) != n.group(0)]
+            print(f"results: RESULTS.md differs from its result files in {', '.join(bad)}: run python "
+                  "scripts/results.py render", file=sys.stderr)
+            return 1
+        return 0
+    RESULTS.write_text(new, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
