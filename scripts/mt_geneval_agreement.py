@@ -4,7 +4,8 @@
 
 For every language the paper's metric handles and both sets, hypothesis files are judged by both: the correct
 references (the paper's script: ≈ 100 %), the other gender's references (≈ 0 %) and any ``--hyp NAME=DIR`` of
-translations laid out as the references are (``DIR/<the reference file's name>``). Prints, per language, set and
+translations laid out as the references are (``DIR/<the reference file's path under DATA>``, as
+``scripts/mt_geneval_export.py`` writes them, or ``DIR/<its name>``). Prints, per language, set and
 file, the lines, the agreements and both accuracies; exits 1 on any disagreement.
 """
 
@@ -19,6 +20,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from forgetbench.eval import mt_geneval as mg  # noqa: E402
+
+
+def _hyp(folder: str, ref: Path, data: Path) -> Path:
+    """A hypothesis file named as ``ref``: at its path under DATA, or by its name alone."""
+    nested = Path(folder) / ref.relative_to(data)
+    return nested if nested.is_file() else Path(folder) / ref.name
 
 
 def main() -> int:
@@ -40,10 +47,10 @@ def main() -> int:
             right, wrong = cf[f"{g}.{lang}"], cf[f"{o}.{lang}"]
             cases += [("counterfactual", f"{g}: right refs", right, right, wrong),
                       ("counterfactual", f"{g}: wrong refs", wrong, right, wrong)]
-            cases += [("counterfactual", f"{g}: {n}", Path(d) / right.name, right, wrong) for n, d in extra.items()]
+            cases += [("counterfactual", f"{g}: {n}", _hyp(d, right, a.data), right, wrong) for n, d in extra.items()]
         cases += [("contextual", "right refs", cx["original"], cx["original"], cx["flipped"]),
                   ("contextual", "wrong refs", cx["flipped"], cx["original"], cx["flipped"])]
-        cases += [("contextual", n, Path(d) / cx["original"].name, cx["original"], cx["flipped"])
+        cases += [("contextual", n, _hyp(d, cx["original"], a.data), cx["original"], cx["flipped"])
                   for n, d in extra.items()]
         for kind, name, hyp, right, wrong in cases:
             if not hyp.is_file():

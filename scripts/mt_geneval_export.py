@@ -30,8 +30,15 @@ from forgetbench.sweep import load_sweep  # noqa: E402
 def export(run: Path, series: str, out: Path) -> dict[str, int]:
     if out.exists():
         raise ForgetbenchError(f"{out} exists; give a new folder")
-    cfg = load_sweep(run / "config.yaml")
+    if not (run / "store.sqlite").is_file():
+        raise ForgetbenchError(f"{run}: not a run folder (no store.sqlite)")
     store = Store(run / "store.sqlite")
+    source = store.meta("config_source")  # the sweep config as given (its relative paths resolve from there)
+    if not source or not Path(source).is_file():
+        raise ForgetbenchError(f"{run}: its sweep config {source} is gone")
+    cfg = load_sweep(source)
+    if cfg.bias is None or not cfg.bias.mt_geneval:
+        raise ForgetbenchError(f"{source}: no bias.mt_geneval block: nothing to export")
     written = {}
     for lang, (its, job) in cfg.bias.mt_geneval.items():
         hyps = {r["idx"]: r["hyp"] for r in store.translations(series, job.benchmark.name, below=len(its))}
