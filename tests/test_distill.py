@@ -1003,3 +1003,53 @@ def test_the_thesis_protocol_beam_5_and_the_teacher_score_filter(tiny_dir, tmp_p
     S = json.loads((run / "report" / "summary.json").read_text())
     assert {(p["src"], p["tgt"]) for p in S["pairs"] if p["kept"]} == {k for k, v in base.items() if v >= threshold}
     assert S["thresholds"]["bleu_filter"] == threshold
+
+
+def test_refreshed_tail_draws_change_between_uses_and_survive_a_kill(tiny_dir, tmp_path):
+    """kd.tail_draws R: R independent tail samples stored per position, an example's n-th use (its copies in the
+    plan, then the epochs) reading draw n mod R — so a repeated example trains toward a new tail sample, and a
+    killed and resumed run reads the same draws as an uninterrupted one (the same weights)."""
+    from forgetbench.distill.cache import TeacherCache, check_manifest
+    from forgetbench.distill.config import load_distill_config
+    from forgetbench.distill.data import DistillData
+    from forgetbench.distill.run import distill
+    from forgetbench.models.load import load
+
+    cfg = toy_setup(tmp_path, tiny_dir, steps=44, kd_extra=", tail_draws: 3", extra_train=", checkpoint_minutes: 0.0")
+    c = load_distill_config(cfg)
+    full = distill(c, tmp_path / "full", progress=False, log=lambda *_: None).parent
+    _, tok, _ = load(tiny_dir, with_signature=False)
+    data = DistillData(c, full / "data", tok.get_lang_id, False)
+    sw = np.flatnonzero(data.copies[data.uid] > 1)  # Swahili's 5 pairs fill a budget of 20: each used 4 times
+    assert len(sw) and set(data.copy_rank[sw]) == {0, 1, 2, 3}
+    i = sw[0]
+    assert data.occurrence([i], 1)[0] == data.copies[data.uid[i]] + data.copy_rank[i] != data.occurrence([i], 0)[0]
+    man = json.loads((full / "teacher-cache" / "cache.json").read_text())
+    assert man["tail_draws"] == 3 and check_manifest(full / "teacher-cache", {k: man[k] for k in man})
+    cache = TeacherCache(full / "teacher-cache", man)
+    u = cache.holds(np.arange(len(data.unique_keys)))
+    uid = np.flatnonzero(u)[:4]
+    whole = cache.lookup(uid, 6)
+    assert whole["tail_ids"].shape[-1] == 3 * 4  # R · m stored
+    draws = [cache.lookup(uid, 6, np.full(len(uid), r), 4) for r in range(3)]
+    for r in range(3):
+        assert torch.equal(draws[r]["tail_ids"], whole["tail_ids"][..., 4 * r: 4 * (r + 1)])
+        assert torch.equal(draws[r]["top_ids"], whole["top_ids"])
+    assert not torch.equal(draws[0]["tail_ids"], draws[1]["tail_ids"])  # independent samples
+    killed = tmp_path / "killed"
+    rc = run_killed(f"""
+        import os, signal
+        from forgetbench.distill import loop
+        real = loop.save_checkpoint
+        def killed(model, opt, state, ckpt):
+            real(model, opt, state, ckpt)
+            if state["step"] == 41:  # in the second epoch (38 batches an epoch)
+                os.kill(os.getpid(), signal.SIGKILL)
+        loop.save_checkpoint = killed
+        from forgetbench.cli import main
+        main(["distill", {str(cfg)!r}, "--out", {str(killed)!r}, "--quiet"])
+    """, cwd=tmp_path)
+    assert rc == -signal.SIGKILL and json.loads((killed / "checkpoint" / "state.json").read_text())["epoch"] >= 1
+    distill(load_distill_config(cfg), killed, progress=False, log=lambda *_: None)
+    a, b = _weights(full), _weights(killed)
+    assert all(torch.equal(a[k], b[k]) for k in a)

@@ -46,9 +46,12 @@ FORMAT = "forgetbench-kd-cache-v1"
 SHARD = 4096
 
 
-def cache_keys(teacher_sha256: str, data_key: str, temperature: float, k: int, m: int, vocab: int) -> dict:
+def cache_keys(teacher_sha256: str, data_key: str, temperature: float, k: int, m: int, vocab: int,
+               draws: int = 1) -> dict:
+    """A cache's identity; ``draws`` (R independent tail samples per position) only where above 1, so a cache of
+    one draw keeps the keys it was made with."""
     return {"format": FORMAT, "teacher_sha256": teacher_sha256, "data_key": data_key, "temperature": temperature,
-            "top_k": k, "tail_samples": m, "vocab_size": vocab}
+            "top_k": k, "tail_samples": m, "vocab_size": vocab} | ({"tail_draws": draws} if draws > 1 else {})
 
 
 def earlier_keys(folder: Path, keys: dict, legacy_data_key: str) -> dict:
@@ -82,6 +85,9 @@ def check_manifest(folder: Path, keys: dict, data_sha256: str | None = None) -> 
         if man.get(key) != keys[key]:
             raise ForgetbenchError(f"kd.cache {folder}: made by {what} ({key} {str(man.get(key))[:16]} vs "
                                    f"{str(keys[key])[:16]}); use the cache of this teacher and data, or leave kd.cache empty")
+    if man.get("tail_draws", 1) != keys.get("tail_draws", 1):
+        raise ForgetbenchError(f"kd.cache {folder}: holds {man.get('tail_draws', 1)} tail draw(s) per position, kd.tail_draws "
+                               f"is {keys.get('tail_draws', 1)}; use a cache made with it, or leave kd.cache empty")
     if data_sha256 is not None and man.get("data_sha256") != data_sha256:
         raise ForgetbenchError(f"kd.cache {folder}: made from other token ids (data_sha256 {man.get('data_sha256', '')[:16]} "
                                f"vs {data_sha256[:16]}); leave kd.cache empty to rebuild")
@@ -148,7 +154,7 @@ def build_cache(folder: Path, keys: dict, data, teacher, seed: int, max_tokens: 
     first = np.zeros(n_unique, np.int64)  # a plan entry for each unique example
     first[data.uid[::-1]] = np.arange(len(data.uid))[::-1]
     id_dtype = np.uint16 if keys["vocab_size"] <= 65535 else np.int32
-    k, m, T = keys["top_k"], keys["tail_samples"], keys["temperature"]
+    k, m, T = keys["top_k"], keys["tail_samples"] * keys.get("tail_draws", 1), keys["temperature"]
     index = max((int(n[6:11]) for n in held), default=-1) + 1
     bar = Console("distill", quiet=not progress or not len(need)).stage("teacher cache", len(need), "examples")
     for start in range(0, len(need), SHARD):
@@ -247,18 +253,24 @@ class TeacherCache:
         ok[ok] = self.start[u[ok]] >= 0
         return ok
 
-    def lookup(self, uids, C: int) -> dict[str, torch.Tensor]:
+    def lookup(self, uids, C: int, draws=None, m: int | None = None) -> dict[str, torch.Tensor]:
+        """Padded targets [B, C, ·] of ``uids``; with ``draws`` (one per row) and ``m``, the tail columns of that
+        draw alone (``m`` of the R·m stored per position)."""
         missing = ~self.holds(uids)
         if missing.any():
             raise ForgetbenchError(f"teacher cache {self.folder}: no entries for {int(missing.sum())} example(s) of this "
                                    "batch (e.g. unique id {}); it was built for fewer steps: leave kd.cache empty to "
                                    "build this run's own".format(int(np.asarray(uids)[missing][0])))
         out = {}
+        r_of = None if draws is None else np.asarray(draws, dtype=np.int64)
         for name in self.NAMES:
             rows = []
-            for u in np.asarray(uids):
+            for n, u in enumerate(np.asarray(uids)):
                 a = int(self.start[u])
-                rows.append(self.slices[self.shard[u]][name][a: a + int(min(self.length[u], C))])
+                row = self.slices[self.shard[u]][name][a: a + int(min(self.length[u], C))]
+                if r_of is not None and name in ("tail_ids", "tail_logq"):
+                    row = row[:, int(r_of[n]) * m: (int(r_of[n]) + 1) * m]
+                rows.append(row)
             a = _pad_rows(rows, C)
             out[name] = torch.from_numpy(a.astype(np.int64) if a.dtype in (np.uint16, np.int32) else a.astype(np.float32))
         return out

@@ -83,6 +83,7 @@ class KDCfg:
     temperature: float = 1.0
     top_k: int = 8
     tail_samples: int = 8
+    tail_draws: int = 1  # independent tail samples stored per position; an example's n-th use reads draw n mod R
     cache: str = ""
     alpha_directions: dict = field(default_factory=dict)  # {en-sw: 0.0}: α of those directions' KD term
 
@@ -212,7 +213,7 @@ def _check_choices(path: Path, cfg: DistillConfig) -> None:
 
 def _check_numbers(path: Path, cfg: DistillConfig) -> None:
     positive = (("student", ("encoder_layers", "decoder_layers")), ("data", ("budget", "max_chars")),
-                ("kd", ("top_k", "tail_samples")),
+                ("kd", ("top_k", "tail_samples", "tail_draws")),
                 ("train", ("max_tokens", "max_len", "warmup", "steps", "threads", "log_every", "signal_every",
                            "signal_sentences")))
     for sec, keys in positive:

@@ -170,6 +170,11 @@ class DistillData:
             self.quotas[f"{self.pairs[k][0]}-{self.pairs[k][1]}"]["group"] = g
         keys = self.dirs.astype(np.int64) * (1 << 40) + self.rows
         self.unique_keys, self.uid = np.unique(keys, return_inverse=True)
+        self.copies = np.bincount(self.uid, minlength=len(self.unique_keys))  # plan entries per unique example
+        order = np.argsort(self.uid, kind="stable")
+        first = np.concatenate([[0], np.cumsum(self.copies)[:-1]])
+        self.copy_rank = np.empty(len(self.uid), np.int64)  # an entry's rank among its example's copies
+        self.copy_rank[order] = np.arange(len(order)) - first[self.uid[order]]
         body = self.max_len - 2
         src_len = np.empty(len(self.dirs), np.int64)
         tgt_len = np.empty(len(self.dirs), np.int64)
@@ -233,13 +238,20 @@ class DistillData:
         body = self.max_len - 2
         return s, t, self._side(s, t, "src").row(int(self.rows[i]), body), self._side(s, t, "tgt").row(int(self.rows[i]), body)
 
-    def collate(self, idx) -> dict[str, torch.Tensor]:
+    def occurrence(self, idx, epoch: int) -> np.ndarray:
+        """How many times each entry's example was used before this use: the epochs before times its copies in the
+        plan, plus the entry's rank among them (a function of the plan, not of the run: equal on resume)."""
+        idx = np.asarray(idx)
+        return epoch * self.copies[self.uid[idx]] + self.copy_rank[idx]
+
+    def collate(self, idx, epoch: int = 0) -> dict[str, torch.Tensor]:
         rows = [self.example(int(i)) for i in idx]
         out = encode_batch(rows, self.lang_id, self.student_small100, prefix="")
         out |= encode_batch(rows, self.lang_id, self.teacher_small100, prefix="teacher_")
         out["group"] = torch.tensor([PAIR_GROUPS.index(self.dir_group[self.dirs[i]]) for i in idx])
         out["uid"] = torch.from_numpy(self.uid[np.asarray(idx)])
         out["direction"] = torch.from_numpy(self.dirs[np.asarray(idx)].astype(np.int64))  # index into self.pairs
+        out["occurrence"] = torch.from_numpy(self.occurrence(idx, epoch))
         return out
 
 

@@ -95,7 +95,9 @@ class StepLoss:
                     t_logits = content(_forward(self.teacher, b, "teacher_", cfg.train.bf16), b["teacher_content_start"], C)
                 kd_tok, kl_tok = kd_online(s_content, t_logits.to(dev), k.temperature)
             else:
-                t = {n: v.to(dev) for n, v in self.cache.lookup(b["uid"], C).items()}
+                R = k.tail_draws  # an example's n-th use reads its tail draw n mod R (METHOD §3.4)
+                t = {n: v.to(dev) for n, v in self.cache.lookup(
+                    b["uid"], C, *((b["occurrence"] % R, k.tail_samples) if R > 1 else ())).items()}
                 kd_tok, kl_tok = kd_cached(s_content, t, k.temperature)
             n_c = mask.sum().clamp_min(1)
             w = mask if self.weight is None else mask * self.weight[b["direction"]].to(dev)[:, None]
@@ -212,7 +214,7 @@ def _train_loop(acc, cfg: DistillConfig, model, opt, data, step_loss: StepLoss, 
             local, weight = idx[rank::world], 1.0
             if len(local) == 0:  # fewer examples than processes: take part with a zero-weight copy
                 local, weight = idx[:1], 0.0
-            b = data.collate(local)
+            b = data.collate(local, state["epoch"])
             step = state["step"] + 1
             phase = 1 if step <= tc.phase1_steps else 2
             torch.manual_seed(tc.seed * 1_000_003 + step * 64 + rank)

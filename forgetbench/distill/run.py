@@ -114,7 +114,7 @@ def check(cfg: DistillConfig, device_map=None, placement: Placement | None = Non
     teacher_sha = weights_sha256(tpath) or "unknown"
     keys = None
     if k.source == "cache":
-        keys = cache_keys(teacher_sha, data_key(cfg), k.temperature, k.top_k, k.tail_samples, V)
+        keys = cache_keys(teacher_sha, data_key(cfg), k.temperature, k.top_k, k.tail_samples, V, k.tail_draws)
         if k.cache:
             keys = earlier_keys(Path(k.cache), keys, data_key(cfg, legacy=True))
             check_manifest(Path(k.cache), keys)
