@@ -281,6 +281,8 @@ def fingerprint(cfg: DistillConfig, legacy: bool = False) -> str:
         d["train"].pop("cooldown")  # no cooldown: the fingerprint of configs written before the key
     if not d["kd"].get("alpha_directions"):
         d["kd"].pop("alpha_directions", None)  # one α for all: the fingerprint of configs written before the key
+    if d["kd"].get("tail_draws") == 1:
+        d["kd"].pop("tail_draws")  # one tail draw: the fingerprint of configs written before the key
     return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
