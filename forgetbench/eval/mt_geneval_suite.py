@@ -166,21 +166,21 @@ def results(store, suite: dict, base: str, variants: list[str], resamples: int =
         for v in variants:
             hyps = {r["idx"]: r["hyp"] for r in store.translations(v, job.benchmark.name, below=len(its))}
             if hyps:
-                dec[v] = (judge(its, hyps), sum(not h.strip() for h in hyps.values()))
+                dec[v] = (judge(its, hyps), sum(not h.strip() for h in hyps.values()), hyps)
         if not dec:
             continue
-        done = set.intersection(*(set(d) for d, _ in dec.values()))
+        done = set.intersection(*(set(d) for d, _, _ in dec.values()))
         cf = [(it.index, k in done) for k, it in enumerate(its) if it.set == "counterfactual"]
         pairs = sorted({i for i, _ in cf} - {i for i, ok in cf if not ok})  # both genders translated by all
         ctx = sorted(it.index for k, it in enumerate(its) if it.set == "contextual" and k in done)
         rng = np.random.default_rng([seed, 17, li])
         wp = bs.tally(rng.integers(0, len(pairs), size=(resamples, len(pairs))), len(pairs)) if pairs else None
         wc = bs.tally(rng.integers(0, len(ctx), size=(resamples, len(ctx))), len(ctx)) if ctx else None
+        in_pairs = set(pairs)
+        cf_items = [k for k, it in enumerate(its) if it.set == "counterfactual" and it.index in in_pairs]
         res = {}
-        for v, (d, empty) in dec.items():
+        for v, (d, empty, hyps) in dec.items():
             a = _arrays(its, d, pairs, ctx)
-            cf_items = [k for k, it in enumerate(its) if it.set == "counterfactual" and it.index in set(pairs)]
-            hyps = {r["idx"]: r["hyp"] for r in store.translations(v, job.benchmark.name, below=len(its))}
             committed = sum(mg_committed(hyps[k], its[k].right, its[k].wrong) for k in cf_items)
             res[v] = {"pairs": len(pairs), "contextual_items": len(ctx), "unsplit": int(np.isnan(a["c"]).sum()),
                       "empty": empty, "committed": 100 * committed / len(cf_items) if cf_items else None} | _point(a)
