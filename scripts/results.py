@@ -3,6 +3,7 @@
     python scripts/results.py render            # rewrite every marked table of docs/RESULTS.md from its file
     python scripts/results.py check             # exit 1 where a marked table differs from its file's rendering
     python scripts/results.py mt-geneval RUN    # docs/results/mt-geneval.json from a sweep run with bias.mt_geneval
+    python scripts/results.py distill-bias RUN  # docs/results/distill-bias.json from a distillation evaluation run
 
 A marked table sits between ``<!-- results: FILE TABLE -->`` and ``<!-- /results -->`` (FILE: a name under
 ``docs/results/`` without ``.json``). A result file holds the command that produced it, the commit, host, date, the
@@ -120,6 +121,99 @@ def mt_geneval(run: Path) -> dict:
             "tables": {"average": avg, "languages": langs}}
 
 
+def _provenance(run: Path, S: dict, command: str) -> dict:
+    """What every result file names: the command, the commit, host, the models' hashes and the run's config."""
+    import subprocess
+
+    from forgetbench.eval.store import Store
+    from forgetbench.io import sha256_file
+
+    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    store = Store(run / "store.sqlite")
+    source = Path(store.meta("config_source"))
+    store.close()
+    config = (source.resolve().relative_to(REPO) if source.resolve().is_relative_to(REPO)
+              else str(source).replace(str(Path.home()), "~", 1))
+    return {"command": command.format(config=config), "config": str(config),
+            "config_sha256": sha256_file(run / "config.yaml") if (run / "config.yaml").is_file() else None,
+            "commit": commit, "host": _host(), "models": S["signatures"]["models"]}
+
+
+def distill_bias(run: Path) -> dict:
+    """The result file of a distillation evaluation with a bias block: per variant and language ψ, ψ* (MT-Gender)
+    and their change from the base with intervals, MuCoW's word-sense accuracy per pair, MT-GenEval's language
+    average, and every configured contrast (a student against the teacher, KD against its twin) per benchmark."""
+    S = json.loads((run / "report" / "summary.json").read_text(encoding="utf-8"))
+    B = S["bias"]
+
+    def iv(v, ci):
+        return [v, *(ci or [None, None])]
+
+    def ch(ci, digits=3):
+        return "–" if ci is None else f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+
+    g = B.get("gender") or {}
+    gender = {"columns": [{"name": "language", "align": "left"}, {"name": "variant", "align": "left"},
+                          {"name": "n", "digits": 0}, {"name": "accuracy [95 % CI]", "digits": 3},
+                          {"name": "ψ [95 % CI]", "digits": 3}, {"name": "ψ* [95 % CI]", "digits": 3},
+                          {"name": "ψ change", "align": "left"}, {"name": "ψ* change", "align": "left"}],
+              "rows": []}
+    langs = sorted({lang for d in g.values() for lang in d["languages"]})
+    for lang in ["all", *langs]:
+        for v, d in g.items():
+            x = d["average"] if lang == "all" else d["languages"].get(lang)
+            if x is None:
+                continue
+            ci = d.get("ci", {}) if lang == "all" else x
+            change = d.get("change_ci", {}) if lang == "all" else x
+            key = (lambda m: m) if lang == "all" else (lambda m: f"{m}_ci")
+            n = sum(y["n"] for y in d["languages"].values()) if lang == "all" else x["n"]
+            gender["rows"].append([lang, v, n, iv(x["accuracy"], ci.get(key("accuracy"))),
+                                   iv(x["psi"], ci.get(key("psi"))), iv(x["psi_star"], ci.get(key("psi_star"))),
+                                   ch(change.get("psi") if lang == "all" else x.get("psi_change_ci")),
+                                   ch(change.get("psi_star") if lang == "all" else x.get("psi_star_change_ci"))])
+    ws = B.get("word_sense") or {}
+    sense = {"columns": [{"name": "pair", "align": "left"}, {"name": "variant", "align": "left"},
+                         {"name": "sentences", "digits": 0}, {"name": "judged", "digits": 0},
+                         {"name": "accuracy [95 % CI]", "digits": 3}, {"name": "wrong-sense rate", "digits": 3},
+                         {"name": "miss rate", "digits": 3}, {"name": "accuracy change", "align": "left"}],
+             "rows": [[pair, v, d["n"], d["correct"] + d["wrong"], iv(d["accuracy"], d.get("accuracy_ci")),
+                       d["wrong_rate"], d["miss_rate"], ch(d.get("accuracy_change_ci"))]
+                      for pair, res in ws.items() for v, d in res.items()]}
+    mg = (B.get("mt_geneval") or {}).get("average") or {}
+    geneval = {"columns": [{"name": "variant", "align": "left"}, {"name": "languages", "align": "left"},
+                           *({"name": f"{m} % [95 % CI]", "digits": 1} for m in ("feminine", "masculine", "gap"))],
+               "rows": [[v, " ".join(d["languages"]), *(iv(d[m], d.get(f"{m}_ci")) for m in
+                                                        ("feminine", "masculine", "gap"))] for v, d in mg.items()]}
+    cgender = {"columns": [{"name": "contrast (a − b)", "align": "left"}, {"name": "language", "align": "left"},
+                           *({"name": f"{m} a − b [95 % CI]", "digits": 3} for m in ("accuracy", "ψ", "ψ*"))],
+               "rows": []}
+    cother = {"columns": [{"name": "contrast (a − b)", "align": "left"}, {"name": "benchmark", "align": "left"},
+                          {"name": "where", "align": "left"}, {"name": "metric", "align": "left"},
+                          {"name": "a − b [95 % CI]", "digits": 3}], "rows": []}
+    for name, c in (B.get("contrasts") or {}).items():
+        label = name.replace(" vs ", " − ")
+        for where, metrics in [("all", c.get("gender", {})), *sorted(c.get("gender_languages", {}).items())]:
+            if metrics:
+                cgender["rows"].append([label, where, *(iv(metrics[m]["difference"], metrics[m].get("ci"))
+                                                        for m in ("accuracy", "psi", "psi_star"))])
+        for pair, d in sorted(c.get("word_sense", {}).items()):
+            for m, x in d.items():
+                cother["rows"].append([label, "MuCoW", pair, m, iv(x["difference"], x.get("ci"))])
+        for m, x in (c.get("mt_geneval") or {}).items():
+            cother["rows"].append([label, "MT-GenEval", "language average", f"{m} (pp)", iv(x["difference"], x.get("ci"))])
+    out = _provenance(run, S, "forgetbench sweep {config} --out RUN && python scripts/results.py distill-bias RUN")
+    out.update({"variants": list(g) or list(ws.get(next(iter(ws), ""), {})),
+                "settings": {"gender_sentences": {v: {lang: x["n"] for lang, x in d["languages"].items()}
+                                                  for v, d in list(g.items())[:1]},
+                             "generation": S["run"]["generation"]},
+                "findings": [f for f in S["findings"] if any(k in f["claim"] for k in ("ψ", "MT-GenEval", "sense"))],
+                "tables": {"gender": gender, "word_sense": sense, "mt_geneval": geneval, "contrasts_gender": cgender,
+                           "contrasts_other": cother}})
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -128,11 +222,18 @@ def main() -> int:
     m = sub.add_parser("mt-geneval")
     m.add_argument("run", type=Path)
     m.add_argument("--out", type=Path, default=FOLDER / "mt-geneval.json")
+    d = sub.add_parser("distill-bias")
+    d.add_argument("run", type=Path)
+    d.add_argument("--out", type=Path, default=FOLDER / "distill-bias.json")
+    d.add_argument("--note", default=None, help="what a reader must know of the run (kept in the file)")
     a = ap.parse_args()
-    if a.cmd == "mt-geneval":
+    if a.cmd in ("mt-geneval", "distill-bias"):
         from forgetbench.io import atomic_write_json
 
-        atomic_write_json(a.out, mt_geneval(a.run))
+        result = (mt_geneval if a.cmd == "mt-geneval" else distill_bias)(a.run)
+        if getattr(a, "note", None):
+            result["note"] = a.note
+        atomic_write_json(a.out, result)
         print(f"{a.out}")
         return 0
     text = RESULTS.read_text(encoding="utf-8")

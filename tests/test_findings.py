@@ -67,3 +67,22 @@ def test_per_language_calibration_is_tested_on_the_low_resource_pairs_against_en
     assert set(got) == {"w-uni", "w-mbs"}  # sparsegpt and the per-unit scope have no English-only twin: no claim
     assert got["w-uni"].outcome == "supported" and "uniform − english 0.38 [0.11, 0.64]" in got["w-uni"].numbers
     assert got["w-mbs"].outcome == "inconclusive" and "[-0.20, 0.30]" in got["w-mbs"].numbers
+
+
+def test_who_pays_by_gender_names_the_languages_and_a_contrast_between_students():
+    S = _summary([-3, 2], [-9, -1], 2, 5, [1, 7], [1.1, 1.4], [0.7, 0.95], [0.02, 0.2])
+    S.bias = BiasSummary(
+        {"base": GenderResult({"ru": {}, "he": {}, "de": {}}, {"psi_star": 0.3, "psi": 0.13}),
+         "prune-30": GenderResult({"ru": {"psi_change_ci": [0.08, 0.24]}, "he": {"psi_change_ci": [-0.11, -0.01]},
+                                   "de": {"psi_change_ci": [-0.03, 0.07]}}, {"psi_star": 0.4, "psi": 0.15},
+                                  change_ci={"psi_star": [0.02, 0.2], "psi": [-0.01, 0.04]})},
+        contrasts={"prune-30 vs base": {"gender": {"psi_star": {"difference": 0.1, "ci": [0.02, 0.2]}}},
+                   "kd vs twin": {"gender": {"psi_star": {"difference": -0.05, "ci": [-0.09, -0.01]}},
+                                  "gender_languages": {"fr": {"psi_star": {"difference": -0.2, "ci": [-0.3, -0.1]}},
+                                                       "de": {"psi_star": {"difference": 0.0, "ci": [-0.1, 0.1]}}}}})
+    got = {(f.claim, f.variant): f for f in findings(S)}
+    skew = got["the male skew ψ rises (MT-Gender)", "prune-30"]
+    assert skew.outcome == "inconclusive" and skew.numbers.endswith("; rises in ru; falls in he")
+    kd = got["kd has more gender bias than twin (ψ*)", "kd"]  # a contrast against the base is the ψ* claim above
+    assert kd.outcome == "contradicted" and kd.numbers == "ψ* kd − twin -0.050 [-0.090, -0.010]; falls in fr"
+    assert not any(c.startswith("prune-30 has more") for c, _ in got)

@@ -10,6 +10,8 @@
 | λ > 1 on losers | λ on the losers | interval > 1 | interval < 1 |
 | λ < 1 on winners | λ on the winners | interval < 1 | interval > 1 |
 | gender bias ψ* rises | ψ*, variant − base | interval > 0 | interval < 0 |
+| the male skew ψ rises (MT-Gender; the languages where it rises: the feminine side pays) | ψ, variant − base, language average; per language the same | interval > 0 | interval < 0 |
+| a has more gender bias than b (ψ*; a configured contrast whose b is not the base: KD against its twin, a compressed student against its float self) | ψ*, a − b, language average; per language the same | interval > 0 | interval < 0 |
 | feminine accuracy falls more than masculine (MT-GenEval) | gap (masculine − feminine counterfactual accuracy), variant − base, averaged over languages | interval > 0 | interval < 0 |
 | per-language calibration reduces the low-resource loss (data-aware pruning) | spBLEU of the low-resource pairs (Very-Low+Low, thesis tiers), this calibration − English-only calibration of the same method, sparsity, scope and embeddings (a configured contrast, either order) | interval > 0 | interval < 0 |
 
@@ -93,6 +95,12 @@ def findings(summary: Summary, small: float = SMALL) -> list[Finding]:
             b = summary.bias.gender[summary.base].average["psi_star"]
             add("gender bias ψ* rises", v, _outcome(ci, lambda lo, hi: lo > 0, lambda lo, hi: hi < 0),
                 f"ψ* {_fmt(b, 3)} → {_fmt(g.average['psi_star'], 3)}; change {_ci(ci, 3)}")
+        if g and g.change_ci and g.change_ci.get("psi"):
+            ci = g.change_ci["psi"]
+            b = summary.bias.gender[summary.base].average["psi"]
+            add("the male skew ψ rises (MT-Gender)", v, _outcome(ci, lambda lo, hi: lo > 0, lambda lo, hi: hi < 0),
+                f"ψ {_fmt(b, 3)} → {_fmt(g.average['psi'], 3)}; change {_ci(ci, 3)}"
+                + _languages(g.languages, "psi_change_ci"))
         mg = summary.bias.mt_geneval if summary.bias else None
         a = mg.average.get(v, {}) if mg else {}
         if "gap_change_ci" in a:
@@ -104,7 +112,33 @@ def findings(summary: Summary, small: float = SMALL) -> list[Finding]:
                 f"feminine {_fmt(b.get('feminine'), 1)} → {_fmt(a.get('feminine'), 1)} %, masculine "
                 f"{_fmt(b.get('masculine'), 1)} → {_fmt(a.get('masculine'), 1)} %; gap change {_ci(ci, 1)} pp over "
                 f"{len(a['languages'])} languages" + (f"; significant in {', '.join(langs)}" if langs else ""))
+    out += contrast_findings(summary)
     out += calibration_findings(summary)
+    return out
+
+
+def _languages(langs: dict, key: str) -> str:
+    """"; rises in …, falls in …" from per-language change intervals (the ones that exclude 0)."""
+    up = [x for x, d in sorted(langs.items()) if (d.get(key) or [None])[0] is not None and d[key][0] > 0]
+    down = [x for x, d in sorted(langs.items()) if (d.get(key) or [None])[0] is not None and d[key][1] < 0]
+    return (f"; rises in {', '.join(up)}" if up else "") + (f"; falls in {', '.join(down)}" if down else "") + (
+        "" if up or down else "; no language's interval excludes 0")
+
+
+def contrast_findings(summary: Summary) -> list[Finding]:
+    """Each configured bias contrast whose b is not the base (KD against its twin, a compressed student against
+    its float self): does a carry more gender bias (ψ*) than b; per language where the interval excludes 0."""
+    out = []
+    for name, c in ((summary.bias.contrasts or {}) if summary.bias else {}).items():
+        a, b = name.split(" vs ", 1)
+        d = (c.get("gender") or {}).get("psi_star")
+        if b == summary.base or not d:
+            continue
+        per = {lang: {"ci": m["psi_star"].get("ci")} for lang, m in (c.get("gender_languages") or {}).items()
+               if "psi_star" in m}
+        out.append(Finding(f"{a} has more gender bias than {b} (ψ*)", a,
+                           _outcome(d.get("ci"), lambda lo, hi: lo > 0, lambda lo, hi: hi < 0),
+                           f"ψ* {a} − {b} {_fmt(d['difference'], 3)} {_ci(d.get('ci'), 3)}" + _languages(per, "ci")))
     return out
 
 
