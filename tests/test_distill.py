@@ -1053,3 +1053,26 @@ def test_refreshed_tail_draws_change_between_uses_and_survive_a_kill(tiny_dir, t
     distill(load_distill_config(cfg), killed, progress=False, log=lambda *_: None)
     a, b = _weights(full), _weights(killed)
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_attention_dropout_is_a_training_setting_with_its_own_fingerprint(tiny_dir, tmp_path):
+    """train.attention_dropout (the thesis: 0.1) reaches every attention module of the student and shapes the
+    weights; at its default 0 the fingerprint is the one of configs written before the key (running runs resume)."""
+    from forgetbench.distill.config import fingerprint, load_distill_config
+    from forgetbench.distill.run import distill
+    from forgetbench.errors import ForgetbenchError
+
+    plain = toy_setup(tmp_path / "plain", tiny_dir, steps=6)
+    att = toy_setup(tmp_path / "att", tiny_dir, steps=6, extra_train=", attention_dropout: 0.1")
+    zero = toy_setup(tmp_path / "zero", tiny_dir, steps=6, extra_train=", attention_dropout: 0.0")
+    cp, ca, cz = (load_distill_config(c) for c in (plain, att, zero))
+    assert fingerprint(cp) == fingerprint(cz) != fingerprint(ca)
+    a = distill(cp, tmp_path / "run-plain", progress=False, log=lambda *_: None).parent
+    b = distill(ca, tmp_path / "run-att", progress=False, log=lambda *_: None).parent
+    wa, wb = _weights(a), _weights(b)
+    assert any(not torch.equal(wa[k], wb[k]) for k in wa)
+    conf = json.loads((b / "model" / "config.json").read_text())
+    assert conf["attention_dropout"] == 0.1 and conf["dropout"] == 0.1
+    bad = toy_setup(tmp_path / "bad", tiny_dir, extra_train=", attention_dropout: 1.5")
+    with pytest.raises(ForgetbenchError, match=r"train.attention_dropout must be in \[0, 1\), got 1.5"):
+        load_distill_config(bad)

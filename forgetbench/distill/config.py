@@ -99,6 +99,7 @@ class DistillTrainCfg:
     steps: int = 1800
     label_smoothing: float = 0.1
     dropout: float = 0.1
+    attention_dropout: float = 0.0  # on the attention weights (the thesis: 0.1, Table 6.8); 0 keeps the teacher's
     clip: float = 1.0
     bf16: bool | str = "auto"  # auto | true | false: bfloat16 autocast on the CPU, chosen as train-mt's (train.arithmetic)
     threads: int = 1
@@ -235,6 +236,9 @@ def _check_numbers(path: Path, cfg: DistillConfig) -> None:
             raise ForgetbenchError(f"{path}: {where} must be > 0, got {v}")
     if cfg.kd.alpha < 0:
         raise ForgetbenchError(f"{path}: kd.alpha must be >= 0, got {cfg.kd.alpha}")
+    for where, v in (("train.dropout", t.dropout), ("train.attention_dropout", t.attention_dropout)):
+        if not 0 <= v < 1:
+            raise ForgetbenchError(f"{path}: {where} must be in [0, 1), got {v}")
     ad = cfg.kd.alpha_directions
     if not isinstance(ad, dict) or any(not isinstance(v, int | float) or isinstance(v, bool) or v < 0 for v in ad.values()):
         raise ForgetbenchError(f"{path}: kd.alpha_directions: {ad!r}; a mapping direction: α >= 0, e.g. {{en-sw: 0.0}}")
@@ -283,6 +287,8 @@ def fingerprint(cfg: DistillConfig, legacy: bool = False) -> str:
         d["kd"].pop("alpha_directions", None)  # one α for all: the fingerprint of configs written before the key
     if d["kd"].get("tail_draws") == 1:
         d["kd"].pop("tail_draws")  # one tail draw: the fingerprint of configs written before the key
+    if not d["train"].get("attention_dropout"):
+        d["train"].pop("attention_dropout", None)  # none: the fingerprint of configs written before the key
     return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 

@@ -257,9 +257,12 @@ def distill(cfg: DistillConfig, out_dir: str | Path, progress: bool = True, log=
     s = cfg.student
     student = build_student(ch.init, s.encoder_layers, s.decoder_layers, s.copy, s.format)
     student.config.dropout = cfg.train.dropout
+    student.config.attention_dropout = cfg.train.attention_dropout
     for m in student.modules():
         if isinstance(m, torch.nn.Dropout):
             m.p = cfg.train.dropout
+        elif isinstance(getattr(m, "dropout", None), float) and hasattr(m, "k_proj"):
+            m.dropout = cfg.train.attention_dropout  # M2M100Attention: dropout on the attention weights
     if ch.init is not ch.teacher:
         del ch.init
     student.train()
