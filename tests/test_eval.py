@@ -180,8 +180,15 @@ def test_sweep_writes_every_report_file_and_html_matches_summary(tiny_dir, tmp_p
     import html as htmlmod
 
     md_titles = [ln[3:] for ln in (rep / "report.md").read_text().splitlines() if ln.startswith("## ")]
-    html_titles = iter(htmlmod.unescape(t) for t in re.findall(r"<h2>(.*?)</h2>", html))
+    titles = [htmlmod.unescape(t) for t in re.findall(r"<h2[^>]*>(.*?)</h2>", html)]
+    html_titles = iter(titles)
     assert len(md_titles) >= 9 and all(t in html_titles for t in md_titles), md_titles
+    # a reviewer's order: the variants, the Findings, the who-pays figures, the details; per-pair tables last, folded
+    assert titles[:3] == ["Size and score per variant", "Findings: the study's claims tested at 95 %",
+                          "Who pays at a glance: resource, tier and gender"]
+    assert titles.index("Scores per pair") > titles.index("Off-target translations")
+    assert html.count("<li><a href=\"#s") == len(titles) and "<details><summary>show</summary>" in html
+    assert (rep / "report.md").read_text().count("Contents: Size and score per variant · Findings") == 1
     assert {c["lang"] for c in S["lid_coverage"]} == {"en", "de", "sw"}
     st = Store(run / "store.sqlite")
     assert len(st.translations()) == 3 * 3 * 6

@@ -3,7 +3,9 @@
 
 A section is a title, an optional note (both formats) or HTML note (markup: formulas), and blocks: a table
 (a key of ``tables.tables``), a figure (HTML only), a sub-heading, a JSON block, or HTML-only content (example
-sentences, the per-language cards). ``sections(summary, table_map)`` lists the sections a summary has, in report order.
+sentences, the per-language cards). ``sections(summary, table_map)`` lists the sections a summary has, in report order: a reviewer's — the variants,
+the Findings, the who-pays figures, then the detailed tables; the per-pair tables last, folded in HTML; a contents
+list at the top of both formats.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ class Section:
     note: str = ""  # a paragraph under the title, in both formats (plain text)
     html_note: str = ""  # a paragraph in HTML only (trusted markup written here, never model text)
     formats: tuple = BOTH
+    folded: bool = False  # HTML: the blocks inside <details>, opened by a click (long per-pair tables)
 
 
 DEPLOY_NOTE = ("Deployable form: CTranslate2 int8 (per-row int8 weights, int8 GEMMs with dynamic activation scales) for "
@@ -109,10 +112,13 @@ def sections(summary: Summary, table_map: dict, examples_html, languages_html, a
     the HTML-only content built from model text (escaped there)."""
     base = summary.base
     out = [Section("Size and score per variant", [Block("table", "variants")]),
-           Section("Scores per pair", [Block("table", "pair_scores")], note=(
-               f"Corpus spBLEU and chrF of every pair and series, and its empty outputs; averages, Findings and the "
-               f"analyses use the kept pairs (base spBLEU ≥ analysis.bleu_filter = {summary.thresholds.bleu_filter}).")),
            Section("Findings: the study's claims tested at 95 %", [Block("table", "findings", css="findings")])]
+    glance = [Block("figure", "scatter", HTML_ONLY), *(Block("figure", f"tiers_{v}", HTML_ONLY) for v in summary.tiers)]
+    if "mt_geneval" in table_map:
+        glance.append(Block("figure", "mt_geneval", HTML_ONLY))
+    out.append(Section("Who pays at a glance: resource, tier and gender", glance, formats=HTML_ONLY, note=(
+        "Relative difference per pair against the pair's training resource; per pair tier; MT-GenEval's feminine and "
+        "masculine accuracy per language (where measured). The tables below give every number and its interval.")))
     if "deploy" in table_map:
         out.append(Section("Deployment: size and speed of each variant's deployable form", [Block("table", "deploy")],
                            note=DEPLOY_NOTE))
@@ -128,10 +134,9 @@ def sections(summary: Summary, table_map: dict, examples_html, languages_html, a
         out.append(Section(f"{name}: the {F.axis} {kind} ({len(F.pairs)} pairs: {', '.join(F.pairs)})",
                            [Block("figure", f"family_{name}", HTML_ONLY), Block("table", f"family_{name}")],
                            note=(F.knee or {}).get("statement", "") if F.numeric else FAMILY_NOTE))
-    out.append(Section("Relative difference vs resource of the pair", [Block("figure", "scatter")], formats=HTML_ONLY))
     for view in summary.tiers:
         out.append(Section(f"Relative difference by pair tier ({view} tiers)", [
-            Block("figure", f"tiers_{view}", HTML_ONLY), Block("heading", "tier", HTML_ONLY), Block("table", f"tier_{view}"),
+            Block("heading", "tier", HTML_ONLY), Block("table", f"tier_{view}"),
             *[b for axis in ("src_tier", "tgt_tier") for b in (Block("heading", axis.replace("_", " "), HTML_ONLY),
                                                               Block("table", f"{axis}_{view}", HTML_ONLY))]]))
     if "most_affected" in table_map:
@@ -159,7 +164,7 @@ def sections(summary: Summary, table_map: dict, examples_html, languages_html, a
         out.append(Section("Gender bias (MT-Gender)", blocks, html_note=GENDER_NOTE))
     if "mt_geneval" in table_map:
         out.append(Section("Gender accuracy on human references (MT-GenEval)", [
-            Block("figure", "mt_geneval", HTML_ONLY), Block("table", "mt_geneval"), Block("table", "mt_geneval_languages")],
+            Block("table", "mt_geneval"), Block("table", "mt_geneval_languages")],
             note=mt_geneval_note(summary)))
     if "bias_contrasts" in table_map:
         out.append(Section("Bias benchmarks, series against series", [Block("table", "bias_contrasts")], note=(
@@ -172,10 +177,13 @@ def sections(summary: Summary, table_map: dict, examples_html, languages_html, a
             "SFII: error rate averaged over sense-frequency indices; SPDI: over polysemy degrees; MFS / MFS+: share of "
             "errors choosing a more frequent / the most frequent sense. Lower is less biased. Intervals: bootstrap "
             "over the items, changes paired with the base.")))
+    out.append(Section("Scores per pair", [Block("table", "pair_scores")], folded=True, note=(
+        f"Corpus spBLEU and chrF of every pair and series, and its empty outputs; averages, Findings and the "
+        f"analyses use the kept pairs (base spBLEU ≥ analysis.bleu_filter = {summary.thresholds.bleu_filter}).")))
     out += [Section(f"Pairs, most losing first — {v}", [Block("table", f"pairs_{v}"), Block("raw", examples_html(v))],
-                    formats=HTML_ONLY) for v in summary.comparisons]
+                    formats=HTML_ONLY, folded=True) for v in summary.comparisons]
     out += [Section("Per language", [Block("raw", languages_html())], formats=HTML_ONLY),
-            Section("Language identification coverage", [Block("table", "lid")]),
+            Section("Language identification coverage", [Block("table", "lid")], folded=True),
             Section("Signatures", [Block("json", json.dumps(summary.signatures, indent=1, ensure_ascii=False))])]
     return out
 
@@ -194,8 +202,9 @@ def _shown(secs: list[Section], fmt: str):
 
 def render_markdown(secs: list[Section], table_map: dict) -> list[str]:
     """The sections' lines: ``## title``, the note, each block followed by a blank line."""
-    parts: list[str] = []
-    for s, blocks in _shown(secs, "md"):
+    shown = list(_shown(secs, "md"))
+    parts: list[str] = ["Contents: " + " · ".join(s.title for s, _ in shown), ""]
+    for s, blocks in shown:
         parts.append(f"## {s.title}")
         if s.note:
             parts += [s.note, ""]
@@ -212,13 +221,17 @@ def render_markdown(secs: list[Section], table_map: dict) -> list[str]:
 def render_html(secs: list[Section], table_map: dict, figs: dict[str, str], table, findings_table) -> list[str]:
     """The sections' HTML: ``<h2>``, notes, tables (``table(headers, rows, css)``), figures, sub-headings."""
     e = lambda x: html.escape(x, quote=False)  # noqa: E731 - text content; the alt attribute quotes in full
-    out: list[str] = []
-    for s, blocks in _shown(secs, "html"):
-        out.append(f"<h2>{e(s.title)}</h2>")
+    shown = list(_shown(secs, "html"))
+    out: list[str] = ["<nav><b>Contents</b><ol>" + "".join(f'<li><a href="#s{i}">{e(s.title)}</a></li>'
+                                                           for i, (s, _) in enumerate(shown, 1)) + "</ol></nav>"]
+    for i, (s, blocks) in enumerate(shown, 1):
+        out.append(f'<h2 id="s{i}">{e(s.title)}</h2>')
         if s.note:
             out.append(f"<p>{e(s.note)}</p>")
         if s.html_note:
             out.append(f"<p>{s.html_note}</p>")
+        if s.folded:
+            out.append("<details><summary>show</summary>")
         for b in blocks:
             if b.kind == "table":
                 out.append(findings_table(table_map[b.key]) if b.css == "findings" else table(*table_map[b.key], b.css))
@@ -230,4 +243,6 @@ def render_html(secs: list[Section], table_map: dict, figs: dict[str, str], tabl
                 out.append(f"<pre>{e(b.key)}</pre>")
             elif b.kind == "raw":
                 out.append(b.key)
+        if s.folded:
+            out.append("</details>")
     return out
