@@ -4,6 +4,7 @@
     python scripts/results.py check             # exit 1 where a marked table differs from its file's rendering
     python scripts/results.py mt-geneval RUN    # docs/results/mt-geneval.json from a sweep run with bias.mt_geneval
     python scripts/results.py distill-bias RUN  # docs/results/distill-bias.json from a distillation evaluation run
+    python scripts/results.py sweep RUN NAME    # docs/results/NAME.json: a sweep's variant table (who pays, per variant)
 
 A marked table sits between ``<!-- results: FILE TABLE -->`` and ``<!-- /results -->`` (FILE: a name under
 ``docs/results/`` without ``.json``). A result file holds the command that produced it, the commit, host, date, the
@@ -44,9 +45,36 @@ def render_table(table: dict) -> str:
     cols = table["columns"]
     lines = ["| " + " | ".join(c["name"] for c in cols) + " |",
              "|" + "|".join("---" if c.get("align") == "left" else "---:" for c in cols) + "|"]
+    by_row = table.get("digits_by_row", {})
     for row in table["rows"]:
-        lines.append("| " + " | ".join(cell(x, c.get("digits", 2)) for x, c in zip(row, cols, strict=True)) + " |")
+        d = by_row.get(row[0]) if row and isinstance(row[0], str) else None
+        lines.append("| " + " | ".join(cell(x, c.get("digits", 2) if d is None or i == 0 else d)
+                                       for i, (x, c) in enumerate(zip(row, cols, strict=True))) + " |")
     return "\n".join(lines) + "\n"
+
+
+def lookup(ref: dict, folder: Path = FOLDER):
+    """One cell of another result file: {file, table, row (its first cell), column (its name)}."""
+    f = folder / f"{ref['file']}.json"
+    if not f.is_file():
+        raise SystemExit(f"results: {f} not found (named by a headline)")
+    table = json.loads(f.read_text(encoding="utf-8"))["tables"][ref["table"]]
+    names = [c["name"] for c in table["columns"]]
+    k = names.index(ref["column"])
+    want = ref["row"] if isinstance(ref["row"], list) else [ref["row"]]
+    row = next((r for r in table["rows"] if r[:len(want)] == want), None)
+    if row is None:
+        raise SystemExit(f"results: {f} table {ref['table']} has no row {ref['row']!r}")
+    d = table.get("digits_by_row", {}).get(want[0], table["columns"][k].get("digits", 2))
+    return cell(row[k], d)
+
+
+def resolve(table: dict, folder: Path = FOLDER) -> dict:
+    """A headline table: each row's number read from the result file it names, never written twice."""
+    rows = [[h["question"], h["section"], h["what"],
+             " · ".join(lookup(r, folder) for r in h["from"]) if h.get("from") else h.get("pending", "–"),
+             ", ".join(f"`{r['file']}`" for r in h.get("from", [])) or "–"] for h in table["headlines"]]
+    return {"columns": table["columns"], "rows": rows}
 
 
 def render(text: str, folder: Path = FOLDER) -> str:
@@ -59,7 +87,8 @@ def render(text: str, folder: Path = FOLDER) -> str:
         tables = json.loads(f.read_text(encoding="utf-8"))["tables"]
         if m.group(3) not in tables:
             raise SystemExit(f"results: {f} has no table {m.group(3)!r} (it has {sorted(tables)})")
-        return m.group(1) + render_table(tables[m.group(3)]) + m.group(5)
+        table = tables[m.group(3)]
+        return m.group(1) + render_table(resolve(table, folder) if "headlines" in table else table) + m.group(5)
 
     return BLOCK.sub(one, text)
 
@@ -214,6 +243,76 @@ def distill_bias(run: Path) -> dict:
     return out
 
 
+def sweep(run: Path) -> dict:
+    """The result file of any sweep: per compared variant the average scores, the relative change with its
+    interval, the pairs significantly worse / better, the thesis tiers' Low and High relative spBLEU, the ΔchrF
+    losers and winners, off-target on the losers, λ, and MT-Gender accuracy and ψ* where measured (one column
+    per variant, the rows as the main command's table)."""
+    S = json.loads((run / "report" / "summary.json").read_text(encoding="utf-8"))
+    rows = {r["variant"]: r for r in S["variant_table"]}
+    base, comps = S["base"], [v for v in S["variants"] if v != S["base"]]
+    tier = (S.get("tiers") or {}).get("thesis", {}).get("tier", {})
+    gender = ((S.get("bias") or {}).get("gender")) or {}
+
+    def iv(v, ci):
+        return [v, *(ci or [None, None])]
+
+    def col(v):
+        r = rows[v]
+        if v == base:
+            return [[r["spBLEU"], None, None], [r["chrF"], None, None], *[None] * 10,
+                    iv(gender[v]["average"]["accuracy"], gender[v].get("ci", {}).get("accuracy")) if v in gender else None,
+                    [gender[v]["average"]["psi_star"], None, None] if v in gender else None]
+        sig = (r.get("significantly") or {}).get("spBLEU", {})
+        ot, lam = S["off_target"][v], S["hallucination"][v]
+        ci = ot.get("losers_change_ci") or [None, None]
+        d = S["delta"][v]
+        g = gender.get(v)
+        return [[r["spBLEU"], None, None], [r["chrF"], None, None], [100 * r["chrF"] / rows[base]["chrF"], None, None],
+                iv(r.get("rel_spBLEU"), r.get("rel_spBLEU_ci")),
+                iv(r.get("rel_chrF"), r.get("rel_chrF_ci")), f"{sig.get('worse', 0)} / {sig.get('better', 0)}",
+                *(iv(tier[x][v]["spBLEU"], tier[x][v]["spBLEU_ci"]) if tier.get(x, {}).get("pairs") else None
+                  for x in ("Low", "High")),
+                f"{d['losers_pct']:.1f} / {d['winners_pct']:.1f}",
+                f"{ot['losers']['base']['off_target_pct']:.1f} → {ot['losers']['compressed']['off_target_pct']:.1f} % "
+                + ("" if ci[0] is None else f"([{ci[0]:.1f}, {ci[1]:.1f}] pp)"),
+                f"{lam['losers']['lambda']:.3f} / {lam['winners']['lambda']:.3f}"
+                if lam["losers"].get("lambda") is not None and lam["winners"].get("lambda") is not None else None,
+                None,
+                iv(g["average"]["accuracy"], g.get("ci", {}).get("accuracy")) if g else None,
+                iv(g["average"]["psi_star"], (g.get("change_ci") or {}).get("psi_star")) if g else None]
+
+    pairs = {x: tier.get(x, {}).get("pairs", 0) for x in ("Low", "High")}
+    names = ["avg spBLEU-local", "avg chrF", "avg chrF, % of the base's", "rel. spBLEU % [95 % CI]", "rel. chrF % [95 % CI]",
+             "pairs significantly worse / better (spBLEU, BH)", f"rel. spBLEU %, Low-tier pairs (thesis tiers, "
+             f"{pairs['Low']} pairs)", f"rel. spBLEU %, High-tier pairs ({pairs['High']} pairs)",
+             "ΔchrF losers / winners (% of sentences)", "off-target on losers, base → variant (change)",
+             "λ losers / winners (on-target)", "–", "MT-Gender accuracy [95 % CI]",
+             "MT-Gender ψ* (variant: [its change's 95 % CI])"]
+    cols = {v: col(v) for v in [base, *comps]}
+    table_rows = []
+    for i, name in enumerate(names):
+        if name == "–":
+            continue
+        cells = [cols[v][i] for v in cols]
+        if all(c is None for c in cells):
+            continue
+        if i == 13:  # ψ*: the base's value, each variant's value and its change interval
+            cells = [None if c is None else (f"{c[0]:.3f}" if c[1] is None else f"{c[0]:.3f}, [{c[1]:.2f}, {c[2]:.2f}]")
+                     for c in cells]
+        table_rows.append([name, *cells])
+    table = {"columns": [{"name": "", "align": "left"}, *({"name": v, "digits": 2} for v in cols)],
+             "rows": table_rows,
+             "digits_by_row": {"MT-Gender accuracy [95 % CI]": 3, "avg chrF, % of the base's": 1}}
+    out = _provenance(run, S, "forgetbench sweep {config} --out RUN && python scripts/results.py sweep RUN NAME")
+    out.update({"variants": list(cols), "base": base, "data": S["signatures"].get("data"),
+                "settings": {"pairs": len(S["pairs"]), "kept": sum(p["kept"] for p in S["pairs"]),
+                             "generation": S["run"]["generation"], "thresholds": S["thresholds"],
+                             "environment": S["run"].get("environment")},
+                "findings": S["findings"], "tables": {"variants": table}})
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -226,7 +325,21 @@ def main() -> int:
     d.add_argument("run", type=Path)
     d.add_argument("--out", type=Path, default=FOLDER / "distill-bias.json")
     d.add_argument("--note", default=None, help="what a reader must know of the run (kept in the file)")
+    s = sub.add_parser("sweep")
+    s.add_argument("run", type=Path)
+    s.add_argument("name", help="the result file's name under docs/results (without .json)")
+    s.add_argument("--note", default=None, help="what a reader must know of the run (kept in the file)")
     a = ap.parse_args()
+    if a.cmd == "sweep":
+        from forgetbench.io import atomic_write_json
+
+        out = FOLDER / f"{a.name}.json"
+        result = sweep(a.run)
+        if a.note:
+            result["note"] = a.note
+        atomic_write_json(out, result)
+        print(out)
+        return 0
     if a.cmd in ("mt-geneval", "distill-bias"):
         from forgetbench.io import atomic_write_json
 

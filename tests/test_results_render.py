@@ -19,7 +19,11 @@ def test_every_marked_table_equals_its_result_file():
     assert marked  # RESULTS has tables rendered from data
     for m in marked:
         data = json.loads((results.FOLDER / f"{m.group(2)}.json").read_text(encoding="utf-8"))
-        assert data["command"] and data["commit"] and data["host"]["cpu"]  # each file names what produced it
+        table = data["tables"][m.group(3)]
+        sources = {r["file"] for h in table.get("headlines", []) for r in h.get("from", [])} or {m.group(2)}
+        for name in sources:  # each number's file names what produced it
+            src = json.loads((results.FOLDER / f"{name}.json").read_text(encoding="utf-8"))
+            assert src["command"] and src["commit"] and src["host"]["cpu"], name
 
 
 def test_a_hand_edited_number_is_caught(tmp_path):
@@ -33,3 +37,29 @@ def test_a_hand_edited_number_is_caught(tmp_path):
                     "| base | 26.4 [25.9, 27.0] | 28 |\n| int8 | – | 1,012 |\n<!-- /results -->\nmore prose\n")
     assert results.render(good, tmp_path) == good
     assert results.render(good.replace("26.4 [", "26.5 ["), tmp_path) == good  # the edit is rendered away: check fails
+
+
+def test_a_headline_is_read_from_the_file_it_names(tmp_path):
+    """The reader's entry table holds no number of its own: each cell is looked up (file, table, row, column) at
+    render time, so a re-measured file changes the headline, and a missing row is one clear line."""
+    src = {"command": "c", "tables": {"v": {"columns": [{"name": "", "align": "left"}, {"name": "prune-45", "digits": 2}],
+                                            "rows": [["rel. spBLEU %", [-30.51, -34.27, -26.19]]]}}}
+    (tmp_path / "demo.json").write_text(json.dumps(src))
+    (tmp_path / "entry.json").write_text(json.dumps({"command": "c", "tables": {"h": {
+        "columns": [{"name": c, "align": "left"} for c in ("question", "section", "headline", "number", "file")],
+        "headlines": [{"question": "Who pays?", "section": "Main", "what": "prune-45",
+                       "from": [{"file": "demo", "table": "v", "row": "rel. spBLEU %", "column": "prune-45"}]},
+                      {"question": "Parsers?", "section": "P", "what": "LAS", "pending": "runs lost"}]}}}))
+    text = "<!-- results: entry h -->\n<!-- /results -->\n"
+    out = results.render(text, tmp_path)
+    assert "| Who pays? | Main | prune-45 | -30.51 [-34.27, -26.19] | `demo` |" in out
+    assert "| Parsers? | P | LAS | runs lost | – |" in out
+    src["tables"]["v"]["rows"][0][1][0] = -29.0
+    (tmp_path / "demo.json").write_text(json.dumps(src))
+    assert "| -29.00 [-34.27, -26.19] |" in results.render(text, tmp_path)
+    src["tables"]["v"]["rows"][0][0] = "renamed"
+    (tmp_path / "demo.json").write_text(json.dumps(src))
+    import pytest
+
+    with pytest.raises(SystemExit, match="has no row 'rel. spBLEU %'"):
+        results.render(text, tmp_path)

@@ -30,6 +30,7 @@ from forgetbench.parsing.layers.pretrained import (
     EncoderConfig,
     PretrainedEncoder,
 )
+from forgetbench.pretrain import switch
 from forgetbench.pretrain.config import TREE_VARIANTS, USI_VARIANTS, PretrainConfig, fingerprint
 from forgetbench.pretrain.data import Batches, dev_set, prepare
 from forgetbench.pretrain.masking import mask_tokens
@@ -233,7 +234,12 @@ def pretrain(cfg: PretrainConfig, out_dir: str | Path, progress: bool = True, lo
         continue_from(S, cfg, Path(continue_folder), log)
     elif continue_folder is not None:
         log(f"--continue-from {continue_folder} ignored: the run resumes from its own checkpoint at step {state['step']}")
-    dev = make_dev(S.model, cfg, dev_set(cfg, out, S.meta["labels"]), S.arith) if tc.dev_every else None
+    dev_data = dev_set(cfg, out, S.meta["labels"]) if tc.dev_every else None
+    dev = make_dev(S.model, cfg, dev_data, S.arith) if tc.dev_every else None
+    m = cfg.objective.joint_steps
+    watched = bool(dev_data and m and cfg.model.variant in TREE_VARIANTS and dev_data.get("heads"))
+    on_log = switch.on_log(S.model, switch.make_watch(S.model, cfg, dev_data, S.arith), m, tc.dev_every) \
+        if watched else None
 
     def snapshot(step: int) -> None:  # the weights at a fixed step: the variants compared at equal steps
         was = S.model.training
@@ -243,7 +249,7 @@ def pretrain(cfg: PretrainConfig, out_dir: str | Path, progress: bool = True, lo
         S.model.train(was)
 
     stopped = loop.run(S.model, S.opt, S.data, S.step_loss, tc, state, out / "checkpoint", out / "train_log.jsonl",
-                       None, progress, dev=dev, dev_start=cfg.objective.joint_steps, snapshot=snapshot)
+                       on_log, progress, dev=dev, dev_start=cfg.objective.joint_steps, snapshot=snapshot)
     from forgetbench.train import early_stop
 
     stopping = early_stop.finish(S.model, state, out, tc.patience)
@@ -253,7 +259,8 @@ def pretrain(cfg: PretrainConfig, out_dir: str | Path, progress: bool = True, lo
               "parameters": sum(p.numel() for p in S.model.parameters()), "threads": tc.threads,
               "arithmetic": S.arith.record(), "environment": environment(),
               "continued_from": state.get("continued_from"),
-              "early_stop": stopping}
+              "early_stop": stopping,
+              "switch": switch.verdict(switch.curve_from_log(out / "train_log.jsonl"), m) if watched else None}
     final = export(S.model.cpu(), out, S.meta["labels"], record)
     log(f"stopped by {stopped} at step {state['step']}; encoder in {final}")
     return final
