@@ -4,7 +4,7 @@
 # improvement; taggers and k-fold parsers by the same rule):
 #   biaffine  its taggers: 2-fold jackknife + final
 #   SynTr     the biaffine parser's tagger and training tags (--tagger-from)
-#   RNGTr     warm-started from that SynTr, initial parser = the biaffine one, 2 iterations per batch
+#   RNGTr     warm-started from that SynTr, initial parser = the biaffine one, T = 3 iterations in training and test (the thesis)
 #   RNGTr     the same without the relation LayerNorm (the ablation)
 #   RNGTr     after 2 fold biaffine parsers: trained on their held-out predictions (k-fold)
 #   G2GTr     Wolof-WTB only
@@ -24,10 +24,10 @@ for tb in UD_Wolof-WTB:wo_wtb UD_English-LinES:en_lines UD_Turkish-IMST:tr_imst;
     name=$code-rngtr; flag=()
     [ $ln = off ] && { name=$code-rngtr-noln; flag=(--no-relation-norm); }
     [ -d "$out/$name" ] || forgetbench parse train --arch rngtr "${common[@]}" --initial "$out/$code-biaffine" \
-        --warm-start "$out/$code-syntr" --train-iterations 2 --refiner-graphs empty "${flag[@]}" --out "$out/$name"
+        --warm-start "$out/$code-syntr" --refiner-graphs empty "${flag[@]}" --out "$out/$name"
   done
   [ -d "$out/$code-rngtr-kfold" ] || forgetbench parse train --arch rngtr "${common[@]}" \
-      --initial "$out/$code-biaffine" --warm-start "$out/$code-syntr" --train-iterations 2 \
+      --initial "$out/$code-biaffine" --warm-start "$out/$code-syntr" \
       --refiner-graphs kfold --folds 2 --out "$out/$code-rngtr-kfold"
   if [ $code = wo_wtb ] && [ ! -d "$out/$code-g2gtr" ]; then
     forgetbench parse train --arch g2gtr "${common[@]}" --out "$out/$code-g2gtr"

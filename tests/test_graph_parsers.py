@@ -148,14 +148,78 @@ def test_refinement_stops_when_the_graph_no_longer_changes():
     assert len(res["per_iteration"]) == 3
     for k, n in enumerate((6, 6, 4)):
         assert tree_problems(res["heads"][k, 1 : n + 1].tolist()) is None  # the final graph is an MST tree
-    # a refiner that ignores its input graph reaches a fixed point after 2 iterations: G^2 = G^1 → stop
+    # a refiner that ignores its input graph: G¹ is the MST of its scores, G² their argmax (the MST again where the
+    # argmax is a tree), G³ = G² → every sentence stops by iteration 3 of at most 4, and its tree never changes
     for layer in model.encoder.layers:
         layer.self_attn.rel_key.weight.data.zero_()
         layer.self_attn.rel_value.weight.data.zero_()
         layer.self_attn.rel_norm = None
-    res = refine(model, words, chars, tags, empty, empty, iterations=3, record=True)
-    assert res["iterations"] == [2, 2, 2]
+    res = refine(model, words, chars, tags, empty, empty, iterations=4, record=True)
+    assert all(r in (2, 3) for r in res["iterations"])
     assert all(torch.equal(h, res["heads"]) for h, _ in res["per_iteration"])
+
+
+def test_rngtr_protocol_g1_by_mst_no_self_loop_two_cycles_dropped_and_the_stop_in_training():
+    """The thesis's protocol as the authors' code runs it: G¹ is the MST (a tree) and later graphs the argmax, no
+    word ever its own head, a 2-cycle enters the next input with both arcs dropped, and a sentence whose graph
+    stops changing leaves the training loss."""
+    from forgetbench.parsing.parsers import refine as R
+    from forgetbench.parsing.structures.relations import relation_ids
+
+    # 2-cycles by hand: words 1 and 2 head each other, 3 → 1; position 0 is the root
+    heads = torch.tensor([[-1, 2, 1, 1, -1]])
+    assert R.without_two_cycles(heads).tolist() == [[-1, -1, -1, 1, -1]]
+    assert R.without_two_cycles(torch.tensor([[-1, 0, 1, 2]])).tolist() == [[-1, 0, 1, 2]]  # a tree keeps all
+    torch.manual_seed(5)
+    cfg = GraphParserConfig(n_words=20, n_chars=10, n_tags=6, n_rels=4, graph="labelled", **TINY_TR)
+    model = GraphParser(cfg).eval()
+    B, L = 3, 7
+    words = torch.randint(3, 20, (B, L))
+    chars, tags = torch.randint(1, 10, (B, L, 4)), torch.randint(3, 6, (B, L))
+    arc = torch.zeros(B, L, L)
+    arc[:, :, :] = -5.0
+    for d in range(L):
+        arc[:, d, d] = 10.0  # each word prefers itself: never chosen
+        arc[:, d, 0] = 1.0
+    h, _ = R.argmax_graph(model, arc, *model.encode(words, chars, tags, relation_ids(torch.full((B, L), -1)))[1:],
+                          words != 0)
+    assert (h[:, 1:] == 0).all()  # the self-loop lost to the next best head, the root
+    seen = []
+    real = model.encode
+
+    def spy(w, c, t, P):
+        seen.append(P.clone())
+        return real(w, c, t, P)
+
+    model.encode = spy
+    empty = torch.full((B, L), -1)
+    R.refine(model, words, chars, tags, empty, empty, iterations=3)
+    g1 = seen[1]  # the input of iteration 2 is G¹: one head per word, and a tree
+    from forgetbench.parsing.structures.relations import graph_of
+
+    g1_heads, _ = graph_of(g1)
+    for k in range(B):
+        assert tree_problems(g1_heads[k, 1:].tolist()) is None
+    # training: a refiner that ignores its input graph stops every sentence at iteration 3 (G³ = G²) at the latest,
+    # so T = 5 adds no term after that: the loss equals the one with T = 3 (the same graphs, the same mean)
+    for layer in model.encoder.layers:
+        layer.self_attn.rel_key.weight.data.zero_()
+        layer.self_attn.rel_value.weight.data.zero_()
+        layer.self_attn.rel_norm = None
+    model.encode = real
+    from forgetbench.parsing.parsers.architectures import loss_fn
+
+    gold_h = torch.randint(0, L, (B, L)).masked_fill(torch.arange(L) == 0, -100)
+    gold_r = torch.randint(0, 4, (B, L)).masked_fill(torch.arange(L) == 0, -100)
+    with torch.no_grad():
+        one = R.refinement_loss(model, words, chars, tags, empty, empty, gold_h, gold_r, loss_fn, 1)
+        many = R.refinement_loss(model, words, chars, tags, empty, empty, gold_h, gold_r, loss_fn, 5)
+    assert torch.allclose(one, many)  # every iteration scores alike; stopped sentences add no term
+    calls = []
+    model.encode = lambda *a: calls.append(1) or real(*a)
+    with torch.no_grad():
+        R.refinement_loss(model, words, chars, tags, empty, empty, gold_h, gold_r, loss_fn, 5)
+    assert 2 <= len(calls) <= 3  # the stop fired in training: no 4th or 5th pass
 
 
 def test_warm_started_refiner_with_zero_relations_equals_its_syntr():
@@ -253,6 +317,13 @@ def test_parse_cli_trains_and_evaluates_a_refiner_and_refuses_bad_input(toy, tmp
         assert not (tmp_path / f"m{k}").exists()
     assert main(["parse", "eval", str(d / "syntr"), str(dv), "--iterations", "2"]) == 2
     assert "RNGTr parsers only" in capsys.readouterr().err
+    # the thesis's T by default: 4 from the empty graph, 3 from an initial parser, training and test alike
+    for k, extra in enumerate(([], ["--initial", str(d / "biaffine"), "--refiner-graphs", "empty"])):
+        out = tmp_path / f"t{k}"
+        assert main(["parse", "train", "--quiet", "--arch", "rngtr", "--train", str(tr), "--dev", str(dv), "--out",
+                     str(out), "--max-steps", "2", "--eval-every", "1", "--patience", "1", *extra]) == 0
+        rec = json.loads((out / "training.json").read_text())
+        assert rec["iterations"] == rec["train_iterations"] == (4, 3)[k], rec
 
 
 def test_parse_compress_covers_the_refiner_and_its_initial_parser_and_says_which_forgets_more(toy, tmp_path):

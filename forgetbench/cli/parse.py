@@ -157,9 +157,12 @@ def add_commands(sub) -> None:
                                           "architectures compared on the same tags, no second jackknife")
     pt.add_argument("--initial", help="rngtr: the parser (biaffine or syntr folder) whose output is the initial graph; "
                                       "default: the empty graph")
-    pt.add_argument("--iterations", type=positive, default=3, help="rngtr: at most T refinement iterations")
-    pt.add_argument("--train-iterations", type=positive, default=2,
-                    help="rngtr: refinement iterations per training batch (the measured setting)")
+    pt.add_argument("--iterations", type=positive,
+                    help="rngtr: at most T refinement iterations (default: the thesis's T, 3 from an initial parser, "
+                         "4 from the empty graph)")
+    pt.add_argument("--train-iterations", type=positive,
+                    help="rngtr: refinement iterations per training batch (default: --iterations, as the thesis "
+                         "trains and tests alike)")
     pt.add_argument("--refiner-graphs", choices=["empty", "kfold"],
                     help="rngtr: the first training iteration's input graphs: empty, or k-fold predictions of the "
                          "initial parser's architecture (--folds parsers, trained first with the run's budget); "

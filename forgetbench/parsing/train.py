@@ -33,7 +33,7 @@ from forgetbench.parsing.metrics import ParseScores, score
 from forgetbench.parsing.parsers import interface as parsers
 from forgetbench.parsing.parsers.architectures import check_initial_parser
 from forgetbench.parsing.parsers.model import BiaffineParser, ParserConfig
-from forgetbench.parsing.parsers.refine import DEFAULT_ITERATIONS
+from forgetbench.parsing.parsers.refine import DEFAULT_ITERATIONS, EMPTY_ITERATIONS
 from forgetbench.parsing.parsers.tagger import (
     load_tagger,
     load_tagger_dir,
@@ -188,8 +188,8 @@ class ParseTrainConfig:
     jackknife: int = 2
     tagger_from: str | None = None
     initial: str | None = None
-    iterations: int = DEFAULT_ITERATIONS
-    train_iterations: int | None = 2
+    iterations: int | None = None  # None: the thesis's T (3 from an initial parser, 4 from the empty graph)
+    train_iterations: int | None = None  # None: iterations (training and test alike)
     warm_start: str | None = None
     refiner_graphs: str | None = None  # None: k-fold graphs with an initial parser, else empty ones
     folds: int = 2
@@ -239,6 +239,7 @@ def train_parser(cfg: ParseTrainConfig, progress: bool = True) -> dict:
                 if f.name not in ("max_steps", "patience", "eval_every", "tagger_max_steps", "network")} | {
         "model": net["model"] | cfg.model, "tagger_network": net["tagger"], "anneal": net["anneal"]} | {
         "refiner_graphs": cfg.refiner_graphs or ("kfold" if cfg.initial else "empty"),
+        "iterations": cfg.iterations or (DEFAULT_ITERATIONS if cfg.initial else EMPTY_ITERATIONS),
         "max_epochs": cfg.max_epochs or 200, "tagger_epochs": cfg.tagger_epochs or 999, "steps": steps,
         "tagger_steps": tagger_steps}
     files = [settings.pop(k) for k in ("train", "dev", "out")]

@@ -1,20 +1,28 @@
-"""RNGTr: recursive non-autoregressive graph-to-graph refinement (docs/METHOD.md §4).
+"""RNGTr: recursive non-autoregressive graph-to-graph refinement (docs/METHOD.md §4), by the thesis's protocol
+(Ch. 3, §3.3) and the authors' code where the thesis is silent (``idiap/g2g-transformer``, ``parser/model.py``).
 
     G^0 = an initial parser's output (biaffine, SynTr) or the empty graph
     Z^t = Encoder(W, P(G^{t−1})),  G^t = Decoder(Z^t)      t = 1 … T
 
 Rules, exactly:
 
-- **Intermediate graphs** are per-token argmax: each word takes its best-scoring head and the
-  best label at that head (not necessarily a tree).
-- **Stop** when a sentence's graph no longer changes: if G^t = G^{t−1} (heads and labels of every
-  word) the next iteration would see the same input and give the same output, so the sentence is
-  done; its tree is the MST of iteration t's scores. The others go on, at most ``T`` iterations
-  (default 3); after iteration T the tree is the MST of iteration T's scores.
+- **G¹ is the MST** of iteration 1's scores (the authors' ``prepare_mst`` at the first iteration); **later
+  intermediate graphs** are per-token argmax (§3.3: each word its best-scoring head, the best label at that head;
+  not necessarily a tree). **No self-loop** is ever scored: a word's own position is excluded from its heads
+  (the authors' ``_mask_arc``). **A 2-cycle** (d's head is h and h's head is d) enters the next iteration's input
+  with both arcs dropped (the authors' ``build_graph_*``: entries present in both directions zeroed); a tree has
+  none.
+- **Stop** when a sentence's graph no longer changes, in training and test alike (§3.3, "Stopping Criterion"): if
+  G^t = G^{t−1} for t ≥ 2 (heads and labels of every word; G¹ is never compared with G⁰, as the authors' loops
+  begin comparing after the first graph-conditioned pass) the sentence is done — at test its tree is the MST of iteration
+  t's scores, in training it leaves the later iterations' loss. The others go on, at most ``T`` iterations
+  (the thesis: T = 3 from an initial parser, 4 from the empty graph; ``iterations``); after iteration T the tree
+  is the MST of iteration T's scores.
 - **The final graph** is the MST (single root, non-projective; ``decode.mst``), labels at its heads.
-- **Training** (``refinement_loss``): every iteration is trained on the previous iteration's
-  output, with no backpropagation through iterations (G^t is an argmax: discrete, detached); the
-  batch loss is the mean over iterations of the head + label cross-entropy against gold.
+- **Training** (``refinement_loss``): every iteration is trained on the previous iteration's output, with no
+  backpropagation through iterations (G^t is discrete, detached); the batch loss is the mean over iterations of
+  the head + label cross-entropy against gold over the sentences still refining. (The authors take one optimiser
+  step per iteration; here one step on the mean: METHOD §4 lists it.)
 
 Per-iteration trees (``record=True``): the MST tree each sentence would have if refinement stopped
 after iteration t (a stopped sentence keeps its final tree), for per-iteration LAS.
@@ -28,17 +36,32 @@ from forgetbench.parsing.layers.modules import rows
 from forgetbench.parsing.structures.decode import mst
 from forgetbench.parsing.structures.relations import relation_ids
 
-DEFAULT_ITERATIONS = 3
+DEFAULT_ITERATIONS = 3  # T from an initial parser (the thesis)
+EMPTY_ITERATIONS = 4  # T from the empty graph (the thesis)
+
+
+def without_two_cycles(heads: torch.Tensor) -> torch.Tensor:
+    """``heads`` [B, L] with both arcs of every 2-cycle (d → h and h → d) set to -1 (no arc)."""
+    B, L = heads.shape
+    ok = (heads > 0) & (heads < L)
+    h = heads.clamp(0, L - 1)
+    back = heads.gather(1, h)  # the head's own head
+    pos = torch.arange(L, device=heads.device).expand(B, L)
+    cycle = ok & (back == pos)
+    return heads.masked_fill(cycle, -1)
 
 
 def graph_relations(model, heads: torch.Tensor, rels: torch.Tensor) -> torch.Tensor:
-    """Relation ids of the graph (heads, rels) [B, L] in the form ``model`` was built for (labelled or not)."""
+    """Relation ids of the graph (heads, rels) [B, L] in the form ``model`` was built for (labelled or not), its
+    2-cycles dropped."""
+    heads = without_two_cycles(heads)
     return relation_ids(heads, rels if model.cfg.graph == "labelled" else None)
 
 
 def argmax_graph(model, arc, rel_dep, rel_head, mask) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-token argmax heads and the argmax label at each; -1 at the root and padding."""
-    heads = arc.argmax(-1)
+    """Per-token argmax heads (never the word itself) and the argmax label at each; -1 at the root and padding."""
+    L = arc.shape[-1]
+    heads = arc.masked_fill(torch.eye(L, dtype=torch.bool, device=arc.device), float("-inf")).argmax(-1)
     rels = model.label_scores(rel_dep, rel_head, heads).argmax(1)
     word = mask.clone()
     word[:, 0] = False
@@ -78,9 +101,12 @@ def refine(model, words, chars, tags, heads0: torch.Tensor, rels0: torch.Tensor,
     for t in range(1, iterations + 1):
         idx = active
         arc, rd, rh = model.encode(words[idx], rows(chars, idx), tags[idx], graph_relations(model, heads[idx], rels[idx]))
-        new_h, new_r = argmax_graph(model, arc, rd, rh, mask[idx])
+        if t == 1:  # G¹ is the MST of iteration 1's scores
+            new_h, new_r = mst_graph(model, arc, rd, rh, [lengths[int(i)] for i in idx])
+        else:
+            new_h, new_r = argmax_graph(model, arc, rd, rh, mask[idx])
         same = ((new_h == heads[idx]) & (new_r == rels[idx])).all(-1)
-        stop = same if t < iterations else torch.ones_like(same)
+        stop = (same & (t > 1)) if t < iterations else torch.ones_like(same)  # G¹ is never compared with G⁰
         need_tree = stop | torch.tensor(record, device=stop.device).expand_as(stop)
         sel = need_tree.nonzero().flatten()
         if len(sel):
@@ -105,14 +131,30 @@ def refine(model, words, chars, tags, heads0: torch.Tensor, rels0: torch.Tensor,
 
 
 def refinement_loss(model, words, chars, tags, heads0, rels0, gold_heads, gold_rels, loss_fn, iterations: int):
-    """Mean over t = 1..``iterations`` of ``loss_fn(arc, label scores at gold heads)`` with input graph G^{t−1};
-    G^t is the detached per-token argmax of iteration t (no backpropagation through iterations)."""
+    """Mean over t = 1..``iterations`` of ``loss_fn(arc, label scores at gold heads)`` with input graph G^{t−1}, over
+    the sentences still refining: G^t (the MST at t = 1, then the detached per-token argmax) equal to G^{t−1} stops a
+    sentence, and it leaves the later iterations' loss (no backpropagation through iterations)."""
     mask = words != 0
+    lengths = (mask.sum(-1) - 1).tolist()
     heads, rels = heads0, rels0
-    total = 0.0
-    for _ in range(iterations):
+    active = torch.ones(words.shape[0], dtype=torch.bool, device=words.device)
+    total, n = 0.0, 0
+    for t in range(1, iterations + 1):
         arc, rd, rh = model.encode(words, chars, tags, graph_relations(model, heads, rels))
-        total = total + loss_fn(arc, model.label_scores(rd, rh, gold_heads), {"heads": gold_heads, "rels": gold_rels})
+        gh = gold_heads.masked_fill(~active.unsqueeze(1), -100)
+        gr = gold_rels.masked_fill(~active.unsqueeze(1), -100)
+        total = total + loss_fn(arc, model.label_scores(rd, rh, gold_heads), {"heads": gh, "rels": gr})
+        n += 1
+        if t == iterations:
+            break
         with torch.no_grad():
-            heads, rels = argmax_graph(model, arc.detach(), rd.detach(), rh.detach(), mask)
-    return total / iterations
+            if t == 1:
+                new_h, new_r = mst_graph(model, arc.detach(), rd.detach(), rh.detach(), lengths)
+            else:
+                new_h, new_r = argmax_graph(model, arc.detach(), rd.detach(), rh.detach(), mask)
+            if t > 1:  # as at test: G² against G¹ first, never G¹ against G⁰
+                active = active & ~((new_h == heads) & (new_r == rels)).all(-1)
+            heads, rels = new_h, new_r
+        if not bool(active.any()):
+            break
+    return total / n
