@@ -1,10 +1,11 @@
 """RESULTS.md's tables as data: each marked table is rendered from a committed result file under ``docs/results/``.
 
-    python scripts/results.py render            # rewrite every marked table of docs/RESULTS.md from its file
+    python scripts/results.py render            # rewrite every marked table of RESULTS.md and the model cards
     python scripts/results.py check             # exit 1 where a marked table differs from its file's rendering
     python scripts/results.py mt-geneval RUN    # docs/results/mt-geneval.json from a sweep run with bias.mt_geneval
     python scripts/results.py distill-bias RUN  # docs/results/distill-bias.json from a distillation evaluation run
     python scripts/results.py sweep RUN NAME    # docs/results/NAME.json: a sweep's variant table (who pays, per variant)
+    python scripts/results.py groups RUN NAME   # docs/results/NAME.json: a student's share of its teacher per pair group
 
 A marked table sits between ``<!-- results: FILE TABLE -->`` and ``<!-- /results -->`` (FILE: a name under
 ``docs/results/`` without ``.json``). A result file holds the command that produced it, the commit, host, date, the
@@ -24,6 +25,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 RESULTS = REPO / "docs" / "RESULTS.md"
+
+
+def documents() -> list[Path]:
+    """The documents whose marked tables are rendered: RESULTS.md and every shipped model's card."""
+    return [RESULTS, *sorted((REPO / "artifacts").glob("*/README.md"))]
 FOLDER = REPO / "docs" / "results"
 BLOCK = re.compile(r"(<!-- results: (\S+) (\S+) -->\n)(.*?)(<!-- /results -->)", re.S)
 
@@ -164,7 +170,9 @@ def _provenance(run: Path, S: dict, command: str) -> dict:
     store.close()
     config = (source.resolve().relative_to(REPO) if source.resolve().is_relative_to(REPO)
               else str(source).replace(str(Path.home()), "~", 1))
-    return {"command": command.format(config=config), "config": str(config),
+    import datetime
+
+    return {"command": command.format(config=config), "config": str(config), "date": datetime.date.today().isoformat(),
             "config_sha256": sha256_file(run / "config.yaml") if (run / "config.yaml").is_file() else None,
             "commit": commit, "host": _host(), "models": S["signatures"]["models"]}
 
@@ -313,6 +321,47 @@ def sweep(run: Path) -> dict:
     return out
 
 
+# SMaLL-100 thesis, Tables 6.2 (low-resource groups, FLORES-101 "AVG") and 6.9 (M2M … H2H): SMaLL-100 and
+# M2M-100 12B spBLEU on FLORES-101, directions where the 12B reaches 3 spBLEU.
+THESIS_SPBLEU = {"L2H": (14.3, 18.2), "M2H": (24.2, 29.5), "H2L": (10.2, 13.9), "H2M": (22.6, 27.6),
+                 "H2H": (28.8, 34.3), "low": (10.7, 13.3)}
+
+
+def groups(run: Path, student: str = "student-kd") -> dict:
+    """The result file of a distillation evaluation's pair groups (thesis tiers, the analysis's kept pairs): per
+    group the teacher's and the student's spBLEU and chrF, the student's share of each, its spBLEU difference with
+    the stratified paired interval, and beside it SMaLL-100's share of M2M-100 12B's spBLEU (thesis Tables 6.2 and
+    6.9)."""
+    S = json.loads((run / "report" / "summary.json").read_text(encoding="utf-8"))
+    base, pg = S["base"], S["pair_groups"]["thesis"]
+    rows = []
+    for g, d in pg.items():
+        if not d.get("pairs"):
+            continue
+        t, s = d["scores"][base], d["scores"][student]
+        c = (d.get("contrasts") or {}).get(f"{student} vs {base}", {}).get("spBLEU") or {}
+        th = THESIS_SPBLEU.get(g)
+        rows.append([g, d["pairs"], t["spBLEU"], s["spBLEU"], 100 * s["spBLEU"] / t["spBLEU"] if t["spBLEU"] else None,
+                     [c.get("difference"), *(c.get("ci") or [None, None])], t["chrF"], s["chrF"],
+                     100 * s["chrF"] / t["chrF"] if t["chrF"] else None, None if th is None else 100 * th[0] / th[1]])
+    table = {"columns": [{"name": "pair group (thesis tiers)", "align": "left"}, {"name": "directions", "digits": 0},
+                         {"name": "teacher spBLEU", "digits": 2}, {"name": f"{student} spBLEU", "digits": 2},
+                         {"name": "share of the teacher's spBLEU %", "digits": 1},
+                         {"name": f"{student} − teacher spBLEU [95 % CI]", "digits": 2},
+                         {"name": "teacher chrF", "digits": 2}, {"name": f"{student} chrF", "digits": 2},
+                         {"name": "share of the teacher's chrF %", "digits": 1},
+                         {"name": "SMaLL-100's share of M2M-100 12B's spBLEU % (thesis)", "digits": 1}],
+             "rows": rows}
+    out = _provenance(run, S, "forgetbench sweep {config} --out RUN && python scripts/results.py groups RUN NAME")
+    out.update({"base": base, "student": student, "settings": {"generation": S["run"]["generation"],
+                                                               "thresholds": S["thresholds"],
+                                                               "kept": sum(p["kept"] for p in S["pairs"]),
+                                                               "pairs": len(S["pairs"])},
+                "thesis": "SMaLL-100 thesis Tables 6.2 and 6.9, FLORES-101, SMaLL-100 / M2M-100 12B spBLEU",
+                "tables": {"groups": table}})
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -329,7 +378,22 @@ def main() -> int:
     s.add_argument("run", type=Path)
     s.add_argument("name", help="the result file's name under docs/results (without .json)")
     s.add_argument("--note", default=None, help="what a reader must know of the run (kept in the file)")
+    g = sub.add_parser("groups")
+    g.add_argument("run", type=Path)
+    g.add_argument("name", help="the result file's name under docs/results (without .json)")
+    g.add_argument("--student", default="student-kd")
+    g.add_argument("--note", default=None, help="what a reader must know of the run (kept in the file)")
     a = ap.parse_args()
+    if a.cmd == "groups":
+        from forgetbench.io import atomic_write_json
+
+        out = FOLDER / f"{a.name}.json"
+        result = groups(a.run, a.student)
+        if a.note:
+            result["note"] = a.note
+        atomic_write_json(out, result)
+        print(out)
+        return 0
     if a.cmd == "sweep":
         from forgetbench.io import atomic_write_json
 
@@ -349,19 +413,20 @@ def main() -> int:
         atomic_write_json(a.out, result)
         print(f"{a.out}")
         return 0
-    text = RESULTS.read_text(encoding="utf-8")
-    new = render(text)
-    if a.cmd == "check":
-        if new != text:
-            bad = [m.group(2) + " " + m.group(3) for m, n in zip(BLOCK.finditer(text), BLOCK.finditer(new), strict=True)
-                   if m.group(0) != n.group(0)]
-            print(f"results: RESULTS.md differs from its result files in {', '.join(bad)}: run python "
-                  "scripts/results.py render", file=sys.stderr)
-            return 1
-        return 0
-    RESULTS.write_text(new, encoding="utf-8")
-    return 0
-
+    status = 0
+    for doc in documents():
+        text = doc.read_text(encoding="utf-8")
+        new = render(text)
+        if a.cmd == "check":
+            if new != text:
+                bad = [m.group(2) + " " + m.group(3) for m, n in zip(BLOCK.finditer(text), BLOCK.finditer(new),
+                                                                     strict=True) if m.group(0) != n.group(0)]
+                print(f"results: {doc.relative_to(REPO)} differs from its result files in {', '.join(bad)}: run "
+                      "python scripts/results.py render", file=sys.stderr)
+                status = 1
+        elif new != text:
+            doc.write_text(new, encoding="utf-8")
+    return status
 
 if __name__ == "__main__":
     sys.exit(main())
