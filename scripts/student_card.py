@@ -176,6 +176,22 @@ def sampling_phrase(data: dict) -> str:
     return "language-balanced data (every direction the same budget, SMaLL-100's uniform sampling)"
 
 
+def thesis_lines() -> list[str]:
+    """The thesis's protocol beside today's (SMaLL-100 thesis §6.3.3, Tables 6.2 and 6.9): tables rendered from
+    their result files by ``scripts/results.py render`` (markers; the numbers are never written twice)."""
+    return ["", "## The thesis's protocol beside today's (FLORES-101, 28 directions × 500 sentences; thesis tiers)", "",
+            "The thesis measures SMaLL-100 with beam 5, spBLEU, and only the directions where the teacher reaches 3 "
+            "spBLEU (§6.3.3, Table 6.2); today's tables above decode greedily, keep every direction and lead with "
+            "chrF. Groups by the thesis's resource tiers (M2M-100's data per language); the last column is SMaLL-100's "
+            "share of M2M-100 12B's spBLEU on FLORES-101 (Tables 6.2 and 6.9). Beam 5 with the filter "
+            "(`configs/distill-eval-thesis.yaml`), the same translations without it "
+            "(`forgetbench report RUN --config configs/distill-eval-thesis-nofilter.yaml`), and today's protocol "
+            "(`configs/distill-eval.yaml`):", "",
+            "<!-- results: distill-groups-thesis groups -->", "<!-- /results -->", "",
+            "<!-- results: distill-groups-thesis-nofilter groups -->", "<!-- /results -->", "",
+            "<!-- results: distill-groups groups -->", "<!-- /results -->"]
+
+
 def main(model_dir: str, me: str, twin: str, wall_s: str, speed_json: str, *evals: str) -> None:
     m = Path(model_dir)
     t = json.loads((m / "training.json").read_text())
@@ -270,6 +286,8 @@ def main(model_dir: str, me: str, twin: str, wall_s: str, speed_json: str, *eval
         lines += ["", "The no-KD twin of these weights is not trained yet (the twin in `artifacts/student-nokd` is "
                   "an earlier student's): `forgetbench distill configs/distill-nokd-corpus.yaml --out "
                   f"runs/student-nokd-corpus --steps-of runs/{me}` trains it on the same batches and steps."]
+    if is_kd and (Path(__file__).resolve().parents[1] / "docs" / "results" / "distill-groups-thesis.json").is_file():
+        lines += thesis_lines()
     if S:
         lines += ["", f"Metric signatures: chrF `{S['signatures']['chrF']}`; spBLEU `{S['signatures']['spBLEU']}` (the "
                   "teacher's own SPM: comparable within forgetbench only)."]
@@ -280,7 +298,13 @@ def main(model_dir: str, me: str, twin: str, wall_s: str, speed_json: str, *eval
     lines += ["", "## Licence and intended use", "",
               "Research only (the training data includes Tatoeba, CC BY-NC-SA 4.0). Like its teacher, it reproduces a "
               "resource skew on purpose; do not use it to translate anything that matters."]
-    atomic_write_text(m / "README.md", "\n".join(lines) + "\n")
+    text = "\n".join(lines) + "\n"
+    if "<!-- results:" in text:  # the tables rendered from their result files, as `scripts/results.py render` does
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from results import render
+
+        text = render(text)
+    atomic_write_text(m / "README.md", text)
     print(f"wrote {m / 'README.md'}")
 
 
