@@ -79,7 +79,8 @@ def resolve(table: dict, folder: Path = FOLDER) -> dict:
     """A headline table: each row's number read from the result file it names, never written twice."""
     rows = [[h["question"], h["section"], h["what"],
              " · ".join(lookup(r, folder) for r in h["from"]) if h.get("from") else h.get("pending", "–"),
-             ", ".join(f"`{r['file']}`" for r in h.get("from", [])) or "–"] for h in table["headlines"]]
+             ", ".join(f"`{f}`" for f in dict.fromkeys(r["file"] for r in h.get("from", []))) or "–"]
+            for h in table["headlines"]]
     return {"columns": table["columns"], "rows": rows}
 
 
