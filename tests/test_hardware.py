@@ -295,7 +295,7 @@ def test_gpu_placement_per_process_on_a_machine_of_gpus(monkeypatch, tmp_path):
     monkeypatch.setattr(ct2, "require", lambda: types.SimpleNamespace(Translator=Translator))
     tok = type("Tok", (), {"convert_ids_to_tokens": lambda self, ids: [str(i) for i in ids], "__len__": lambda self: 3})()
     cfg = types.SimpleNamespace(backend=types.SimpleNamespace(device="cuda", compute_type="int8"), threads=1)
-    monkeypatch.setattr("forgetbench.sweep.run.ct2_folder", lambda *a: tmp_path)
+    monkeypatch.setattr("forgetbench.sweep.variants.ct2_folder", lambda *a: tmp_path)
     translator_for(cfg, tmp_path, "base", "ctranslate2", None, tok, place(Hardware(device="cuda"), "cfg", rank=1,
                                                                             local_world=2, count=2))
     assert (made["device"], made["device_index"]) == ("cuda", 1)

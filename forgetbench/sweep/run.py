@@ -16,13 +16,9 @@ run record holds rank 0's seconds per stage and every process's seconds per kind
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import json
 import os
 import re
-import shutil
-import statistics
 import sys
 import threading
 import time
@@ -31,259 +27,37 @@ from pathlib import Path
 import torch
 import yaml
 
-from forgetbench.compress.bnb import arithmetic
-from forgetbench.compress.pipeline import compress_dir, load_compressed, load_model_dir, nominal_ratio
 from forgetbench.console import Console, as_console
 from forgetbench.errors import ForgetbenchError
 from forgetbench.eval import bias as biasmod
 from forgetbench.eval.analysis import is_two_script_excluded, sentences_analysed
 from forgetbench.eval.attention_maps import attention_map, pick_examples
-from forgetbench.eval.backends import RoutedTranslator, TorchTranslator, fake_quantised
+from forgetbench.eval.backends import RoutedTranslator, TorchTranslator
 from forgetbench.eval.metrics import SpBLEU
 from forgetbench.eval.sentence_stats import lid_pass, xattn_pass
-from forgetbench.eval.speed import batch1_speed, batched_speed, interleaved
 from forgetbench.eval.store import Store
 from forgetbench.eval.summary import Summary
 from forgetbench.eval.translate import run_variant
 from forgetbench.io import atomic_write_text, sha256_file
-from forgetbench.models import ct2
 from forgetbench.models.decoder_step import direct_unsupported
 from forgetbench.models.generation import greedy_supported
 from forgetbench.models.hardware import Placement, activate, describe, numerics, place
 from forgetbench.models.load import weights_sha256
 from forgetbench.sweep.config import SweepConfig
-from forgetbench.sweep.plan import source_size
+from forgetbench.sweep.deploy import deployment_pass, pool_base_timings  # noqa: F401 (the pass run_sweep runs)
 from forgetbench.sweep.schedule import Unit, done_count, next_unit, units
 from forgetbench.sweep.summarise import summarise
-
-
-def variant_arithmetic(recipe, placement: Placement | None) -> dict:
-    """What a variant's weights are stored in and its matmuls compute in: bitsandbytes by its rule 5
-    (``compress.bnb.arithmetic``), every other variant in the placement's dtype (fake-quantised int8 values
-    included: they are computed in it)."""
-    dtype = placement.hardware.dtype if placement is not None else "float32"
-    q = None if recipe is None else recipe.load_quantisation
-    return arithmetic(q, dtype) if q is not None else {"weights": dtype, "compute_dtype": dtype}
-
-
-def model_sizes(folder: Path, sweep_model: Path, recipe) -> dict:
-    """The sizes of a model folder translated as it is (the base, a student, a bitsandbytes variant): a compress
-    output's own record (``compression.json``: its artefacts and nominal size; the artefacts beside the dense file
-    not counted as weights); else its weights files, and for a model other than the sweep's (a student) its
-    parameters over the sweep model's as its nominal size; a load-time recipe's ratio multiplied in."""
-    sizes = None
-    if (folder / "compression.json").is_file():
-        try:
-            sizes = dict(json.loads((folder / "compression.json").read_text())["sizes"])
-        except (OSError, ValueError, KeyError, TypeError):
-            sizes = None
-    if sizes is None:
-        src_bytes, params = source_size(folder)
-        sizes = {"dense_bytes": src_bytes, "parameters": params, "nominal_ratio": 1.0}
-        if Path(folder).resolve() != Path(sweep_model).resolve():
-            base = source_size(sweep_model)[1]
-            sizes |= {"base_parameters": base, "nominal_ratio": params / base}
-    if recipe is not None:
-        sizes["nominal_ratio"] = sizes.get("nominal_ratio", 1.0) * nominal_ratio(recipe)
-    return sizes
-
-
-def prepare_variant(cfg: SweepConfig, run_dir: Path, store: Store, name: str, placement: Placement | None = None) -> None:
-    """A ``prepare`` unit: compress ``name`` (unless done; loaded as ``placement`` says), register its translation
-    series (backend, recipe, sizes), convert it for the CTranslate2 series."""
-    model, recipe = cfg.model_of(name), cfg.variants[name]
-    record_signals(store, name, model)
-    langs = cfg.routed(name)
-    if langs:  # one model per target language (eval.backends rule 4)
-        folder = run_dir / "variants" / name
-        folder.mkdir(parents=True, exist_ok=True)
-        for lang in langs:
-            _compress(model, recipe.for_target(lang), folder / lang, placement)
-        sizes = json.loads((folder / langs[0] / "compression.json").read_text())["sizes"]
-        info = {"recipe": recipe.name, "sizes": sizes, "routed": langs}
-    elif recipe is None or not recipe.written_steps:  # the base, or bitsandbytes alone (quantised when loaded)
-        folder, info = model, {"recipe": None if recipe is None else recipe.name,
-                               "sizes": model_sizes(model, cfg.model, recipe)}
-    else:
-        folder = run_dir / "variants" / name
-        _compress(model, recipe, folder, placement)
-        sizes = json.loads((folder / "compression.json").read_text())["sizes"]
-        info = {"recipe": recipe.name, "sizes": sizes}
-    info["arithmetic"] = variant_arithmetic(recipe, placement)
-    calibration = calibration_record(recipe)
-    if calibration:
-        info["calibration"] = calibration
-    known = store.variants()
-    if name in known:
-        sha = known[name]["model_sha256"]
-    elif langs:  # the members' hashes, in language order
-        sha = hashlib.sha256(" ".join(weights_sha256(folder / x) for x in langs).encode()).hexdigest()
-    else:
-        sha = weights_sha256(folder)
-    for series, backend in cfg.series(name):
-        if series not in known:
-            store.add_variant(series, str(folder), sha, info | {"variant": name, "backend": backend_label(cfg, backend)})
-        if backend == "ctranslate2":
-            ct2.cached_conversion(lambda n=name: load_variant(cfg, run_dir, n), ct2_folder(cfg, run_dir, name),
-                                  cfg.backend.compute_type, sha)
-
-
-def _compress(model: Path, recipe, folder: Path, placement: Placement | None) -> None:
-    """``recipe``'s written steps applied to ``model`` into ``folder``, unless a finished one is there."""
-    if not (folder / "compression.json").is_file():
-        if folder.exists():
-            shutil.rmtree(folder)
-        compress_dir(model, dataclasses.replace(recipe, steps=recipe.written_steps), folder, progress=False,
-                     placement=placement)
-
-
-def calibration_record(recipe) -> dict | None:
-    """A data-aware prune step's method, sparsity, scope, embeddings and calibration choice (for the Findings on
-    calibration: a choice is compared with the English-only calibration of an otherwise identical step)."""
-    for st in (recipe.steps if recipe is not None else ()):
-        if st.kind == "prune" and getattr(st.config, "needs_calibration", False):
-            c = st.calibration
-            return {"method": st.config.method, "sparsity": st.config.sparsity, "scope": st.config.scope,
-                    "include_embeddings": st.config.include_embeddings, "choice": c.choice, "language": c.language}
-    return None
-
-
-def backend_label(cfg: SweepConfig, backend: str) -> str:
-    return cfg.backend.describe() if backend == cfg.backend.name else backend
-
-
-def ct2_folder(cfg: SweepConfig, run_dir: Path, name: str, compute_type: str | None = None) -> Path:
-    return run_dir / "ctranslate2" / f"{name}-{compute_type or cfg.backend.compute_type}"
-
-
-def translator_for(cfg: SweepConfig, run_dir: Path, name: str, backend: str, model, tok,
-                   placement: Placement | None = None):
-    if backend == "ctranslate2":
-        device = cfg.backend.device
-        if device.startswith("cuda") and ":" not in device and placement is not None and placement.gpus:
-            device = f"cuda:{placement.gpus[0]}"  # this process's GPU, not every process on GPU 0
-        return ct2.Ct2Translator(ct2_folder(cfg, run_dir, name), tok, device, cfg.backend.compute_type, cfg.threads)
-    return TorchTranslator(model, tok)
-
-
-def _deployable(cfg: SweepConfig, run_dir: Path, name: str, placement: Placement | None, have_ct2: bool,
-                known: dict):
-    """A variant's deployable form: (translator, tokenizer, form, bytes on disk)."""
-    on_cpu = placement is None or not placement.cuda  # CTranslate2 int8 is the CPU deployment form
-    model, tok = load_variant(cfg, run_dir, name, None if on_cpu else placement, cfg.jobs[0].tgt)
-    if on_cpu and have_ct2 and type(model).__name__ == ct2.ARCHITECTURE:
-        folder = ct2.cached_conversion(lambda m=model, t=tok: (m, t), ct2_folder(cfg, run_dir, name, "int8"), "int8",
-                                       known[name]["model_sha256"])
-        return ct2.Ct2Translator(folder, tok, "cpu", "int8", cfg.threads), tok, "ctranslate2 int8", ct2.disk_bytes(folder)
-    form = "torch fp32" if placement is None or placement.hardware.is_default else \
-        f"torch {placement.hardware.dtype} ({placement.device})"
-    return TorchTranslator(model, tok), tok, form, known[name].get("sizes", {}).get("dense_bytes")
-
-
-def deployment_pass(cfg: SweepConfig, run_dir: Path, store: Store, placement: Placement | None = None) -> None:
-    """Per variant, once (``speed:<variant>`` in the store): its deployable form — CTranslate2 int8 where
-    CTranslate2 is installed, else torch fp32 — its size on disk (CTranslate2 stores a pruned model's zeros
-    densely; the sparse artefact's size is the variants table's) and its batch-1 and batched speed on the first
-    pair's first sentences: ``speed.rounds`` timings each, every other variant's interleaved with the base's
-    (``eval.speed`` rule 2: the speed-up with its interval), the base's alone only where no variant is timed
-    (else one alone, for its record: its row pools every timing of it). A fake-quantised variant's form is
-    its int8 artefact (static scales), which no runtime here executes: its size only (timing the torch emulation
-    would set an emulation's speed beside deployment speeds; ``benchmarks/backends.py`` measures its decode cost
-    against the base's torch loop)."""
-    have_ct2, gen, known = ct2.available(), cfg.generation, store.variants()
-    job, n, rounds, bs, new = cfg.jobs[0], cfg.speed_sentences, cfg.speed_rounds, gen.batch_size, gen.max_new_tokens
-    base = None  # the base's deployable form, loaded once
-    base_timed = not fake_quantised(cfg.variants.get(cfg.base))  # else no variant has a base to be timed beside
-    beside = base_timed and any(v != cfg.base and not fake_quantised(r) for v, r in cfg.variants.items())
-
-    def one(tr, tok):
-        return batch1_speed(tr, tok, job, n, new)
-
-    def batched(tr):
-        return batched_speed(tr, job, max(n, bs), bs, new)
-
-    for name in cfg.variants:
-        if store.meta(f"speed:{name}") is not None:
-            continue
-        if fake_quantised(cfg.variants[name]):  # its real int8 artefact, which no runtime here executes: not timed
-            store.set_meta(f"speed:{name}", {"form": "int8 artefact, static scales (no runtime here)",
-                                             "disk_bytes": known[name].get("sizes", {}).get("int8_bytes")})
-            continue
-        tr, tok, form, size = _deployable(cfg, run_dir, name, placement, have_ct2, known)
-        runs: dict[str, list[dict]] = {"one": [], "batched": []}  # this variant's timings, whole records
-
-        def own(kind, t=tr, k=tok, runs=runs):
-            runs[kind].append(one(t, k) if kind == "one" else batched(t))
-            return runs[kind][-1]["seconds"]
-
-        extra, extra_b = {}, {}
-        if name == cfg.base:  # its rounds alone; one where variants are timed beside it (pooled with theirs)
-            alone = 1 if beside else rounds
-            times = [own("one") for _ in range(alone)]
-            times_b = [own("batched") for _ in range(alone)]
-            extra, extra_b = {"rounds": alone, "round_seconds": times}, {"round_seconds": times_b}
-        elif base_timed:
-            if base is None:
-                base = _deployable(cfg, run_dir, cfg.base, placement, have_ct2, known)[:2]
-            b_tr, b_tok = base
-            vs = interleaved(lambda t=b_tr, k=b_tok: one(t, k)["seconds"], lambda: own("one"), rounds)
-            vs_b = interleaved(lambda t=b_tr: batched(t)["seconds"], lambda: own("batched"), rounds)
-            times, times_b, extra, extra_b = vs["seconds"], vs_b["seconds"], {"vs_base": vs}, {"vs_base": vs_b}
-        else:
-            times, times_b = [own("one")], [own("batched")]
-        first, first_b = runs["one"][0], runs["batched"][0]
-        med, med_b = statistics.median(times), statistics.median(times_b)
-        rec = {"form": form, "disk_bytes": size, **first, **extra, "batched": first_b | extra_b}
-        if med:  # the variant's own speed: the median over its timings
-            rec |= {"sentences_per_s": round(first["sentences"] / med, 3), "tokens_per_s": round(first["tokens"] / med, 1)}
-        if med_b:
-            rec["batched"]["sentences_per_s"] = round(first_b["sentences"] / med_b, 3)
-        store.set_meta(f"speed:{name}", rec)
-        tr = None  # the variant's translator released before the next is loaded
-    pool_base_timings(cfg, store)
-
-
-def pool_base_timings(cfg: SweepConfig, store: Store) -> None:
-    """The base's row from every timing of it — its own rounds and those interleaved with each variant — so its
-    speed is measured over the same moments as the variants' (their rows: their interleaved rounds' medians)."""
-    rec = store.meta(f"speed:{cfg.base}")
-    if not rec or not rec.get("round_seconds"):
-        return
-    others = [r for v in cfg.variants if v != cfg.base and (r := store.meta(f"speed:{v}")) and r.get("vs_base")]
-    one = list(rec["round_seconds"]) + [x for r in others for x in r["vs_base"]["base_seconds"]]
-    many = list(rec["batched"].get("round_seconds", [])) + [x for r in others for x in r["batched"]["vs_base"]["base_seconds"]]
-    med, med_b = statistics.median(one), statistics.median(many) if many else None
-    rec |= {"timings": len(one), "sentences_per_s": round(rec["sentences"] / med, 3)}
-    if rec.get("tokens") is not None:
-        rec["tokens_per_s"] = round(rec["tokens"] / med, 1)
-    if med_b:
-        rec["batched"] |= {"sentences_per_s": round(rec["batched"]["sentences"] / med_b, 3), "timings": len(many)}
-    store.set_meta(f"speed:{cfg.base}", rec)
-
-
-def record_signals(store: Store, name: str, model: Path) -> None:
-    """A distilled student's first and last probe (``signals.jsonl``, exported beside its weights: teacher–student KL
-    and CE per pair group) into the store, so the report can set who forgets beside the distillation signal."""
-    f = model / "signals.jsonl"
-    if store.meta(f"signals:{name}") is not None or not f.is_file():
-        return
-    probes = [r for r in map(json.loads, f.read_text(encoding="utf-8").splitlines()) if r.get("split") == "probe"]
-    if probes:
-        store.set_meta(f"signals:{name}", {"first": probes[0], "last": probes[-1]})
-
-
-def load_variant(cfg: SweepConfig, run_dir: Path, name: str, placement: Placement | None = None,
-                 tgt: str | None = None):
-    """A variant's model and tokenizer, fp32 on the CPU or where ``placement`` says (bitsandbytes variants
-    quantised as they load); for a variant routed by target language, the model of target language ``tgt``."""
-    recipe, folder, langs = cfg.variants[name], run_dir / "variants" / name, cfg.routed(name)
-    if langs and tgt not in langs:
-        raise ForgetbenchError(f"{name}: one model per target language ({', '.join(langs)}); no model for target {tgt!r}")
-    if not langs and (recipe is None or recipe.load_quantisation is not None):
-        folder = cfg.model_of(name) if recipe is None or not recipe.written_steps else folder
-        return load_model_dir(folder, placement=placement, quantisation=recipe and recipe.load_quantisation)
-    model, tok, _ = load_compressed(folder / tgt if langs else folder, placement=placement)
-    return model, tok
+from forgetbench.sweep.variants import (  # noqa: F401 (names callers import from here)
+    backend_label,
+    calibration_record,
+    ct2_folder,
+    load_variant,
+    model_sizes,
+    prepare_variant,
+    record_signals,
+    translator_for,
+    variant_arithmetic,
+)
 
 
 def prepare_run(cfg: SweepConfig, run_dir: Path, placement: Placement | None = None) -> None:
