@@ -173,8 +173,9 @@ def add_commands(sub) -> None:
     pt.add_argument("--warm-start", help="rngtr: initialise the refiner from this syntr folder (relation embeddings new)")
     pt.add_argument("--attention", choices=["g2g", "syng2g"], help="graph-input attention: relations on key and value "
                                                                    "(g2g, default) or on query and key (syng2g)")
-    pt.add_argument("--graph", choices=["labelled", "unlabelled"], help="rngtr: relation ids of the input graph "
-                                                                       "(default labelled)")
+    pt.add_argument("--graph", choices=["labelled", "unlabelled", "none"],
+                    help="relation ids of the input graph: rngtr labelled (default) or unlabelled; g2gtr unlabelled "
+                         "(default, the paper's k = 3), labelled, or none (the no-graph baseline, the paper's SentTr)")
     pt.add_argument("--no-relation-norm", dest="relation_norm", action="store_false", default=None,
                     help="no LayerNorm on the key-side relation embeddings (the ablation)")
     pt.add_argument("--no-value-relations", dest="value_relations", action="store_false", default=None,

@@ -137,6 +137,9 @@ class RNGTr(SynTr):
                                    "--arch rngtr, --initial PARSER and --folds >= 2")
 
     def model_kw(self, model_kw: dict, warm, dims: dict) -> dict:
+        if model_kw.get("graph") == "none":
+            raise ForgetbenchError("an RNGTr refines an input graph: --graph labelled or unlabelled (the graph-free "
+                                   "parser is --arch syntr)")
         model_kw = {"graph": "labelled"} | model_kw
         if warm is not None:  # the SynTr's sizes; only the graph settings may be given
             model_kw = {k: v for k, v in warm.model.cfg.to_dict().items() if k not in dims and k != "graph"} | model_kw
@@ -192,7 +195,7 @@ class G2GTr(Architecture):
     settings = {"lr": 1e-3, "betas": (0.9, 0.98), "warmup": 200, "max_tokens": 150}
 
     def build(self, cfg: dict) -> nn.Module:
-        return G2GTransitionParser(G2GConfig(**cfg))
+        return G2GTransitionParser(G2GConfig(**G2GConfig.stored(cfg)))
 
     def loss(self, model, b: dict, words, iterations: int):
         return transition_loss(model, b, words)

@@ -1,11 +1,23 @@
 """G2GTr: the transition-based graph-to-graph Transformer parser (docs/METHOD.md §4), sized for this CPU.
 
 Arc-standard with SWAP (``parsing.structures.transition``). At every step the sentence encoder is **re-run**
-with the configuration as input: each position gets a role embedding (s0, s1, rest of the stack,
-b0, rest of the buffer, reduced, padding) added to its token features, and every layer attends
-with the relation ids of the **partial graph** built so far (labelled, ``parsing.structures.relations``;
-graph-input attention of ``parsing.layers.graph_attention``). Two classifiers read the encoder states of
-the top stack items and the first buffer item (a learned vector stands in for a missing item):
+with the configuration's partial graph as input. By default the paper's **SentTr + G2GTr** (Mohammadshahi &
+Henderson, §3.2, §4.2–4.3): the encoder reads the sentence (token features + sinusoidal positions), every layer
+attends with the **unlabelled** relation ids of the partial graph (k = 3: none, to the head, to a dependent; keys
+and values), and each attached word's **dependency label embedding is added to its input** (§3.2: "label
+embeddings added to the input token embeddings of the dependent word"). Settings (``G2GConfig``):
+
+- ``graph``: ``unlabelled`` (the paper), ``labelled`` (2|L| + 1 ids, the form shipped before) or ``none`` — the
+  **no-graph baseline**, the paper's SentTr: the same parser whose encoder never sees the parser state;
+- ``roles``: a role embedding per position (s0, s1, rest of the stack, b0, rest of the buffer, reduced) added to
+  the input — part of the paper's StateTr, off by default;
+- ``label_input``: the dependent's label embedding (on by default);
+- ``relation_by_direction``: the Relation classifier conditioned on the arc's direction (eq. 5, "| a^t": one
+  label distribution for LEFT, one for RIGHT; on by default).
+
+A parser saved before these settings existed loads as it was trained (labelled ids, roles, no label input, one
+label distribution). Two classifiers read the encoder states of the top stack items and the first buffer item
+(a learned vector stands in for a missing item):
 
 - Exist: MLP over [h(s0); h(s1); h(b0)] → SHIFT / LEFT / RIGHT / SWAP;
 - Relation: MLP over [h(s0); h(s1)] → the label of a LEFT or RIGHT arc.
@@ -53,6 +65,17 @@ class G2GConfig(TokenFeatureConfig):
     attention_dropout: float = 0.1
     lazy_oracle: bool = True
     sampled_configurations: int = 8  # per sentence and batch in training (0: all); every encoder run costs O(L²)
+    graph: str = "unlabelled"  # unlabelled (the paper, k = 3) | labelled | none (the no-graph SentTr baseline)
+    roles: bool = False  # role embeddings of the parser state (part of the paper's StateTr)
+    label_input: bool = True  # the dependent's label embedding added to its input (the paper, §3.2)
+    relation_by_direction: bool = True  # the label classifier conditioned on LEFT / RIGHT (eq. 5)
+
+    @classmethod
+    def stored(cls, d: dict) -> dict:
+        """A parser saved before the paper's settings existed (it has ``lazy_oracle`` but no ``roles``): the form it
+        was trained in."""
+        old = {"graph": "labelled", "roles": True, "label_input": False, "relation_by_direction": False}
+        return super().stored((old | d) if "lazy_oracle" in d and "roles" not in d else d)
 
 
 class G2GTransitionParser(nn.Module):
@@ -66,41 +89,69 @@ class G2GTransitionParser(nn.Module):
     def __init__(self, cfg: G2GConfig):
         super().__init__()
         self.cfg = cfg
-        self.embed, self.char_lstm = token_embeddings(cfg, role=nn.Embedding(N_ROLES, cfg.d_model, padding_idx=PAD_ROLE))
+        if cfg.graph not in ("unlabelled", "labelled", "none"):
+            raise ValueError(f"G2GTr graph must be unlabelled, labelled or none, got {cfg.graph!r}")
+        extra = {}
+        if cfg.roles:
+            extra["role"] = nn.Embedding(N_ROLES, cfg.d_model, padding_idx=PAD_ROLE)
+        if cfg.label_input:
+            extra["label"] = nn.Embedding(cfg.n_rels + 1, cfg.d_model, padding_idx=0)  # 0: not attached yet
+        self.embed, self.char_lstm = token_embeddings(cfg, **extra)
         self.proj = nn.Linear(cfg.feature_dim, cfg.d_model)
-        self.encoder = GraphEncoder(cfg.d_model, cfg.layers, cfg.heads, cfg.ffn, n_relation_ids(True, cfg.n_rels),
-                                    cfg.attention, cfg.value_relations, cfg.relation_norm, cfg.attention_dropout)
+        n_ids = 0 if cfg.graph == "none" else n_relation_ids(cfg.graph == "labelled", cfg.n_rels)
+        self.encoder = GraphEncoder(cfg.d_model, cfg.layers, cfg.heads, cfg.ffn, n_ids, cfg.attention,
+                                    cfg.value_relations, cfg.relation_norm and n_ids > 0, cfg.attention_dropout)
         self.absent = nn.Parameter(torch.zeros(cfg.d_model))
         d = cfg.d_model
+        n_out = cfg.n_rels * (2 if cfg.relation_by_direction else 1)
         self.classifier = nn.ModuleDict({"exist": nn.Sequential(MLP(3 * d, cfg.mlp, cfg.dropout), nn.Linear(cfg.mlp, 4)),
                                          "relation": nn.Sequential(MLP(2 * d, cfg.mlp, cfg.dropout),
-                                                                   nn.Linear(cfg.mlp, cfg.n_rels))})
+                                                                   nn.Linear(cfg.mlp, n_out))})
         self.drop = nn.Dropout(cfg.dropout)
 
     def sentence_features(self, words, chars, tags):
         """Static token features of each sentence [B, L, d_model], computed once and reused by every step."""
         return self.proj(self.drop(token_features(self.embed, self.char_lstm, words, chars, tags)))
 
-    def step(self, x0, roles, relations, items):
-        """x0 [N, L, D] (each configuration's sentence features), roles [N, L], relations [N, L, L], items [N, 3]
-        (s0, s1, b0 positions, -1 = absent) → (transition scores [N, 4], label scores [N, R])."""
-        h = self.encoder(x0 + self.embed["role"](roles), roles != PAD_ROLE, relations)
+    def step(self, x0, state: dict):
+        """x0 [N, L, D] (each configuration's sentence features) and ``config_tensors``' state (roles [N, L], heads
+        and labels [N, L], items [N, 3]: s0, s1, b0 positions, -1 = absent) → (transition scores [N, 4], label scores
+        [N, R], or [N, 2, R] by direction: LEFT, RIGHT)."""
+        roles, items, cfg = state["roles"], state["items"], self.cfg
+        x = x0
+        if cfg.roles:
+            x = x + self.embed["role"](roles)
+        if cfg.label_input:
+            x = x + self.embed["label"]((state["rels"] + 1).clamp(min=0))
+        relations = None if cfg.graph == "none" else relation_ids(state["heads"], state["rels"] if cfg.graph == "labelled"
+                                                                  else None)
+        h = self.encoder(x, roles != PAD_ROLE, relations)
         at = h.gather(1, items.clamp(min=0).unsqueeze(-1).expand(-1, -1, h.shape[-1]))  # [N, 3, D]
         at = torch.where((items >= 0).unsqueeze(-1), at, self.absent)
         at = self.drop(at)
-        return self.classifier["exist"](at.flatten(1)), self.classifier["relation"](at[:, :2].flatten(1))
+        labels = self.classifier["relation"](at[:, :2].flatten(1))
+        if cfg.relation_by_direction:
+            labels = labels.view(len(labels), 2, cfg.n_rels)
+        return self.classifier["exist"](at.flatten(1)), labels
 
     def forward(self, words, chars, tags):
         """The start configuration of each sentence (for calibration and shape checks): its step scores."""
         x0 = self.sentence_features(words, chars, tags)
         cs = [Configuration.start(int(n) - 1) for n in (words != 0).sum(-1)]
-        return self.step(x0, *config_tensors(cs, words.shape[1], words.device))
+        return self.step(x0, config_tensors(cs, words.shape[1], words.device))
 
 
-def config_tensors(cs: list[Configuration], L: int,
-                   device: torch.device | str | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Roles [N, L], partial-graph relation ids [N, L, L] and (s0, s1, b0) [N, 3] of configurations (built on the
-    host from the transition system's lists, then moved to ``device``)."""
+def label_of(labels: torch.Tensor, transitions: torch.Tensor) -> torch.Tensor:
+    """The label scores [N, R] for each configuration's arc direction (``labels`` [N, 2, R] by direction, or
+    [N, R] already); a non-arc transition reads LEFT's (its label is never scored)."""
+    if labels.dim() == 2:
+        return labels
+    return labels[torch.arange(len(labels), device=labels.device), (transitions == RIGHT).long()]
+
+
+def config_tensors(cs: list[Configuration], L: int, device: torch.device | str | None = None) -> dict:
+    """{roles [N, L], heads [N, L], rels [N, L] (the partial graph; -1 = not attached), items [N, 3]: s0, s1, b0}
+    of configurations (built on the host from the transition system's lists, then moved to ``device``)."""
     N = len(cs)
     roles = torch.zeros(N, L, dtype=torch.long)
     heads = torch.full((N, L), -1, dtype=torch.long)
@@ -119,9 +170,8 @@ def config_tensors(cs: list[Configuration], L: int,
         if b:
             roles[k, b] = BUFFER
             roles[k, b[0]], items[k, 2] = B0, b[0]
-    if device is not None:
-        roles, heads, rels, items = (t.to(device) for t in (roles, heads, rels, items))
-    return roles, relation_ids(heads, rels), items
+    out = {"roles": roles, "heads": heads, "rels": rels, "items": items}
+    return {k: v.to(device) for k, v in out.items()} if device is not None else out
 
 
 def oracle_examples(heads: torch.Tensor, rels: torch.Tensor, lazy: bool = True):
@@ -151,10 +201,10 @@ def transition_loss(model: G2GTransitionParser, b: dict, words: torch.Tensor) ->
         sent, cs, ts, ls = sent[keep], [cs[i] for i in keep.tolist()], ts[keep], ls[keep]
     sent, ts, ls = sent.to(words.device), ts.to(words.device), ls.to(words.device)  # sampled on the host
     x0 = model.sentence_features(words, b["chars"], b["tags"])[sent]
-    t_scores, l_scores = model.step(x0, *config_tensors(cs, words.shape[1], words.device))
+    t_scores, l_scores = model.step(x0, config_tensors(cs, words.shape[1], words.device))
     loss = nn.functional.cross_entropy(t_scores, ts)
     if (ls != -100).any():
-        loss = loss + nn.functional.cross_entropy(l_scores, ls, ignore_index=-100)
+        loss = loss + nn.functional.cross_entropy(label_of(l_scores, ts), ls, ignore_index=-100)
     return loss
 
 
@@ -170,13 +220,14 @@ def parse_batch(model: G2GTransitionParser, b: dict) -> tuple[list[Configuration
     steps = 0
     active = [k for k, c in enumerate(cs) if not c.terminal]
     while active:
-        t_scores, l_scores = model.step(x0_all[active], *config_tensors([cs[k] for k in active], L, words.device))
+        t_scores, l_scores = model.step(x0_all[active], config_tensors([cs[k] for k in active], L, words.device))
         t_scores, l_scores = t_scores.cpu(), l_scores.cpu()  # the transition system runs on the host
         steps += 1
         for j, k in enumerate(active):
             c = cs[k]
             valid = torch.tensor([c.valid(t) and not (t == SWAP and steps > cap[k]) for t in range(4)])
             t = int(t_scores[j].masked_fill(~valid, float("-inf")).argmax())
-            c.apply(t, int(l_scores[j].argmax()) if t in (LEFT, RIGHT) else -1)
+            lab = l_scores[j] if l_scores.dim() == 2 else l_scores[j, int(t == RIGHT)]
+            c.apply(t, int(lab.argmax()) if t in (LEFT, RIGHT) else -1)
         active = [k for k in active if not cs[k].terminal]
     return cs, steps
