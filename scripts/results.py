@@ -313,12 +313,36 @@ def sweep(run: Path) -> dict:
     table = {"columns": [{"name": "", "align": "left"}, *({"name": v, "digits": 2} for v in cols)],
              "rows": table_rows,
              "digits_by_row": {"MT-Gender accuracy [95 % CI]": 3, "avg chrF, % of the base's": 1}}
+    tables = {"variants": table}
+    groups_ = (S.get("pair_groups") or {}).get("thesis", {})
+    crows = []
+    for g in ("all", "low"):
+        for name, c in ((groups_.get(g) or {}).get("contrasts") or {}).items():
+            if name.endswith(f" vs {base}"):
+                continue  # each variant against the base is the variants table's
+            crows.append([name.replace(" vs ", " − "), f"{g} ({groups_[g]['pairs']} pairs)",
+                          *([c[m]["difference"], *(c[m].get("ci") or [None, None])] if m in c else None
+                            for m in ("chrF", "spBLEU"))])
+    names = [n for n in ((groups_.get("all") or {}).get("contrasts") or {}) if not n.endswith(f" vs {base}")]
+    if names:  # chrF per pair group, one column per contrast
+        tables["contrasts_by_group"] = {
+            "columns": [{"name": "group (pairs)", "align": "left"},
+                        *({"name": f"{n.replace(' vs ', ' − ')} chrF", "digits": 2} for n in names)],
+            "rows": [[f"{g} ({d['pairs']})", *([d["contrasts"][n]["chrF"]["difference"],
+                                               *(d["contrasts"][n]["chrF"].get("ci") or [None, None])]
+                                              if n in (d.get("contrasts") or {}) else None for n in names)]
+                     for g, d in groups_.items() if d.get("pairs")]}
+    if crows:
+        tables["contrasts"] = {"columns": [{"name": "contrast (a − b)", "align": "left"},
+                                           {"name": "pairs (thesis tiers)", "align": "left"},
+                                           {"name": "chrF [95 % CI]", "digits": 2},
+                                           {"name": "spBLEU [95 % CI]", "digits": 2}], "rows": crows}
     out = _provenance(run, S, "forgetbench sweep {config} --out RUN && python scripts/results.py sweep RUN NAME")
     out.update({"variants": list(cols), "base": base, "data": S["signatures"].get("data"),
                 "settings": {"pairs": len(S["pairs"]), "kept": sum(p["kept"] for p in S["pairs"]),
                              "generation": S["run"]["generation"], "thresholds": S["thresholds"],
                              "environment": S["run"].get("environment")},
-                "findings": S["findings"], "tables": {"variants": table}})
+                "findings": S["findings"], "tables": tables})
     return out
 
 
