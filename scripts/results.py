@@ -294,7 +294,7 @@ def sweep(run: Path) -> dict:
     pairs = {x: tier.get(x, {}).get("pairs", 0) for x in ("Low", "High")}
     names = ["avg spBLEU-local", "avg chrF", "avg chrF, % of the base's", "rel. spBLEU % [95 % CI]", "rel. chrF % [95 % CI]",
              "pairs significantly worse / better (spBLEU, BH)", f"rel. spBLEU %, Low-tier pairs (thesis tiers, "
-             f"{pairs['Low']} pairs)", f"rel. spBLEU %, High-tier pairs ({pairs['High']} pairs)",
+             f"{pairs['Low']} pair{'' if pairs['Low'] == 1 else 's'})", f"rel. spBLEU %, High-tier pairs ({pairs['High']} pair{'' if pairs['High'] == 1 else 's'})",
              "ΔchrF losers / winners (% of sentences)", "off-target on losers, base → variant (change)",
              "λ losers / winners (on-target)", "–", "MT-Gender accuracy [95 % CI]",
              "MT-Gender ψ* (variant: [its change's 95 % CI])"]
