@@ -314,6 +314,19 @@ def sweep(run: Path) -> dict:
              "rows": table_rows,
              "digits_by_row": {"MT-Gender accuracy [95 % CI]": 3, "avg chrF, % of the base's": 1}}
     tables = {"variants": table}
+    for fam, F in (S.get("families") or {}).items():  # a ladder or a comparison: one row per member
+        tables[f"family_{fam}"] = {
+            "columns": [{"name": F["axis"], "align": "left"}, {"name": "avg spBLEU [95 % CI]", "digits": 2},
+                        {"name": "avg chrF [95 % CI]", "digits": 2}, {"name": "rel. spBLEU % [95 % CI]", "digits": 1},
+                        {"name": "rel. chrF % [95 % CI]", "digits": 1},
+                        {"name": f"rel. spBLEU %, Low tier ({pairs['Low']} pairs)", "digits": 1}],
+            "rows": [[("0 (base)" if p["variant"] == base else f"{100 * p['value']:g} %") if F["axis"] == "sparsity"
+                      else f"{p['value']:g}" if F.get("numeric") else str(p["value"]),
+                      iv(p["spBLEU"], p.get("spBLEU_ci")), iv(p["chrF"], p.get("chrF_ci")),
+                      iv(p.get("rel_spBLEU"), p.get("rel_spBLEU_ci")), iv(p.get("rel_chrF"), p.get("rel_chrF_ci")),
+                      iv(tier["Low"][p["variant"]]["spBLEU"], tier["Low"][p["variant"]]["spBLEU_ci"])
+                      if p["variant"] != base and tier.get("Low", {}).get("pairs") else None]
+                     for p in F["points"]]}
     groups_ = (S.get("pair_groups") or {}).get("thesis", {})
     crows = []
     for g in ("all", "low"):
