@@ -422,34 +422,17 @@ def main() -> int:
     g.add_argument("--student", default="student-kd")
     g.add_argument("--note", default=None, help="what a reader must know of the run (kept in the file)")
     a = ap.parse_args()
-    if a.cmd == "groups":
+    exporters = {"mt-geneval": lambda: mt_geneval(a.run), "distill-bias": lambda: distill_bias(a.run),
+                 "sweep": lambda: sweep(a.run), "groups": lambda: groups(a.run, a.student)}
+    if a.cmd in exporters:
         from forgetbench.io import atomic_write_json
 
-        out = FOLDER / f"{a.name}.json"
-        result = groups(a.run, a.student)
-        if a.note:
-            result["note"] = a.note
-        atomic_write_json(out, result)
-        print(out)
-        return 0
-    if a.cmd == "sweep":
-        from forgetbench.io import atomic_write_json
-
-        out = FOLDER / f"{a.name}.json"
-        result = sweep(a.run)
-        if a.note:
-            result["note"] = a.note
-        atomic_write_json(out, result)
-        print(out)
-        return 0
-    if a.cmd in ("mt-geneval", "distill-bias"):
-        from forgetbench.io import atomic_write_json
-
-        result = (mt_geneval if a.cmd == "mt-geneval" else distill_bias)(a.run)
+        out = a.out if a.cmd in ("mt-geneval", "distill-bias") else FOLDER / f"{a.name}.json"
+        result = exporters[a.cmd]()
         if getattr(a, "note", None):
             result["note"] = a.note
-        atomic_write_json(a.out, result)
-        print(f"{a.out}")
+        atomic_write_json(out, result)
+        print(out)
         return 0
     status = 0
     for doc in documents():

@@ -82,6 +82,13 @@ def mst_graph(model, arc, rel_dep, rel_head, lengths: list[int]) -> tuple[torch.
     return heads.masked_fill(~word, -1), rels.masked_fill(~word, -1)
 
 
+def next_graph(model, t: int, arc, rel_dep, rel_head, mask, lengths: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """G^t from iteration t's scores: the MST at t = 1, the per-token argmax after."""
+    if t == 1:
+        return mst_graph(model, arc, rel_dep, rel_head, lengths)
+    return argmax_graph(model, arc, rel_dep, rel_head, mask)
+
+
 @torch.no_grad()
 def refine(model, words, chars, tags, heads0: torch.Tensor, rels0: torch.Tensor, iterations: int = DEFAULT_ITERATIONS,
            record: bool = False) -> dict:
@@ -101,10 +108,7 @@ def refine(model, words, chars, tags, heads0: torch.Tensor, rels0: torch.Tensor,
     for t in range(1, iterations + 1):
         idx = active
         arc, rd, rh = model.encode(words[idx], rows(chars, idx), tags[idx], graph_relations(model, heads[idx], rels[idx]))
-        if t == 1:  # G¹ is the MST of iteration 1's scores
-            new_h, new_r = mst_graph(model, arc, rd, rh, [lengths[int(i)] for i in idx])
-        else:
-            new_h, new_r = argmax_graph(model, arc, rd, rh, mask[idx])
+        new_h, new_r = next_graph(model, t, arc, rd, rh, mask[idx], [lengths[int(i)] for i in idx])
         same = ((new_h == heads[idx]) & (new_r == rels[idx])).all(-1)
         stop = (same & (t > 1)) if t < iterations else torch.ones_like(same)  # G¹ is never compared with G⁰
         need_tree = stop | torch.tensor(record, device=stop.device).expand_as(stop)
@@ -148,10 +152,7 @@ def refinement_loss(model, words, chars, tags, heads0, rels0, gold_heads, gold_r
         if t == iterations:
             break
         with torch.no_grad():
-            if t == 1:
-                new_h, new_r = mst_graph(model, arc.detach(), rd.detach(), rh.detach(), lengths)
-            else:
-                new_h, new_r = argmax_graph(model, arc.detach(), rd.detach(), rh.detach(), mask)
+            new_h, new_r = next_graph(model, t, arc.detach(), rd.detach(), rh.detach(), mask, lengths)
             if t > 1:  # as at test: G² against G¹ first, never G¹ against G⁰
                 active = active & ~((new_h == heads) & (new_r == rels)).all(-1)
             heads, rels = new_h, new_r
